@@ -1,0 +1,46 @@
+/*
+ * Glue shared by btl/llrdma and coll/llrdma: reading an MCA variable with its
+ * source, user-facing fatal errors, the per-rank dump and the modex record.
+ * Compiled into both components (opal headers only).
+ */
+#ifndef LLRDMA_MCA_COMMON_H
+#define LLRDMA_MCA_COMMON_H
+
+#include "opal_config.h"
+#include "llrdma_core.h"
+
+/* Modex key under which btl/llrdma publishes this rank's hint. */
+#define LLRDMA_MODEX_KEY "llrdma.hint.v1"
+
+/* Name of the help file installed with the components. */
+#define LLRDMA_HELP_FILE "help-mpi-llrdma.txt"
+
+/* Fill `in` from MCA variable `var_index` (value, source, file and line).
+ * String pointers stay valid as long as the variable is registered.  The
+ * RDMA_LOW_LATENCY_HINT alias is read from the environment here, too. */
+int llrdma_mca_hint_inputs(int var_index, const char *var_name, llrdma_hint_inputs_t *in);
+
+/* Make the help file findable (idempotent). */
+void llrdma_mca_help_init(void);
+
+/* A configuration error that must stop the job: the help text (topic in
+ * LLRDMA_HELP_FILE, one %s argument = detail), a one-line opal_output copy
+ * (show_help from ranks can be lost when the job dies right after), then
+ * abort the whole job through PMIx so no rank hangs in MPI_Init. */
+void llrdma_mca_fatal(const char *topic, const char *detail);
+
+/* End the whole job without printing anything (another rank reports). */
+void llrdma_mca_abort(const char *detail);
+
+/* Same reporting without aborting. */
+void llrdma_mca_warn(const char *topic, const char *detail);
+
+/* Write cfg as one JSON line according to `spec`: NULL/""/"off" -> nothing,
+ * "stderr", "stdout", otherwise a path pattern (%r rank, %h host, %p pid).
+ * Returns OPAL_SUCCESS or an error after printing why. */
+int llrdma_mca_dump(const char *spec, const llrdma_rank_config_t *cfg);
+
+/* Fill rank/size/host/pid of cfg from the opal process info. */
+void llrdma_mca_fill_identity(llrdma_rank_config_t *cfg);
+
+#endif

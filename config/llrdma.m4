@@ -1,0 +1,184 @@
+# llrdma configure checks: one macro per dependency.  An explicitly requested
+# dependency that cannot be met is a hard error with a one-line fix.
+
+# AX_REQUIRE_CXX17: the core is C++17; fail early with a clear message.
+AC_DEFUN([AX_REQUIRE_CXX17], [
+  AC_LANG_PUSH([C++])
+  llrdma_save_CXXFLAGS=$CXXFLAGS
+  CXXFLAGS="$CXXFLAGS -std=c++17"
+  AC_MSG_CHECKING([whether $CXX accepts -std=c++17])
+  AC_COMPILE_IFELSE([AC_LANG_PROGRAM([[#include <optional>
+#include <string_view>]], [[std::optional<std::string_view> v; return v.has_value();]])],
+    [AC_MSG_RESULT([yes])],
+    [AC_MSG_RESULT([no]); AC_MSG_ERROR([a C++17 compiler is required; install g++ (apt-get install g++)])])
+  CXXFLAGS=$llrdma_save_CXXFLAGS
+  AC_LANG_POP([C++])
+])
+
+# LLRDMA_FIND_OMPI: Open MPI 4.1 with devel headers.
+AC_DEFUN([LLRDMA_FIND_OMPI], [
+  LLRDMA_MPICC=
+  LLRDMA_OMPI_HOW=
+  AS_CASE(["$with_ompi"],
+    [no], [AC_MSG_ERROR([llrdma is an Open MPI plug-in: --without-ompi is not possible])],
+    [""|yes], [
+      AC_PATH_PROG([LLRDMA_MPICC], [mpicc])
+      AS_IF([test -n "$LLRDMA_MPICC"], [LLRDMA_OMPI_HOW="mpicc wrapper $LLRDMA_MPICC"])],
+    [
+      AS_IF([test -x "$with_ompi/bin/mpicc"], [LLRDMA_MPICC="$with_ompi/bin/mpicc"],
+        [AC_MSG_ERROR([--with-ompi=$with_ompi: no $with_ompi/bin/mpicc; give the Open MPI prefix that holds bin/mpicc])])
+      LLRDMA_OMPI_HOW="--with-ompi=$with_ompi"])
+
+  AS_IF([test -n "$LLRDMA_MPICC"], [
+      llrdma_ompi_incdirs=`$LLRDMA_MPICC --showme:incdirs 2>/dev/null`
+      llrdma_ompi_libdirs=`$LLRDMA_MPICC --showme:libdirs 2>/dev/null`
+      llrdma_ompi_bindir=`AS_DIRNAME(["$LLRDMA_MPICC"])`
+      AS_IF([test -z "$llrdma_ompi_incdirs"],
+        [AC_MSG_ERROR([$LLRDMA_MPICC is not Open MPI's wrapper (no --showme:incdirs); use --with-ompi=DIR])])
+    ], [
+      PKG_CHECK_EXISTS([ompi], [
+          LLRDMA_OMPI_HOW="pkg-config ompi"
+          llrdma_ompi_incdirs=`$PKG_CONFIG --cflags-only-I ompi | $SED 's/-I//g'`
+          llrdma_ompi_libdirs=`$PKG_CONFIG --variable=libdir ompi`
+          llrdma_ompi_bindir=`$PKG_CONFIG --variable=prefix ompi`/bin
+        ], [AC_MSG_ERROR([Open MPI not found (no mpicc in PATH, no pkg-config ompi); apt-get install libopenmpi-dev openmpi-bin, or --with-ompi=DIR])])
+    ])
+
+  OMPI_CPPFLAGS=
+  for d in $llrdma_ompi_incdirs; do OMPI_CPPFLAGS="$OMPI_CPPFLAGS -I$d"; done
+  OMPI_LDFLAGS=
+  for d in $llrdma_ompi_libdirs; do OMPI_LDFLAGS="$OMPI_LDFLAGS -L$d -Wl,-rpath,$d"; done
+  AC_SUBST([OMPI_CPPFLAGS])
+  AC_SUBST([OMPI_LDFLAGS])
+
+  llrdma_save_CPPFLAGS=$CPPFLAGS
+  CPPFLAGS="$CPPFLAGS $OMPI_CPPFLAGS"
+  AC_CHECK_HEADER([opal_config.h], [],
+    [AC_MSG_ERROR([Open MPI devel headers missing (opal_config.h); apt-get install libopenmpi-dev, or build Open MPI with --with-devel-headers])])
+  AC_MSG_CHECKING([for Open MPI 4.1.x])
+  AC_COMPUTE_INT([llrdma_ompi_major], [OMPI_MAJOR_VERSION], [#include <mpi.h>], [llrdma_ompi_major=0])
+  AC_COMPUTE_INT([llrdma_ompi_minor], [OMPI_MINOR_VERSION], [#include <mpi.h>], [llrdma_ompi_minor=0])
+  AC_COMPUTE_INT([llrdma_ompi_release], [OMPI_RELEASE_VERSION], [#include <mpi.h>], [llrdma_ompi_release=0])
+  LLRDMA_OMPI_VERSION="$llrdma_ompi_major.$llrdma_ompi_minor.$llrdma_ompi_release"
+  AS_IF([test "$llrdma_ompi_major.$llrdma_ompi_minor" = "4.1"], [AC_MSG_RESULT([$LLRDMA_OMPI_VERSION])],
+    [AC_MSG_RESULT([$LLRDMA_OMPI_VERSION]); AC_MSG_ERROR([Open MPI $LLRDMA_OMPI_VERSION found, llrdma needs the 4.1 series; point --with-ompi at a 4.1 install])])
+  CPPFLAGS=$llrdma_save_CPPFLAGS
+  AC_SUBST([LLRDMA_OMPI_VERSION])
+
+  AC_PATH_PROG([MPIRUN], [mpirun], [], [$llrdma_ompi_bindir$PATH_SEPARATOR$PATH])
+  AC_PATH_PROG([OMPI_INFO], [ompi_info], [], [$llrdma_ompi_bindir$PATH_SEPARATOR$PATH])
+  AS_IF([test -z "$MPIRUN" || test -z "$OMPI_INFO"],
+    [AC_MSG_ERROR([mpirun/ompi_info not found next to Open MPI; apt-get install openmpi-bin])])
+  AS_IF([test -z "$LLRDMA_MPICC"], [LLRDMA_MPICC=`AS_DIRNAME(["$MPIRUN"])`/mpicc])
+  AC_SUBST([LLRDMA_MPICC])
+
+  # Where the MCA components are installed.
+  AS_CASE(["$with_ompi_component_dir"],
+    [""|yes|no], [LLRDMA_COMPONENT_DIR='${libdir}/openmpi'],
+    [ompi], [
+      LLRDMA_COMPONENT_DIR=`$OMPI_INFO --path pkglibdir --parsable 2>/dev/null | $SED -n 's/^path:pkglibdir://p'`
+      AS_IF([test -z "$LLRDMA_COMPONENT_DIR"],
+        [LLRDMA_COMPONENT_DIR=`$OMPI_INFO --path pkglibdir 2>/dev/null | $SED -n 's/^ *Pkglibdir: *//p'`])
+      AS_IF([test -z "$LLRDMA_COMPONENT_DIR"],
+        [AC_MSG_ERROR([--with-ompi-component-dir=ompi: could not ask $OMPI_INFO for its pkglibdir; give the directory instead])])],
+    [LLRDMA_COMPONENT_DIR=$with_ompi_component_dir])
+  AC_SUBST([LLRDMA_COMPONENT_DIR])
+])
+
+# LLRDMA_FIND_VERBS: rdma-core's libibverbs and librdmacm (required).
+AC_DEFUN([LLRDMA_FIND_VERBS], [
+  VERBS_CPPFLAGS=
+  VERBS_LDFLAGS=
+  AS_CASE(["$with_verbs"],
+    [no], [AC_MSG_ERROR([btl/llrdma is an RDMA transport: --without-verbs is not possible])],
+    [""|yes], [],
+    [VERBS_CPPFLAGS="-I$with_verbs/include"
+     VERBS_LDFLAGS="-L$with_verbs/lib -L$with_verbs/lib64"])
+  llrdma_save_CPPFLAGS=$CPPFLAGS
+  llrdma_save_LDFLAGS=$LDFLAGS
+  CPPFLAGS="$CPPFLAGS $VERBS_CPPFLAGS"
+  LDFLAGS="$LDFLAGS $VERBS_LDFLAGS"
+  llrdma_verbs_fix="apt-get install libibverbs-dev librdmacm-dev, or --with-verbs=DIR"
+  AC_CHECK_HEADER([infiniband/verbs.h], [], [AC_MSG_ERROR([rdma-core headers missing (infiniband/verbs.h); $llrdma_verbs_fix])])
+  AC_CHECK_HEADER([rdma/rdma_cma.h], [], [AC_MSG_ERROR([librdmacm headers missing (rdma/rdma_cma.h); $llrdma_verbs_fix])])
+  AC_CHECK_LIB([ibverbs], [ibv_open_device], [:], [AC_MSG_ERROR([libibverbs not linkable; $llrdma_verbs_fix])])
+  AC_CHECK_LIB([rdmacm], [rdma_create_id], [:], [AC_MSG_ERROR([librdmacm not linkable; $llrdma_verbs_fix])])
+  AC_CHECK_DECLS([ibv_reg_dmabuf_mr], [], [], [[#include <infiniband/verbs.h>]])
+  CPPFLAGS=$llrdma_save_CPPFLAGS
+  LDFLAGS=$llrdma_save_LDFLAGS
+  VERBS_LIBS="-libverbs -lrdmacm"
+  AC_SUBST([VERBS_CPPFLAGS])
+  AC_SUBST([VERBS_LDFLAGS])
+  AC_SUBST([VERBS_LIBS])
+])
+
+# LLRDMA_FIND_BOOST_TEST: unit tests only.
+AC_DEFUN([LLRDMA_FIND_BOOST_TEST], [
+  llrdma_have_boost_test=no
+  BOOST_TEST_CPPFLAGS=
+  BOOST_TEST_LDFLAGS=
+  AS_IF([test "$with_boost_test" != no], [
+    AS_CASE(["$with_boost_test"], [""|yes], [],
+      [BOOST_TEST_CPPFLAGS="-I$with_boost_test/include"; BOOST_TEST_LDFLAGS="-L$with_boost_test/lib"])
+    AC_LANG_PUSH([C++])
+    llrdma_save_CPPFLAGS=$CPPFLAGS
+    llrdma_save_LIBS=$LIBS
+    llrdma_save_LDFLAGS=$LDFLAGS
+    CPPFLAGS="$CPPFLAGS $BOOST_TEST_CPPFLAGS -DBOOST_TEST_DYN_LINK"
+    LDFLAGS="$LDFLAGS $BOOST_TEST_LDFLAGS"
+    LIBS="-lboost_unit_test_framework $LIBS"
+    AC_MSG_CHECKING([for Boost.Test (shared library)])
+    AC_LINK_IFELSE([AC_LANG_SOURCE([[#define BOOST_TEST_MODULE conftest
+#include <boost/test/unit_test.hpp>
+BOOST_AUTO_TEST_CASE(t) { BOOST_TEST(1 == 1); }]])],
+      [llrdma_have_boost_test=yes], [llrdma_have_boost_test=no])
+    AC_MSG_RESULT([$llrdma_have_boost_test])
+    CPPFLAGS=$llrdma_save_CPPFLAGS
+    LIBS=$llrdma_save_LIBS
+    LDFLAGS=$llrdma_save_LDFLAGS
+    AC_LANG_POP([C++])
+    AS_IF([test "$llrdma_have_boost_test" = no && test -n "$with_boost_test"],
+      [AC_MSG_ERROR([--with-boost-test given but Boost.Test cannot be used; apt-get install libboost-test-dev])])
+    AS_IF([test "$llrdma_have_boost_test" = no],
+      [AC_MSG_WARN([Boost.Test not found: unit tests will be skipped (apt-get install libboost-test-dev)])])
+  ])
+  AC_SUBST([BOOST_TEST_CPPFLAGS])
+  AC_SUBST([BOOST_TEST_LDFLAGS])
+  AM_CONDITIONAL([HAVE_BOOST_TEST], [test "$llrdma_have_boost_test" = yes])
+])
+
+# LLRDMA_FIND_CUDA: optional; GPU buffers in coll/llrdma.
+AC_DEFUN([LLRDMA_FIND_CUDA], [
+  llrdma_have_cuda=no
+  LLRDMA_CUDA_DIR=
+  AS_CASE(["$with_cuda"],
+    [no], [],
+    [""], [AS_IF([test -d /usr/local/cuda], [LLRDMA_CUDA_DIR=/usr/local/cuda])],
+    [yes], [LLRDMA_CUDA_DIR=/usr/local/cuda],
+    [LLRDMA_CUDA_DIR=$with_cuda])
+  AS_IF([test -n "$LLRDMA_CUDA_DIR"], [
+    llrdma_save_CPPFLAGS=$CPPFLAGS
+    llrdma_save_LDFLAGS=$LDFLAGS
+    CPPFLAGS="$CPPFLAGS -I$LLRDMA_CUDA_DIR/include"
+    LDFLAGS="$LDFLAGS -L$LLRDMA_CUDA_DIR/lib64"
+    llrdma_cuda_ok=yes
+    AC_CHECK_HEADER([cuda_runtime_api.h], [], [llrdma_cuda_ok=no])
+    AS_IF([test $llrdma_cuda_ok = yes], [AC_CHECK_LIB([cudart], [cudaMalloc], [:], [llrdma_cuda_ok=no])])
+    AC_PATH_PROG([NVCC], [nvcc], [], [$LLRDMA_CUDA_DIR/bin])
+    AS_IF([test -z "$NVCC"], [llrdma_cuda_ok=no])
+    CPPFLAGS=$llrdma_save_CPPFLAGS
+    LDFLAGS=$llrdma_save_LDFLAGS
+    AS_IF([test $llrdma_cuda_ok = yes], [llrdma_have_cuda=yes],
+      [AS_IF([test -n "$with_cuda"],
+         [AC_MSG_ERROR([--with-cuda=$with_cuda: CUDA Toolkit unusable there (need include/cuda_runtime_api.h, lib64/libcudart, bin/nvcc); install it or use --without-cuda])])
+       AC_MSG_WARN([$LLRDMA_CUDA_DIR has no usable CUDA Toolkit: building without GPU support])
+       LLRDMA_CUDA_DIR=])
+  ])
+  AS_IF([test $llrdma_have_cuda = yes], [AC_DEFINE([LLRDMA_HAVE_CUDA], [1], [CUDA Toolkit found])])
+  CUDA_CPPFLAGS="-I$LLRDMA_CUDA_DIR/include"
+  CUDA_LDFLAGS="-L$LLRDMA_CUDA_DIR/lib64 -Wl,-rpath,$LLRDMA_CUDA_DIR/lib64"
+  AC_SUBST([CUDA_CPPFLAGS])
+  AC_SUBST([CUDA_LDFLAGS])
+  AC_SUBST([LLRDMA_CUDA_DIR])
+  AM_CONDITIONAL([HAVE_CUDA], [test $llrdma_have_cuda = yes])
+])

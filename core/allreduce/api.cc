@@ -1,0 +1,119 @@
+// api.cc -- extern "C" entry points: names, scratch sizing and llrdma_ar_run.
+//
+// Nothing may throw across the C boundary: allocation failures inside the core
+// are caught here and returned as LLRDMA_AR_ERR_NOMEM, after the Transport's
+// destructor has cancelled and waited any request still outstanding.
+#include "internal.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+namespace {
+
+const char *const kAlgNames[LLRDMA_AR_NALGS] = {"auto", "recursive_doubling", "rabenseifner",
+                                                 "ring"};
+
+const char *const kDtypeNames[LLRDMA_DT_COUNT] = {
+    "int8",  "int16", "int32",     "int64",      "uint8",    "uint16", "uint32",   "uint64", "float",
+    "double", "bool", "byte",      "float_int",  "double_int", "long_int", "2int", "short_int"};
+
+const char *const kOpNames[LLRDMA_OP_COUNT] = {"sum", "prod", "min",  "max",  "land",   "lor",
+                                               "lxor", "band", "bor", "bxor", "maxloc", "minloc"};
+
+struct FreeOnExit {
+    void *p = nullptr;
+    ~FreeOnExit() { std::free(p); }
+};
+
+} // namespace
+
+using namespace llrdma::ar;
+
+extern "C" const char *llrdma_ar_alg_name(int alg)
+{
+    return alg >= 0 && alg < LLRDMA_AR_NALGS ? kAlgNames[alg] : nullptr;
+}
+
+extern "C" int llrdma_ar_alg_from_name(const char *name)
+{
+    if (!name)
+        return -1;
+    for (int i = 0; i < LLRDMA_AR_NALGS; ++i) {
+        if (std::strcmp(name, kAlgNames[i]) == 0)
+            return i;
+    }
+    return -1;
+}
+
+extern "C" const char *llrdma_ar_dtype_name(int dtype)
+{
+    return dtype >= 0 && dtype < LLRDMA_DT_COUNT ? kDtypeNames[dtype] : "?";
+}
+
+extern "C" const char *llrdma_ar_op_name(int op)
+{
+    return op >= 0 && op < LLRDMA_OP_COUNT ? kOpNames[op] : "?";
+}
+
+extern "C" size_t llrdma_ar_scratch_bytes(const llrdma_ar_plan_t *plan, size_t count, int dtype,
+                                          int comm_size)
+{
+    size_t es = dtype_size(dtype);
+    if (!plan || es == 0 || comm_size <= 1 || count == 0)
+        return 0;
+    switch (plan->alg) {
+    case LLRDMA_AR_RECURSIVE_DOUBLING: return scratch_recursive_doubling(count, es, comm_size);
+    case LLRDMA_AR_RABENSEIFNER: return scratch_rabenseifner(count, es, comm_size);
+    case LLRDMA_AR_RING: return scratch_ring(plan, count, es, comm_size);
+    default: return 0;
+    }
+}
+
+extern "C" int llrdma_ar_run(const llrdma_ar_plan_t *plan, const llrdma_ar_comm_t *comm,
+                             const void *sendbuf, void *recvbuf, size_t count, int dtype, int op,
+                             void *scratch, size_t scratch_bytes)
+{
+    if (!plan || !comm || !comm->isend || !comm->irecv || !comm->waitall || comm->size < 1 ||
+        comm->rank < 0 || comm->rank >= comm->size || plan->alg <= LLRDMA_AR_AUTO ||
+        plan->alg >= LLRDMA_AR_NALGS)
+        return LLRDMA_AR_ERR_INVALID;
+    if (!llrdma_ar_supported(dtype, op))
+        return LLRDMA_AR_ERR_UNSUPPORTED;
+    if (count == 0)
+        return LLRDMA_AR_OK;
+    size_t es = dtype_size(dtype);
+    if (!recvbuf || count > static_cast<size_t>(-1) / es)
+        return LLRDMA_AR_ERR_INVALID;
+    if (sendbuf && sendbuf != recvbuf)
+        std::memcpy(recvbuf, sendbuf, count * es);
+    if (comm->size == 1)
+        return LLRDMA_AR_OK;
+
+    size_t need = llrdma_ar_scratch_bytes(plan, count, dtype, comm->size);
+    FreeOnExit owned;
+    if (!scratch && need > 0) {
+        owned.p = std::malloc(need);
+        if (!owned.p)
+            return LLRDMA_AR_ERR_NOMEM;
+        scratch = owned.p;
+        scratch_bytes = need;
+    } else if (scratch_bytes < need) {
+        return LLRDMA_AR_ERR_INVALID;
+    }
+
+    try {
+        Transport t(comm);
+        Args a{&t, recvbuf, count, dtype, op, es, scratch, scratch_bytes, plan};
+        int rc;
+        switch (plan->alg) {
+        case LLRDMA_AR_RECURSIVE_DOUBLING: rc = run_recursive_doubling(a); break;
+        case LLRDMA_AR_RABENSEIFNER: rc = run_rabenseifner(a); break;
+        default: rc = run_ring(a); break;
+        }
+        int drc = t.drain();
+        return rc != LLRDMA_AR_OK ? rc : drc;
+    } catch (...) {
+        return LLRDMA_AR_ERR_NOMEM; // the only exception the core can raise is bad_alloc
+    }
+}

@@ -1,0 +1,159 @@
+// internal.h -- shared pieces of the Allreduce algorithms (C++ only, not installed).
+#ifndef LLRDMA_ALLREDUCE_INTERNAL_H
+#define LLRDMA_ALLREDUCE_INTERNAL_H
+
+#include "llrdma_allreduce.h"
+
+#include <cstddef>
+#include <cstdint>
+
+namespace llrdma {
+namespace ar {
+
+// Tags per algorithm step.  Distinct for readability of traces; correctness does
+// not depend on them (see the pairwise-order rule in llrdma_allreduce.h).
+enum Tag : int {
+    kTagRdFold = 1,
+    kTagRdExchange = 2,
+    kTagRdUnfold = 3,
+    kTagRabFold = 8,
+    kTagRabHalving = 9,
+    kTagRabDoubling = 10,
+    kTagRabUnfold = 11,
+    kTagRingReduce = 16,
+    kTagRingGather = 17,
+};
+
+// out[i] = a[i] OP b[i]; out may alias a or b.  `a` is the left operand.
+// Returns false for an unsupported pair.
+bool reduce3(int op, int dtype, const void *a, const void *b, void *out, size_t count);
+size_t dtype_size(int dtype); // 0 for an unknown dtype
+
+// Element range of block i when `count` elements are split into `nblocks`
+// blocks: the first count % nblocks blocks hold one element more.
+inline size_t block_start(size_t count, size_t nblocks, size_t i)
+{
+    size_t q = count / nblocks, r = count % nblocks;
+    return i * q + (i < r ? i : r);
+}
+inline size_t block_len(size_t count, size_t nblocks, size_t i)
+{
+    return count / nblocks + (i < count % nblocks ? 1 : 0);
+}
+
+// Largest power of two <= n (n >= 1).
+inline int pow2_floor(int n)
+{
+    int p = 1;
+    while (p <= n / 2)
+        p *= 2;
+    return p;
+}
+
+// Non-power-of-two fold shared by recursive doubling and Rabenseifner: with
+// p2 = pow2_floor(size) and rem = size - p2, ranks 2i and 2i+1 (i < rem) pair up;
+// the even one hands its vector to the odd one and sits out.
+struct Fold {
+    int p2 = 1, rem = 0;
+    int newrank = -1; // -1: sits out
+    explicit Fold(int rank, int size)
+    {
+        p2 = pow2_floor(size);
+        rem = size - p2;
+        if (rank < 2 * rem)
+            newrank = (rank % 2) ? rank / 2 : -1;
+        else
+            newrank = rank - rem;
+    }
+    int real_rank(int nr) const { return nr < rem ? 2 * nr + 1 : nr + rem; }
+};
+
+// Tracks the requests of one call.  After the first error every later call
+// fails fast, and the destructor (or drain()) cancels and waits whatever is still
+// outstanding, so no request outlives the buffers it points into.
+class Transport {
+public:
+    static constexpr int kMaxLive = 64;
+
+    explicit Transport(const llrdma_ar_comm_t *c) : c_(c) {}
+    ~Transport() { drain(); }
+    Transport(const Transport &) = delete;
+    Transport &operator=(const Transport &) = delete;
+
+    int rank() const { return c_->rank; }
+    int size() const { return c_->size; }
+
+    // *req = nullptr for zero bytes (nothing sent); wait() accepts that.
+    int isend(const void *buf, size_t bytes, int peer, int tag, void **req);
+    int irecv(void *buf, size_t bytes, int peer, int tag, void **req);
+    // Waits the given requests (nullptrs skipped) and sets them to nullptr.
+    int wait(int n, void **reqs);
+    int wait(void **req) { return wait(1, req); }
+    // Send and receive with one peer, then wait both.
+    int sendrecv(const void *sbuf, size_t sbytes, void *rbuf, size_t rbytes, int peer, int tag);
+    // Blocking single transfers.
+    int send(const void *buf, size_t bytes, int peer, int tag)
+    {
+        void *r;
+        int rc = isend(buf, bytes, peer, tag, &r);
+        return rc != LLRDMA_AR_OK ? rc : wait(&r);
+    }
+    int recv(void *buf, size_t bytes, int peer, int tag)
+    {
+        void *r;
+        int rc = irecv(buf, bytes, peer, tag, &r);
+        return rc != LLRDMA_AR_OK ? rc : wait(&r);
+    }
+    // Cancels and waits everything outstanding; returns the sticky error.
+    int drain();
+    int error() const { return err_; }
+
+private:
+    int fail(int rc);
+    void track(void *req);
+    void untrack(void *req);
+
+    const llrdma_ar_comm_t *c_;
+    void *live_[kMaxLive] = {};
+    int nlive_ = 0;
+    int err_ = LLRDMA_AR_OK;
+};
+
+// Arguments common to all algorithms.  recvbuf already holds this rank's input.
+struct Args {
+    Transport *t;
+    void *buf;     // recvbuf, in place
+    size_t count;  // elements, > 0
+    int dtype, op;
+    size_t esize;  // element size
+    void *scratch; // at least scratch_bytes() of this algorithm
+    size_t scratch_bytes;
+    const llrdma_ar_plan_t *plan;
+};
+
+// Non-power-of-two fold (recursive_doubling.cc): fold_in leaves the odd rank of
+// each pair holding v[2i] OP v[2i+1]; fold_out copies the final vector back to
+// the even rank.  Scratch: one full vector.
+int fold_in(const Args &a, const Fold &f, int tag);
+int fold_out(const Args &a, const Fold &f, int tag);
+
+int run_recursive_doubling(const Args &a);
+int run_rabenseifner(const Args &a);
+int run_ring(const Args &a);
+
+size_t scratch_recursive_doubling(size_t count, size_t esize, int size);
+size_t scratch_rabenseifner(size_t count, size_t esize, int size);
+size_t scratch_ring(const llrdma_ar_plan_t *plan, size_t count, size_t esize, int size);
+
+// Ring window actually used: the plan's, bounded by Transport::kMaxLive.
+int ring_window(const llrdma_ar_plan_t *plan);
+
+inline unsigned char *at(void *base, size_t elem, size_t esize)
+{
+    return static_cast<unsigned char *>(base) + elem * esize;
+}
+
+} // namespace ar
+} // namespace llrdma
+
+#endif

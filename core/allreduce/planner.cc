@@ -1,0 +1,94 @@
+// planner.cc -- choose algorithm and segmentation (pure; see docs/allreduce.md).
+//
+// Why these thresholds:
+//  - Recursive doubling sends the whole vector log2(p) times in log2(p)
+//    messages.  Up to 8 KiB every transport's small-message path carries that
+//    cheaply; with a size hint H the low-latency path is known to cover up to H,
+//    so full-vector messages stay cheap up to H.  Above 64 KiB the log2(p)
+//    full copies cost more bandwidth than the halved message count saves,
+//    whatever the hint (and the report shows hints that large misbehave).
+//  - Rabenseifner moves ~2x the vector in 2*log2(p) messages: best in the middle.
+//    For non-powers of two its fold adds two full-vector messages, so the ring
+//    takes over earlier there.
+//  - The ring moves ~2x the vector in 2(p-1) segmented messages and pipelines
+//    them: best for large vectors.  Its segment is the hint (so each message
+//    takes the low-latency path; with a hint matched to bytes / p the whole
+//    block is one such message), at least 4 KiB because smaller messages cannot
+//    keep bandwidth, at most 1 MiB.  Without a usable hint it is 64 KiB, a
+//    generic bandwidth-path size.
+//  - In flight: enough segments to cover ~512 KiB (overlap wire and reduction),
+//    at least 2 (double buffering), at most 8 so a burst does not overflow the
+//    low-latency profile's shallow send queue (the report's failure case 1).
+#include "internal.h"
+
+#include <algorithm>
+
+namespace {
+
+constexpr size_t KiB = 1024;
+constexpr size_t MiB = 1024 * KiB;
+constexpr size_t kSmallMin = 8 * KiB;
+constexpr size_t kSmallCap = 64 * KiB;
+constexpr size_t kMediumPow2 = 1 * MiB;
+constexpr size_t kMediumOther = 256 * KiB;
+constexpr size_t kSegMin = 4 * KiB;
+constexpr size_t kSegMax = 1 * MiB;
+constexpr size_t kSegGeneric = 64 * KiB;
+constexpr size_t kInFlightBytes = 512 * KiB;
+constexpr int kInFlightMin = 2;
+constexpr int kInFlightMax = 8;
+
+bool is_pow2(int n)
+{
+    return n > 0 && (n & (n - 1)) == 0;
+}
+
+} // namespace
+
+extern "C" int llrdma_ar_plan(size_t bytes, size_t dtype_size, int comm_size, uint64_t hint,
+                              int forced_alg, size_t forced_segment, llrdma_ar_plan_t *out)
+{
+    if (!out || dtype_size == 0 || comm_size < 1 || bytes % dtype_size != 0 || forced_alg < 0 ||
+        forced_alg >= LLRDMA_AR_NALGS)
+        return LLRDMA_AR_ERR_INVALID;
+
+    size_t seg;
+    if (forced_segment > 0)
+        seg = forced_segment;
+    else if (hint >= kSegMin)
+        seg = static_cast<size_t>(std::min<uint64_t>(hint, kSegMax));
+    else
+        seg = kSegGeneric;
+    seg = std::max(dtype_size, seg / dtype_size * dtype_size);
+    size_t want = kInFlightBytes / seg;
+    out->segment_bytes = seg;
+    out->nsegments_in_flight =
+        static_cast<int>(std::clamp<size_t>(want, kInFlightMin, kInFlightMax));
+
+    if (forced_alg != LLRDMA_AR_AUTO) {
+        out->alg = forced_alg;
+        out->why = "forced by the algorithm knob";
+        return LLRDMA_AR_OK;
+    }
+
+    size_t small_max = std::max<size_t>(kSmallMin, std::min<uint64_t>(hint, kSmallCap));
+    size_t count = bytes / dtype_size;
+    if (comm_size == 1 || bytes == 0) {
+        out->alg = LLRDMA_AR_RECURSIVE_DOUBLING;
+        out->why = "nothing to exchange (one rank or zero bytes)";
+    } else if (bytes <= small_max) {
+        out->alg = LLRDMA_AR_RECURSIVE_DOUBLING;
+        out->why = "small: bytes <= max(8K, min(hint, 64K))";
+    } else if (count < static_cast<size_t>(comm_size)) {
+        out->alg = LLRDMA_AR_RECURSIVE_DOUBLING;
+        out->why = "fewer elements than ranks";
+    } else if (is_pow2(comm_size) ? bytes <= kMediumPow2 : bytes <= kMediumOther) {
+        out->alg = LLRDMA_AR_RABENSEIFNER;
+        out->why = is_pow2(comm_size) ? "medium: bytes <= 1M, power-of-two ranks"
+                                      : "medium: bytes <= 256K, other rank counts";
+    } else {
+        out->alg = LLRDMA_AR_RING;
+        out->why = "large: segmented pipelined ring";
+    }
+    return LLRDMA_AR_OK;
+}

@@ -1,0 +1,175 @@
+/*
+ * llrdma_allreduce.h -- C API of the llrdma Allreduce core (C++17, no MPI).
+ *
+ * The Open MPI coll glue (C) maps MPI handles onto the enums below, asks the
+ * planner for an algorithm, and runs it over a point-to-point vtable it
+ * implements with the PML.  Nothing here includes an MPI or Open MPI header;
+ * the header compiles as C and as C++.  No function throws across this
+ * boundary: every failure is a negative return code.
+ *
+ * See docs/allreduce.md for the algorithms, the planner rules and the fixed
+ * floating-point reduction order.
+ */
+#ifndef LLRDMA_ALLREDUCE_H
+#define LLRDMA_ALLREDUCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LLRDMA_AR_OK 0
+#define LLRDMA_AR_ERR_INVALID (-1)     /* bad argument (same value as LLRDMA_ERR_INVALID) */
+#define LLRDMA_AR_ERR_UNSUPPORTED (-20) /* datatype/op pair not handled: caller falls back */
+#define LLRDMA_AR_ERR_NOMEM (-21)
+#define LLRDMA_AR_ERR_TRANSPORT (-22)   /* isend/irecv/waitall failed; the glue keeps the
+                                           transport's own code in its ctx */
+
+/* ---------------------------------------------------------- datatypes/ops */
+
+typedef enum {
+    LLRDMA_DT_INT8 = 0,
+    LLRDMA_DT_INT16,
+    LLRDMA_DT_INT32,
+    LLRDMA_DT_INT64,
+    LLRDMA_DT_UINT8,
+    LLRDMA_DT_UINT16,
+    LLRDMA_DT_UINT32,
+    LLRDMA_DT_UINT64,
+    LLRDMA_DT_FLOAT,
+    LLRDMA_DT_DOUBLE,
+    LLRDMA_DT_BOOL, /* C _Bool, 1 byte holding 0/1: logical ops only */
+    LLRDMA_DT_BYTE, /* MPI_BYTE: bitwise ops only */
+    /* Pair types for MAXLOC/MINLOC, laid out as the C structs MPI defines
+     * (value first, then int index; padded to the struct's alignment). */
+    LLRDMA_DT_FLOAT_INT,  /* struct { float v; int k; }  8 bytes */
+    LLRDMA_DT_DOUBLE_INT, /* struct { double v; int k; } 16 bytes */
+    LLRDMA_DT_LONG_INT,   /* struct { long v; int k; }   16 bytes on LP64 */
+    LLRDMA_DT_2INT,       /* struct { int v; int k; }    8 bytes */
+    LLRDMA_DT_SHORT_INT,  /* struct { short v; int k; }  8 bytes */
+    LLRDMA_DT_COUNT
+} llrdma_dtype_t;
+
+typedef enum {
+    LLRDMA_OP_SUM = 0,
+    LLRDMA_OP_PROD,
+    LLRDMA_OP_MIN,
+    LLRDMA_OP_MAX,
+    LLRDMA_OP_LAND,
+    LLRDMA_OP_LOR,
+    LLRDMA_OP_LXOR,
+    LLRDMA_OP_BAND,
+    LLRDMA_OP_BOR,
+    LLRDMA_OP_BXOR,
+    LLRDMA_OP_MAXLOC,
+    LLRDMA_OP_MINLOC,
+    LLRDMA_OP_COUNT
+} llrdma_op_t;
+
+/* 1 if the core reduces `dtype` with `op`, else 0 (also for out-of-range
+ * values).  sum/prod/min/max: integers and float/double; land/lor/lxor:
+ * integers and bool; band/bor/bxor: integers and byte; maxloc/minloc: the pair
+ * types only. */
+int llrdma_ar_supported(int dtype, int op);
+
+/* Bytes of one element (the C struct size for pair types); 0 if out of range. */
+size_t llrdma_ar_dtype_size(int dtype);
+const char *llrdma_ar_dtype_name(int dtype); /* "int32", "double_int", ...; "?" */
+const char *llrdma_ar_op_name(int op);       /* "sum", "maxloc", ...; "?" */
+
+/* inout[i] = in[i] OP inout[i] for i < count (MPI_Reduce_local semantics):
+ * `in` is the left operand.  Integer arithmetic wraps (two's complement);
+ * logical ops yield 0/1; min/max keep the left operand on ties and unordered
+ * (NaN) compares; maxloc/minloc pick the smaller index on equal values.
+ * Buffers need no particular alignment.  Returns LLRDMA_AR_ERR_UNSUPPORTED for
+ * a pair llrdma_ar_supported() rejects. */
+int llrdma_reduce_local(int op, int dtype, const void *in, void *inout, size_t count);
+
+/* ------------------------------------------------------------- algorithms */
+
+enum {
+    LLRDMA_AR_AUTO = 0,
+    LLRDMA_AR_RECURSIVE_DOUBLING = 1,
+    LLRDMA_AR_RABENSEIFNER = 2,
+    LLRDMA_AR_RING = 3,
+    LLRDMA_AR_NALGS = 4
+};
+
+/* "auto", "recursive_doubling", "rabenseifner", "ring"; NULL if out of range. */
+const char *llrdma_ar_alg_name(int alg);
+/* Inverse of llrdma_ar_alg_name (exact, lower case); -1 if unknown or NULL. */
+int llrdma_ar_alg_from_name(const char *name);
+
+typedef struct {
+    int alg;                   /* LLRDMA_AR_RECURSIVE_DOUBLING.. (never AUTO) */
+    size_t segment_bytes;      /* ring: largest message; a multiple of the element
+                                  size, >= one element.  Unused by the others. */
+    int nsegments_in_flight;   /* ring: receives (and sends) kept posted, >= 1 */
+    const char *why;           /* static text naming the rule that fired */
+} llrdma_ar_plan_t;
+
+/* Pure.  Choose algorithm and segmentation for `bytes` (= count * dtype_size)
+ * on `comm_size` ranks with the transport's size hint (0 = none).
+ * forced_alg != LLRDMA_AR_AUTO selects that algorithm; forced_segment > 0
+ * replaces the derived segment (rounded down to whole elements, at least one).
+ * Rules (docs/allreduce.md):
+ *   comm_size 1 or bytes 0      -> recursive_doubling (a copy, no messages)
+ *   bytes <= small_max          -> recursive_doubling,
+ *        small_max = max(8K, min(hint, 64K))
+ *   count < comm_size           -> recursive_doubling (blocks would be empty)
+ *   bytes <= 1M, power of two   -> rabenseifner
+ *   bytes <= 256K, otherwise    -> rabenseifner
+ *   else                        -> ring
+ *   ring segment: hint >= 4K ? min(hint, 1M) : 64K;
+ *   in flight: clamp(512K / segment, 2, 8).
+ * All ranks must pass equal arguments (the result drives message matching). */
+int llrdma_ar_plan(size_t bytes, size_t dtype_size, int comm_size, uint64_t hint, int forced_alg,
+                   size_t forced_segment, llrdma_ar_plan_t *out);
+
+/* -------------------------------------------------------------- transport */
+
+/* Point-to-point transport, implemented by the glue (PML) or a test.
+ *  - isend/irecv start a transfer of exactly `bytes` bytes and return a request
+ *    in *req (0 on success).  Zero-byte transfers are never requested.
+ *  - tag is small, 0 <= tag < LLRDMA_AR_TAG_MAX.  Every algorithm keeps, for each
+ *    ordered pair of ranks, the same order of sends on one side as of receives
+ *    on the other, so the glue may map all tags onto one reserved collective tag
+ *    (MCA_COLL_BASE_TAG_ALLREDUCE).  Messages only match within one call; the
+ *    call is collective and calls on one communicator are ordered.
+ *  - waitall completes and releases every request given, even when it fails;
+ *    it returns 0 or the first error.
+ *  - cancel (may be NULL) asks an outstanding request to finish early; it is
+ *    used only after an error, always followed by waitall on that request.
+ * After any error the core cancels and waits all its outstanding requests,
+ * then returns LLRDMA_AR_ERR_TRANSPORT: no request outlives the call. */
+#define LLRDMA_AR_TAG_MAX 32
+
+typedef struct llrdma_ar_comm {
+    void *ctx;
+    int rank;
+    int size;
+    int (*isend)(void *ctx, const void *buf, size_t bytes, int peer, int tag, void **req);
+    int (*irecv)(void *ctx, void *buf, size_t bytes, int peer, int tag, void **req);
+    int (*waitall)(void *ctx, int n, void **reqs);
+    int (*cancel)(void *ctx, void *req);
+} llrdma_ar_comm_t;
+
+/* Scratch the run needs, in bytes (0 is possible). */
+size_t llrdma_ar_scratch_bytes(const llrdma_ar_plan_t *plan, size_t count, int dtype,
+                               int comm_size);
+
+/* Allreduce `count` elements.  sendbuf NULL or equal to recvbuf means in place
+ * (MPI_IN_PLACE).  scratch NULL: the core mallocs (and frees) what it needs;
+ * otherwise it must hold llrdma_ar_scratch_bytes() bytes, aligned as malloc
+ * aligns.  Buffers must not overlap other than sendbuf == recvbuf.  The result
+ * is bitwise identical on every rank (see docs/allreduce.md for the order). */
+int llrdma_ar_run(const llrdma_ar_plan_t *plan, const llrdma_ar_comm_t *comm, const void *sendbuf,
+                  void *recvbuf, size_t count, int dtype, int op, void *scratch,
+                  size_t scratch_bytes);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

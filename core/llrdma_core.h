@@ -1,0 +1,230 @@
+/*
+ * llrdma_core.h -- C API of the llrdma C++17 core.
+ *
+ * This is the only interface between the MCA glue (C, Open MPI headers) and the
+ * core (C++, no Open MPI headers).  It includes nothing from Open MPI so that
+ * both sides compile on their own.  All functions are thread-compatible; the
+ * process-wide state (llrdma_state_*) is protected by a mutex inside the core.
+ *
+ * Return codes: 0 (LLRDMA_OK) on success, a negative LLRDMA_ERR_* otherwise.
+ */
+#ifndef LLRDMA_CORE_H
+#define LLRDMA_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LLRDMA_OK 0
+#define LLRDMA_ERR_INVALID (-1)  /* text is not a valid size / bad argument */
+#define LLRDMA_ERR_RANGE (-2)    /* valid syntax but above the maximum */
+#define LLRDMA_ERR_FIXED (-3)    /* hint already fixed (MPI initialised) */
+#define LLRDMA_ERR_TRUNCATED (-4)/* output buffer too small */
+#define LLRDMA_ERR_NOT_FOUND (-5)
+#define LLRDMA_ERR_INTERNAL (-6) /* unexpected failure inside the core (out of memory) */
+
+/* Largest accepted hint: 1 GiB.  Above this a "low-latency" profile is
+ * meaningless (it would cover every message of a real workload). */
+#define LLRDMA_HINT_MAX ((uint64_t)1 << 30)
+
+/* ---------------------------------------------------------------- sizes */
+
+/* Parse a size: decimal "16384", hex "0x4000", suffixes K/k/KiB/KB, M/MiB/MB,
+ * G/GiB/GB (all binary: 1K = 1024).  Leading/trailing blanks are allowed,
+ * anything else (sign, fraction, unknown suffix, empty, overflow) is
+ * LLRDMA_ERR_INVALID; a value above `max` is LLRDMA_ERR_RANGE.  On error a
+ * one-line reason ("'16X': unknown suffix 'X'") is written to err. */
+int llrdma_parse_size(const char *text, uint64_t max, uint64_t *out, char *err, size_t errlen);
+
+/* Format bytes the way users write them: 16384 -> "16K", 1000 -> "1000". */
+void llrdma_format_size(uint64_t bytes, char *buf, size_t len);
+
+/* ----------------------------------------------------------- hint source */
+
+typedef enum {
+    LLRDMA_SRC_DEFAULT = 0, /* nothing set: 0 = no hint */
+    LLRDMA_SRC_API = 1,     /* llrdma_set_size_hint() before MPI_Init */
+    LLRDMA_SRC_ENV = 2,     /* OMPI_MCA_btl_llrdma_size_hint (also mpirun --mca) */
+    LLRDMA_SRC_FILE = 3,    /* an MCA parameter file (file and line known) */
+    LLRDMA_SRC_ALIAS = 4,   /* RDMA_LOW_LATENCY_HINT environment variable */
+    LLRDMA_SRC_OVERRIDE = 5,/* a component-specific override knob */
+    LLRDMA_SRC_OTHER = 6    /* command line of a singleton, MPI_T, ... */
+} llrdma_source_t;
+
+const char *llrdma_source_name(llrdma_source_t src); /* "default", "api", ... */
+
+/* What the glue read.  Any pointer may be NULL (= not set). */
+typedef struct {
+    const char *mca_text;   /* value of btl_llrdma_size_hint as text */
+    llrdma_source_t mca_source;
+    const char *mca_file;   /* for LLRDMA_SRC_FILE */
+    int mca_line;           /* for LLRDMA_SRC_FILE, 0 if unknown */
+    const char *mca_name;   /* variable name, for messages */
+    const char *alias_text; /* getenv("RDMA_LOW_LATENCY_HINT") */
+} llrdma_hint_inputs_t;
+
+typedef struct {
+    uint64_t bytes;          /* 0 = no hint (generic profile) */
+    llrdma_source_t source;
+    char origin[512];        /* human readable: "environment (OMPI_MCA_btl_llrdma_size_hint)",
+                                "file /home/u/.openmpi/mca-params.conf:3", ... */
+    char text[64];           /* the text as given ("16K"), empty for default */
+} llrdma_hint_t;
+
+/* Precedence (highest first): API setter, MCA variable when its source is not
+ * default (environment/command line beat files inside Open MPI), the
+ * RDMA_LOW_LATENCY_HINT alias, default 0.  A value that does not parse is an
+ * error, never silently 0: err then says which parameter, which text, and where it
+ * came from, e.g. "btl_llrdma_size_hint = 'abc' (from environment
+ * OMPI_MCA_btl_llrdma_size_hint): not a size". */
+int llrdma_hint_resolve(const llrdma_hint_inputs_t *in, llrdma_hint_t *out, char *err, size_t errlen);
+
+/* Per-message hint from a gradient: grad_bytes / ranks * (1 + headroom),
+ * rounded up.  ranks <= 0 -> 0 (no hint); headroom < 0 or NaN -> 0 headroom;
+ * result saturates at LLRDMA_HINT_MAX. */
+uint64_t llrdma_hint_for_gradient_u64(uint64_t grad_bytes, int ranks, double headroom);
+
+/* -------------------------------------------------------------- profile */
+
+typedef enum { LLRDMA_POLL_BUSY = 0, LLRDMA_POLL_EVENT = 1 } llrdma_poll_mode_t;
+
+/* Transport parameters for one size class.  Signalling (how often a send WR
+ * asks for a completion) and CQ event moderation (ibv_modify_cq count/period:
+ * how many completions, or how many usec, before an event fires) are
+ * different mechanisms and kept apart. */
+typedef struct {
+    uint64_t min_bytes;        /* smallest message on this path */
+    uint64_t max_bytes;        /* largest (UINT64_MAX = unbounded) */
+    uint32_t sq_depth;         /* send queue work requests */
+    uint32_t rq_depth;         /* pre-posted receives */
+    uint32_t recv_buf_bytes;   /* size of each pre-posted receive buffer */
+    uint32_t inline_bytes;     /* requested max_inline_data */
+    uint32_t signal_interval;  /* 1 = every send signalled */
+    uint32_t cq_mod_count;     /* 0 = no moderation */
+    uint32_t cq_mod_usec;      /* 0 = no moderation */
+    llrdma_poll_mode_t poll;
+    uint64_t eager_limit;      /* ob1 eager limit on this path */
+    uint64_t max_send_size;    /* largest fragment */
+    uint64_t rdma_pipeline_bytes; /* above this, RDMA (next issue) */
+} llrdma_path_profile_t;
+
+typedef struct {
+    uint64_t hint;             /* 0 = generic */
+    int generic;               /* 1 when hint == 0: one generic profile */
+    llrdma_path_profile_t ll;  /* low latency: [1, hint] (+ boundary band) */
+    llrdma_path_profile_t bw;  /* bandwidth: above ll.max_bytes */
+    uint64_t coll_segment_bytes; /* Allreduce pipeline segment */
+} llrdma_profile_t;
+
+/* Knobs that override single derived fields; 0 = derive. */
+typedef struct {
+    uint32_t ll_sq_depth, bw_sq_depth;
+    uint32_t ll_inline_bytes;
+    uint32_t bw_signal_interval;
+    uint32_t bw_cq_mod_count, bw_cq_mod_usec;
+    uint64_t coll_segment_bytes;
+} llrdma_profile_overrides_t;
+
+/* Pure: derive the full profile from the hint (see docs/profile.md). */
+int llrdma_profile_derive(uint64_t hint, const llrdma_profile_overrides_t *ovr, llrdma_profile_t *out);
+
+/* --------------------------------------------------- effective config */
+
+/* What a device granted (filled by the BTL data path; zeroed when none). */
+typedef struct {
+    char name[64];           /* "rxe0", "" when no device */
+    int port;
+    uint32_t max_inline_granted_ll, max_inline_granted_bw;
+    uint32_t sq_depth_granted_ll, sq_depth_granted_bw;
+    int cq_moderation_supported; /* -1 unknown */
+} llrdma_device_info_t;
+
+typedef struct {
+    int rank;                /* -1 unknown */
+    int size;
+    char host[256];
+    long pid;
+    llrdma_hint_t hint;
+    llrdma_profile_t profile;
+    int ndevices;            /* 0: BTL disqualified itself */
+    llrdma_device_info_t device; /* first device */
+    char btl_status[128];    /* "active", "disqualified: no verbs device", ... */
+} llrdma_rank_config_t;
+
+/* Buffer size that holds the JSON of any llrdma_rank_config_t (worst-case escaping). */
+#define LLRDMA_CONFIG_JSON_MAX 16384
+
+/* One JSON object (single line, no trailing newline).  On LLRDMA_ERR_TRUNCATED buf
+ * holds the empty string, never a partial object. */
+int llrdma_config_to_json(const llrdma_rank_config_t *cfg, char *buf, size_t len);
+/* Parse back (used by llrdma-check and tests); only fields it needs. */
+int llrdma_config_from_json(const char *json, llrdma_rank_config_t *cfg);
+
+/* Expand a dump path pattern: %r rank, %h host ("unknown" if NULL), %p pid,
+ * %% percent.  Any other %x: LLRDMA_ERR_INVALID; too small: LLRDMA_ERR_TRUNCATED
+ * (buf then empty, never a partial path). */
+int llrdma_expand_path(const char *pattern, int rank, const char *host, long pid, char *buf,
+                       size_t len);
+
+/* ----------------------------------------------------- mismatch check */
+
+typedef struct {
+    int rank;
+    int present;             /* 0: peer did not publish (component excluded) */
+    uint64_t bytes;
+    char host[256];
+    char origin[512];
+} llrdma_peer_hint_t;
+
+typedef struct {
+    uint64_t majority_bytes; /* ties: the value held by the lowest rank (deterministic) */
+    int majority_count;
+    int present;             /* how many peers published */
+    int ndeviants;
+} llrdma_consensus_t;
+
+/* Pure.  deviant_idx (may be NULL) receives the indexes of peers whose value
+ * differs from the majority, in input order, up to max_deviants (ndeviants is
+ * the full count, which may exceed max_deviants). */
+int llrdma_consensus(const llrdma_peer_hint_t *peers, int n, llrdma_consensus_t *out,
+                     int *deviant_idx, int max_deviants);
+
+/* Multi-line report, e.g.
+ *   llrdma: the low-latency RDMA size hint differs across ranks (majority 16K on 7 of 8 ranks)
+ *     rank 3 on h1: 64K (file /etc/openmpi-mca-params.conf:2)
+ *     majority value from e.g. rank 0 on h0 (environment (RDMA_LOW_LATENCY_HINT))
+ * Empty when nobody deviates.  '\n'-separated, no trailing newline; at most 32
+ * deviant lines, then "  ... and N more ranks".  deviant_idx is not read (deviants
+ * are recomputed from peers, so a short array is harmless) and may be NULL.
+ * Truncation keeps a prefix and returns LLRDMA_ERR_TRUNCATED. */
+int llrdma_consensus_report(const llrdma_peer_hint_t *peers, int n, const llrdma_consensus_t *c,
+                            const int *deviant_idx, char *buf, size_t len);
+
+/* Wire form published in the modex: "bytes;host;origin" (host/origin escaped:
+ * '%', ';' and control characters as %XX).  The rank is not encoded; decode sets
+ * bytes, host, origin and present = 1 and leaves p->rank as the caller set it.
+ * LLRDMA_PEER_WIRE_MAX holds any encoded peer. */
+#define LLRDMA_PEER_WIRE_MAX 4096
+int llrdma_peer_encode(const llrdma_peer_hint_t *p, char *buf, size_t len);
+int llrdma_peer_decode(const char *s, llrdma_peer_hint_t *p);
+
+/* ------------------------------------------------ process-wide state */
+
+/* Before MPI_Init: the application's own value (source API).  Fails with
+ * LLRDMA_ERR_FIXED once llrdma_state_freeze() ran, LLRDMA_ERR_RANGE above max. */
+int llrdma_state_set_api_hint(uint64_t bytes);
+int llrdma_state_get_api_hint(uint64_t *bytes); /* LLRDMA_ERR_NOT_FOUND if unset */
+/* Components publish what took effect; the first publish freezes the hint. */
+void llrdma_state_freeze(void);
+int llrdma_state_is_frozen(void);
+void llrdma_state_publish(const llrdma_rank_config_t *cfg);
+int llrdma_state_get(llrdma_rank_config_t *cfg); /* LLRDMA_ERR_NOT_FOUND if never published */
+void llrdma_state_reset_for_tests(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,109 @@
+/*
+ * Cross-rank size-hint check.  Every btl/llrdma publishes its hint in the
+ * modex during MPI_Init; here, once the exchange is done and MPI_COMM_WORLD
+ * is being set up, each rank reads every record (local lookups, no MPI
+ * communication) and runs the same pure consensus, so all ranks reach the
+ * same verdict.  The lowest rank reports; on "abort" the job ends.
+ */
+#include "ompi_config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "opal/mca/pmix/pmix.h"
+#include "opal/util/output.h"
+#include "opal/util/proc.h"
+#include "ompi/communicator/communicator.h"
+
+#include "coll_llrdma.h"
+#include "llrdma_mca_common.h"
+
+/* Seconds a non-reporting rank waits for the reporter's abort to end the
+ * job before aborting itself (so the report is printed first, and nothing
+ * hangs if the reporter died). */
+#define LLRDMA_MISMATCH_GRACE_S 5
+
+static int fetch_peer(int rank, llrdma_peer_hint_t *peer)
+{
+    opal_process_name_t name = OPAL_PROC_MY_NAME;
+    opal_byte_object_t *bo = NULL;
+    int rc;
+
+    memset(peer, 0, sizeof(*peer));
+    peer->rank = rank;
+    name.vpid = (opal_vpid_t)rank;
+    OPAL_MODEX_RECV_VALUE_OPTIONAL(rc, LLRDMA_MODEX_KEY, &name, &bo, OPAL_BYTE_OBJECT);
+    if (OPAL_SUCCESS != rc || NULL == bo) {
+        return 0; /* btl/llrdma not loaded there: nothing to compare */
+    }
+    if (bo->size > 0 && '\0' == bo->bytes[bo->size - 1] &&
+        LLRDMA_OK == llrdma_peer_decode((const char *)bo->bytes, peer)) {
+        peer->rank = rank;
+        peer->present = 1;
+    }
+    free(bo->bytes);
+    free(bo);
+    return peer->present;
+}
+
+void mca_coll_llrdma_check_world(struct ompi_communicator_t *world)
+{
+    mca_coll_llrdma_component_t *c = &mca_coll_llrdma_component;
+    int n = ompi_comm_size(world), me = ompi_comm_rank(world);
+    llrdma_peer_hint_t *peers = NULL;
+    int *deviants = NULL;
+    llrdma_consensus_t cons;
+    llrdma_rank_config_t cfg;
+    char *report = NULL;
+    const size_t report_len = 64 * 1024;
+    int reporter = -1;
+
+    /* Record the job size in the published configuration. */
+    if (LLRDMA_OK == llrdma_state_get(&cfg)) {
+        cfg.size = n;
+        cfg.rank = me;
+        llrdma_state_publish(&cfg);
+    }
+
+    peers = calloc((size_t)n, sizeof(*peers));
+    deviants = calloc((size_t)n, sizeof(*deviants));
+    if (NULL == peers || NULL == deviants) {
+        opal_output(0, "coll:llrdma: out of memory; size-hint check skipped");
+        goto out_free;
+    }
+    for (int r = 0; r < n; ++r) {
+        (void)fetch_peer(r, &peers[r]);
+        if (peers[r].present && reporter < 0) {
+            reporter = r;
+        }
+    }
+    if (LLRDMA_OK != llrdma_consensus(peers, n, &cons, deviants, n) || 0 == cons.ndeviants) {
+        opal_output_verbose(10, c->output, "coll:llrdma: size hint agrees on %d of %d ranks",
+                            cons.present, n);
+        goto out_free;
+    }
+
+    report = malloc(report_len);
+    if (NULL == report) {
+        goto out_free;
+    }
+    (void)llrdma_consensus_report(peers, n, &cons, deviants, report, report_len);
+    if (LLRDMA_MISMATCH_WARN == c->mismatch) {
+        if (me == reporter) {
+            llrdma_mca_warn("size hint mismatch", report);
+        }
+        goto out_free;
+    }
+    if (me == reporter) {
+        llrdma_mca_fatal("size hint mismatch", report);
+    }
+    sleep(LLRDMA_MISMATCH_GRACE_S);
+    llrdma_mca_abort("llrdma: size hint mismatch (reported by the lowest rank)");
+
+out_free:
+    free(report);
+    free(deviants);
+    free(peers);
+}

@@ -1,0 +1,191 @@
+/*
+ * coll/llrdma component: variables, and the hint as coll sees it.
+ *
+ * One value drives both components: when btl/llrdma initialised in this
+ * process (it runs before coll selection), coll takes the hint it fixed.
+ * When the BTL is excluded, coll resolves the hint itself from the
+ * environment (OMPI_MCA_btl_llrdma_size_hint, RDMA_LOW_LATENCY_HINT; MCA
+ * parameter files are read only for registered variables).  The
+ * coll_llrdma_size_hint knob overrides both for coll alone.
+ */
+#include "ompi_config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "opal/mca/base/mca_base_var.h"
+#include "opal/util/output.h"
+#include "ompi/constants.h"
+
+#include "coll_llrdma.h"
+#include "llrdma_allreduce.h"
+#include "llrdma_mca_common.h"
+
+static int llrdma_register(void);
+static int llrdma_open(void);
+static int llrdma_close(void);
+
+mca_coll_llrdma_component_t mca_coll_llrdma_component = {
+    .super =
+        {
+            .collm_version =
+                {
+                    MCA_COLL_BASE_VERSION_2_0_0,
+                    .mca_component_name = "llrdma",
+                    MCA_BASE_MAKE_VERSION(component, OMPI_MAJOR_VERSION, OMPI_MINOR_VERSION,
+                                          OMPI_RELEASE_VERSION),
+                    .mca_open_component = llrdma_open,
+                    .mca_close_component = llrdma_close,
+                    .mca_register_component_params = llrdma_register,
+                },
+            .collm_data = {MCA_BASE_METADATA_PARAM_CHECKPOINT},
+            .collm_init_query = mca_coll_llrdma_init_query,
+            .collm_comm_query = mca_coll_llrdma_comm_query,
+        },
+    .size_hint_index = -1,
+    .output = -1,
+};
+
+static int reg(const char *name, const char *help, mca_base_var_type_t type, int level,
+               void *storage)
+{
+    return mca_base_component_var_register(&mca_coll_llrdma_component.super.collm_version, name,
+                                           help, type, NULL, 0, 0, level,
+                                           MCA_BASE_VAR_SCOPE_READONLY, storage);
+}
+
+static int llrdma_register(void)
+{
+    mca_coll_llrdma_component_t *c = &mca_coll_llrdma_component;
+
+    /* Above coll/tuned (30) and han (35 when enabled): llrdma handles the
+     * Allreduces it is good at and hands the rest to them. */
+    c->priority = 40;
+    (void)reg("priority", "Priority of coll/llrdma", MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_6,
+              &c->priority);
+    c->verbose = 0;
+    (void)reg("verbose",
+              "Verbosity of coll/llrdma (10: algorithm choices and fallbacks per call)",
+              MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_5, &c->verbose);
+    c->size_hint = "";
+    c->size_hint_index =
+        reg("size_hint",
+            "Size hint for coll/llrdma only, overriding btl_llrdma_size_hint (empty = use "
+            "btl_llrdma_size_hint); same syntax",
+            MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_4, &c->size_hint);
+    c->algorithm_name = "auto";
+    (void)reg("allreduce_algorithm",
+              "Allreduce algorithm: auto (planner, from size and hint), recursive_doubling, "
+              "rabenseifner, ring",
+              MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_5, &c->algorithm_name);
+    c->segment_text = "0";
+    (void)reg("allreduce_segment_size",
+              "Allreduce pipeline segment in bytes (same size syntax as the hint; 0 = from "
+              "the hint)",
+              MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_5, &c->segment_text);
+    c->mismatch_text = "abort";
+    (void)reg("mismatch_action",
+              "What to do when ranks disagree on the size hint (checked once in MPI_Init "
+              "through the modex): abort or warn",
+              MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_4, &c->mismatch_text);
+    return OMPI_SUCCESS;
+}
+
+static int llrdma_open(void)
+{
+    mca_coll_llrdma_component.output = opal_output_open(NULL);
+    opal_output_set_verbosity(mca_coll_llrdma_component.output,
+                              mca_coll_llrdma_component.verbose);
+    return OMPI_SUCCESS;
+}
+
+static int llrdma_close(void)
+{
+    if (mca_coll_llrdma_component.output >= 0) {
+        opal_output_close(mca_coll_llrdma_component.output);
+        mca_coll_llrdma_component.output = -1;
+    }
+    return OMPI_SUCCESS;
+}
+
+static void bad_knob(const char *name, const char *text, const char *why)
+{
+    char detail[1024];
+    snprintf(detail, sizeof(detail), "%s = '%s': %s", name, text ? text : "(null)", why);
+    llrdma_mca_fatal("invalid coll knob", detail);
+}
+
+/* The hint when btl/llrdma did not run in this process. */
+static void resolve_without_btl(llrdma_rank_config_t *cfg)
+{
+    llrdma_hint_inputs_t in;
+    char err[1024];
+
+    memset(&in, 0, sizeof(in));
+    in.mca_name = "btl_llrdma_size_hint";
+    in.mca_text = getenv("OMPI_MCA_btl_llrdma_size_hint");
+    in.mca_source = (NULL != in.mca_text) ? LLRDMA_SRC_ENV : LLRDMA_SRC_DEFAULT;
+    in.alias_text = getenv("RDMA_LOW_LATENCY_HINT");
+    if (LLRDMA_OK != llrdma_hint_resolve(&in, &cfg->hint, err, sizeof(err))) {
+        llrdma_mca_fatal("invalid size hint", err);
+    }
+    if (LLRDMA_OK != llrdma_profile_derive(cfg->hint.bytes, NULL, &cfg->profile)) {
+        llrdma_mca_fatal("invalid size hint", "profile derivation failed");
+    }
+    snprintf(cfg->btl_status, sizeof(cfg->btl_status), "not loaded (excluded or not found)");
+    llrdma_mca_fill_identity(cfg);
+}
+
+int mca_coll_llrdma_init_query(bool enable_progress_threads, bool enable_mpi_threads)
+{
+    mca_coll_llrdma_component_t *c = &mca_coll_llrdma_component;
+    llrdma_rank_config_t cfg;
+    uint64_t seg = 0;
+    char err[512];
+
+    (void)enable_progress_threads;
+    (void)enable_mpi_threads;
+
+    c->algorithm = llrdma_ar_alg_from_name(c->algorithm_name);
+    if (c->algorithm < 0) {
+        bad_knob("coll_llrdma_allreduce_algorithm", c->algorithm_name,
+                 "not one of auto, recursive_doubling, rabenseifner, ring");
+    }
+    if (LLRDMA_OK != llrdma_parse_size(c->segment_text, LLRDMA_HINT_MAX, &seg, err, sizeof(err))) {
+        bad_knob("coll_llrdma_allreduce_segment_size", c->segment_text, err);
+    }
+    c->segment_bytes = (size_t)seg;
+    if (NULL != c->mismatch_text && 0 == strcmp(c->mismatch_text, "abort")) {
+        c->mismatch = LLRDMA_MISMATCH_ABORT;
+    } else if (NULL != c->mismatch_text && 0 == strcmp(c->mismatch_text, "warn")) {
+        c->mismatch = LLRDMA_MISMATCH_WARN;
+    } else {
+        bad_knob("coll_llrdma_mismatch_action", c->mismatch_text, "not one of abort, warn");
+    }
+
+    if (LLRDMA_OK != llrdma_state_get(&cfg)) {
+        memset(&cfg, 0, sizeof(cfg));
+        resolve_without_btl(&cfg);
+    }
+    if (NULL != c->size_hint && '\0' != c->size_hint[0]) {
+        /* This knob outranks even llrdma_set_size_hint(), for coll only. */
+        if (LLRDMA_OK != llrdma_parse_size(c->size_hint, LLRDMA_HINT_MAX, &seg, err, sizeof(err))) {
+            bad_knob("coll_llrdma_size_hint", c->size_hint, err);
+        }
+        llrdma_profile_t p;
+        if (LLRDMA_OK != llrdma_profile_derive(seg, NULL, &p)) {
+            bad_knob("coll_llrdma_size_hint", c->size_hint, "profile derivation failed");
+        }
+        cfg.profile.coll_segment_bytes = p.coll_segment_bytes;
+        c->hint = seg;
+    } else {
+        c->hint = cfg.hint.bytes;
+    }
+    if (0 != c->segment_bytes) {
+        cfg.profile.coll_segment_bytes = c->segment_bytes;
+    }
+    llrdma_state_freeze();
+    llrdma_state_publish(&cfg);
+    return OMPI_SUCCESS;
+}

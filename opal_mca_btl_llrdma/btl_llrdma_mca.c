@@ -1,0 +1,102 @@
+/*
+ * Every btl/llrdma MCA variable, with help text and info level.  Defaults are
+ * not repeated in the help text: ompi_info prints them.
+ */
+#include "opal_config.h"
+
+#include <string.h>
+
+#include "opal/mca/base/mca_base_var.h"
+#include "opal/util/output.h"
+
+#include "btl_llrdma.h"
+
+static int reg_string(const char *name, const char *help, int level, char **storage,
+                      const char *deflt)
+{
+    *storage = (char *)deflt;
+    return mca_base_component_var_register(&mca_btl_llrdma_component.super.btl_version, name,
+                                           help, MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, level,
+                                           MCA_BASE_VAR_SCOPE_READONLY, storage);
+}
+
+static int reg_uint(const char *name, const char *help, int level, unsigned *storage)
+{
+    *storage = 0;
+    return mca_base_component_var_register(&mca_btl_llrdma_component.super.btl_version, name,
+                                           help, MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0,
+                                           level, MCA_BASE_VAR_SCOPE_READONLY, storage);
+}
+
+int mca_btl_llrdma_register_params(void)
+{
+    mca_btl_llrdma_component_t *c = &mca_btl_llrdma_component;
+    mca_btl_base_module_t *m = &mca_btl_llrdma_module_template;
+    int idx;
+
+    /* A string, not a size_t: Open MPI turns "abc" into 0 silently; the core
+     * parses it and rejects bad text with a message naming its source. */
+    idx = reg_string("size_hint",
+                     "Low-latency RDMA size hint: messages up to this many bytes use the "
+                     "low-latency profile, larger ones the bandwidth profile (fixed at "
+                     "MPI_Init). Accepts 16384, 16K, 16KiB, 2M, 0x4000; 0 = no hint. "
+                     "Lower-precedence alias: environment variable RDMA_LOW_LATENCY_HINT. "
+                     "Also read by coll/llrdma",
+                     OPAL_INFO_LVL_3, &c->size_hint, "0");
+    if (idx < 0) {
+        return idx;
+    }
+    c->size_hint_index = idx;
+
+    (void)reg_string("dump",
+                     "Write this rank's effective configuration as one JSON line: off, "
+                     "stderr, stdout, or a file path pattern (%r rank, %h host, %p pid); "
+                     "files are appended to",
+                     OPAL_INFO_LVL_4, &c->dump, "off");
+
+    c->verbose = 0;
+    (void)mca_base_component_var_register(&c->super.btl_version, "verbose",
+                                          "Verbosity of btl/llrdma (0: errors only, 10: "
+                                          "decisions, 100: everything)",
+                                          MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5,
+                                          MCA_BASE_VAR_SCOPE_LOCAL, &c->verbose);
+
+    (void)reg_string("if_include",
+                     "Comma-separated verbs devices (or device:port) to use; mutually "
+                     "exclusive with btl_llrdma_if_exclude",
+                     OPAL_INFO_LVL_3, &c->if_include, NULL);
+    (void)reg_string("if_exclude",
+                     "Comma-separated verbs devices (or device:port) never to use",
+                     OPAL_INFO_LVL_3, &c->if_exclude, NULL);
+
+    /* Overrides of single derived profile fields (0 = derive from the hint). */
+    (void)reg_uint("ll_sq_depth", "Override: low-latency send queue depth (0 = from the hint)",
+                   OPAL_INFO_LVL_6, &c->ovr_ll_sq_depth);
+    (void)reg_uint("bw_sq_depth", "Override: bandwidth send queue depth (0 = from the hint)",
+                   OPAL_INFO_LVL_6, &c->ovr_bw_sq_depth);
+    (void)reg_uint("ll_inline", "Override: low-latency inline bytes requested (0 = from the hint)",
+                   OPAL_INFO_LVL_6, &c->ovr_ll_inline);
+    (void)reg_uint("bw_signal_interval",
+                   "Override: bandwidth path, signal one send work request in N (0 = from the "
+                   "hint). Independent of completion-event moderation",
+                   OPAL_INFO_LVL_6, &c->ovr_bw_signal);
+    (void)reg_uint("bw_cq_moderation_count",
+                   "Override: bandwidth path, completions per CQ event (ibv_modify_cq "
+                   "cq_count; 0 = from the hint)",
+                   OPAL_INFO_LVL_6, &c->ovr_bw_cq_count);
+    (void)reg_uint("bw_cq_moderation_usec",
+                   "Override: bandwidth path, CQ event period in microseconds (ibv_modify_cq "
+                   "cq_period; 0 = from the hint)",
+                   OPAL_INFO_LVL_6, &c->ovr_bw_cq_usec);
+
+    /* Generic BTL limits (exclusivity, eager limit, ...) as btl_llrdma_*;
+     * the data path derives the real ones from the profile. */
+    m->btl_exclusivity = MCA_BTL_EXCLUSIVITY_DEFAULT;
+    m->btl_eager_limit = 12 * 1024;
+    m->btl_rndv_eager_limit = 12 * 1024;
+    m->btl_max_send_size = 64 * 1024;
+    m->btl_latency = 1;
+    m->btl_bandwidth = 10000;
+    m->btl_flags = MCA_BTL_FLAGS_SEND;
+    return mca_btl_base_param_register(&c->super.btl_version, m);
+}

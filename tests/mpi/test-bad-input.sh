@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Bad hints stop MPI_Init on every rank with one clear message: the parameter,
+# the text and its source.  Never a hang (mpi() has a time limit).
+. ./tests/mpi/env.sh
+
+expect_fail() { # DESCRIPTION PATTERN... -- MPIRUN ARGS
+  local d=$1; shift
+  local pats=()
+  while [ "$1" != "--" ]; do pats+=("$1"); shift; done
+  shift
+  local rc=0 out
+  out=$(mpi "$@" 2>&1) || rc=$?
+  if [ $rc -eq 0 ] || [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+    not_ok "$d (exit $rc)"; echo "$out" | sed 's/^/# /' | tail -20; return
+  fi
+  for p in "${pats[@]}"; do
+    if ! grep -qF -- "$p" <<<"$out"; then
+      not_ok "$d (missing '$p')"; echo "$out" | sed 's/^/# /' | tail -20; return
+    fi
+  done
+  ok "$d"
+}
+
+for bad in abc -1 16X 1.5K 99999999999999999999 2G ' '; do
+  expect_fail "env hint '$bad' fails MPI_Init" "btl_llrdma_size_hint" "'$bad'" \
+    "OMPI_MCA_btl_llrdma_size_hint" -- \
+    -np 2 -x OMPI_MCA_btl_llrdma_size_hint="$bad" "$TRING"
+done
+expect_fail "--mca hint '16X' on 4 ranks" "btl_llrdma_size_hint" "'16X'" -- \
+  -np 4 --mca btl_llrdma_size_hint 16X "$TRING"
+
+mkdir -p "$HOME/.openmpi"
+printf 'btl_llrdma_size_hint = 1.5K\n' > "$HOME/.openmpi/mca-params.conf"
+expect_fail "file hint '1.5K' names file and line" "'1.5K'" \
+  "$HOME/.openmpi/mca-params.conf:1" -- -np 2 "$TRING"
+rm -f "$HOME/.openmpi/mca-params.conf"
+
+expect_fail "alias RDMA_LOW_LATENCY_HINT=abc" "RDMA_LOW_LATENCY_HINT" "'abc'" -- \
+  -np 2 -x RDMA_LOW_LATENCY_HINT=abc "$TRING"
+
+expect_fail "bad coll algorithm name" "coll_llrdma_allreduce_algorithm" "'fastest'" -- \
+  -np 2 --mca coll_llrdma_allreduce_algorithm fastest "$TRING"
+expect_fail "bad coll segment size" "coll_llrdma_allreduce_segment_size" "'4Q'" -- \
+  -np 2 --mca coll_llrdma_allreduce_segment_size 4Q "$TRING"
+expect_fail "bad coll size hint" "coll_llrdma_size_hint" "'x1'" -- \
+  -np 2 --mca coll_llrdma_size_hint x1 "$TRING"
+expect_fail "bad mismatch action" "coll_llrdma_mismatch_action" "'maybe'" -- \
+  -np 2 --mca coll_llrdma_mismatch_action maybe "$TRING"
+expect_fail "profile override out of range" "btl_llrdma" "out of range" -- \
+  -np 2 --mca btl_llrdma_ll_sq_depth 100000 "$TRING"
+
+# Excluded BTL: coll/llrdma still validates the hint it reads.
+expect_fail "bad hint with btl/llrdma excluded is caught by coll" "'abc'" -- \
+  -np 2 --mca btl self,vader -x OMPI_MCA_btl_llrdma_size_hint=abc "$TRING"
+finish

@@ -1,0 +1,315 @@
+// Unit tests of the reduction kernels (llrdma_reduce_local) and the support matrix.
+#define BOOST_TEST_MODULE test_allreduce_ops
+#include <boost/test/unit_test.hpp>
+
+#include "llrdma_allreduce.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+namespace
+{
+
+enum Kind { kInt, kFloat, kBool, kByte, kPair };
+
+Kind kind_of(int dt)
+{
+    switch (dt) {
+    case LLRDMA_DT_FLOAT:
+    case LLRDMA_DT_DOUBLE:
+        return kFloat;
+    case LLRDMA_DT_BOOL:
+        return kBool;
+    case LLRDMA_DT_BYTE:
+        return kByte;
+    case LLRDMA_DT_FLOAT_INT:
+    case LLRDMA_DT_DOUBLE_INT:
+    case LLRDMA_DT_LONG_INT:
+    case LLRDMA_DT_2INT:
+    case LLRDMA_DT_SHORT_INT:
+        return kPair;
+    default:
+        return kInt;
+    }
+}
+
+bool expect_supported(int dt, int op)
+{
+    bool arith = op <= LLRDMA_OP_MAX;
+    bool logical = op >= LLRDMA_OP_LAND && op <= LLRDMA_OP_LXOR;
+    bool bitwise = op >= LLRDMA_OP_BAND && op <= LLRDMA_OP_BXOR;
+    bool loc = op == LLRDMA_OP_MAXLOC || op == LLRDMA_OP_MINLOC;
+    switch (kind_of(dt)) {
+    case kInt:
+        return arith || logical || bitwise;
+    case kFloat:
+        return arith;
+    case kBool:
+        return logical;
+    case kByte:
+        return bitwise;
+    case kPair:
+        return loc;
+    }
+    return false;
+}
+
+// Independent reference for integer ops, computed in 64 bits then truncated.
+template <typename T> T ref_int(int op, T a, T b)
+{
+    uint64_t ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
+    switch (op) {
+    case LLRDMA_OP_SUM:
+        return static_cast<T>(ua + ub);
+    case LLRDMA_OP_PROD:
+        return static_cast<T>(ua * ub);
+    case LLRDMA_OP_MIN:
+        return a < b ? a : b;
+    case LLRDMA_OP_MAX:
+        return a > b ? a : b;
+    case LLRDMA_OP_LAND:
+        return (a && b) ? 1 : 0;
+    case LLRDMA_OP_LOR:
+        return (a || b) ? 1 : 0;
+    case LLRDMA_OP_LXOR:
+        return (!a != !b) ? 1 : 0;
+    case LLRDMA_OP_BAND:
+        return static_cast<T>(ua & ub);
+    case LLRDMA_OP_BOR:
+        return static_cast<T>(ua | ub);
+    case LLRDMA_OP_BXOR:
+        return static_cast<T>(ua ^ ub);
+    }
+    return 0;
+}
+
+template <typename T> void check_int_type(int dt)
+{
+    using L = std::numeric_limits<T>;
+    std::vector<T> vals = {0,
+                           1,
+                           2,
+                           3,
+                           7,
+                           static_cast<T>(100),
+                           L::max(),
+                           L::min(),
+                           static_cast<T>(L::max() - 1),
+                           static_cast<T>(L::max() / 2 + 3)};
+    if (L::is_signed) {
+        vals.push_back(static_cast<T>(-1));
+        vals.push_back(static_cast<T>(-5));
+    }
+    // All ordered pairs as one vector; inout gets b, in gets a.
+    std::vector<T> in, inout;
+    for (T a : vals)
+        for (T b : vals) {
+            in.push_back(a);
+            inout.push_back(b);
+        }
+    for (int op = LLRDMA_OP_SUM; op <= LLRDMA_OP_BXOR; ++op) {
+        std::vector<T> out = inout;
+        BOOST_REQUIRE_EQUAL(llrdma_reduce_local(op, dt, in.data(), out.data(), in.size()), 0);
+        for (size_t i = 0; i < in.size(); ++i) {
+            BOOST_TEST_CONTEXT(llrdma_ar_dtype_name(dt) << " " << llrdma_ar_op_name(op) << " "
+                                                        << +in[i] << " , " << +inout[i])
+            BOOST_CHECK_EQUAL(+out[i], +ref_int<T>(op, in[i], inout[i]));
+        }
+    }
+}
+
+template <typename V> struct Pair {
+    V v;
+    int k;
+};
+
+template <typename V> void check_loc_type(int dt)
+{
+    BOOST_REQUIRE_EQUAL(llrdma_ar_dtype_size(dt), sizeof(Pair<V>));
+    // in, inout, expected maxloc, expected minloc
+    struct Case {
+        Pair<V> a, b, mx, mn;
+    } cases[] = {
+        {{5, 3}, {5, 1}, {5, 1}, {5, 1}}, // tie: smaller index either way
+        {{5, 1}, {5, 3}, {5, 1}, {5, 1}},
+        {{7, 9}, {2, 0}, {7, 9}, {2, 0}},
+        {{2, 0}, {7, 9}, {7, 9}, {2, 0}},
+        {{-4, 2}, {-4, -8}, {-4, -8}, {-4, -8}}, // negative indexes are legal
+    };
+    for (int op : {LLRDMA_OP_MAXLOC, LLRDMA_OP_MINLOC}) {
+        for (const Case &c : cases) {
+            Pair<V> out = c.b;
+            BOOST_REQUIRE_EQUAL(llrdma_reduce_local(op, dt, &c.a, &out, 1), 0);
+            const Pair<V> &want = op == LLRDMA_OP_MAXLOC ? c.mx : c.mn;
+            BOOST_CHECK_EQUAL(out.v, want.v);
+            BOOST_CHECK_EQUAL(out.k, want.k);
+        }
+    }
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(sizes_and_names)
+{
+    BOOST_CHECK_EQUAL(llrdma_ar_dtype_size(LLRDMA_DT_INT8), 1u);
+    BOOST_CHECK_EQUAL(llrdma_ar_dtype_size(LLRDMA_DT_UINT16), 2u);
+    BOOST_CHECK_EQUAL(llrdma_ar_dtype_size(LLRDMA_DT_FLOAT), 4u);
+    BOOST_CHECK_EQUAL(llrdma_ar_dtype_size(LLRDMA_DT_INT64), 8u);
+    BOOST_CHECK_EQUAL(llrdma_ar_dtype_size(LLRDMA_DT_BOOL), 1u);
+    BOOST_CHECK_EQUAL(llrdma_ar_dtype_size(LLRDMA_DT_DOUBLE_INT), 16u);
+    BOOST_CHECK_EQUAL(llrdma_ar_dtype_size(LLRDMA_DT_2INT), 8u);
+    BOOST_CHECK_EQUAL(llrdma_ar_dtype_size(LLRDMA_DT_SHORT_INT), 8u);
+    BOOST_CHECK_EQUAL(llrdma_ar_dtype_size(-1), 0u);
+    BOOST_CHECK_EQUAL(llrdma_ar_dtype_size(LLRDMA_DT_COUNT), 0u);
+    BOOST_CHECK_EQUAL(std::string(llrdma_ar_dtype_name(LLRDMA_DT_LONG_INT)), "long_int");
+    BOOST_CHECK_EQUAL(std::string(llrdma_ar_op_name(LLRDMA_OP_MINLOC)), "minloc");
+    BOOST_CHECK_EQUAL(std::string(llrdma_ar_op_name(99)), "?");
+
+    const char *names[] = {"auto", "recursive_doubling", "rabenseifner", "ring"};
+    for (int i = 0; i < LLRDMA_AR_NALGS; ++i) {
+        BOOST_CHECK_EQUAL(std::string(llrdma_ar_alg_name(i)), names[i]);
+        BOOST_CHECK_EQUAL(llrdma_ar_alg_from_name(names[i]), i);
+    }
+    BOOST_CHECK(llrdma_ar_alg_name(LLRDMA_AR_NALGS) == nullptr);
+    BOOST_CHECK(llrdma_ar_alg_name(-1) == nullptr);
+    BOOST_CHECK_EQUAL(llrdma_ar_alg_from_name("Ring"), -1);
+    BOOST_CHECK_EQUAL(llrdma_ar_alg_from_name("tree"), -1);
+    BOOST_CHECK_EQUAL(llrdma_ar_alg_from_name(""), -1);
+    BOOST_CHECK_EQUAL(llrdma_ar_alg_from_name(nullptr), -1);
+}
+
+BOOST_AUTO_TEST_CASE(support_matrix)
+{
+    for (int dt = -1; dt <= LLRDMA_DT_COUNT; ++dt)
+        for (int op = -1; op <= LLRDMA_OP_COUNT; ++op) {
+            bool in_range = dt >= 0 && dt < LLRDMA_DT_COUNT && op >= 0 && op < LLRDMA_OP_COUNT;
+            bool want = in_range && expect_supported(dt, op);
+            BOOST_TEST_CONTEXT("dtype " << dt << " op " << op)
+            BOOST_CHECK_EQUAL(llrdma_ar_supported(dt, op), want ? 1 : 0);
+            unsigned char a[16] = {}, b[16] = {};
+            int rc = llrdma_reduce_local(op, dt, a, b, 1);
+            BOOST_CHECK_EQUAL(rc, want ? LLRDMA_AR_OK : LLRDMA_AR_ERR_UNSUPPORTED);
+        }
+}
+
+BOOST_AUTO_TEST_CASE(integers_every_op)
+{
+    check_int_type<int8_t>(LLRDMA_DT_INT8);
+    check_int_type<int16_t>(LLRDMA_DT_INT16);
+    check_int_type<int32_t>(LLRDMA_DT_INT32);
+    check_int_type<int64_t>(LLRDMA_DT_INT64);
+    check_int_type<uint8_t>(LLRDMA_DT_UINT8);
+    check_int_type<uint16_t>(LLRDMA_DT_UINT16);
+    check_int_type<uint32_t>(LLRDMA_DT_UINT32);
+    check_int_type<uint64_t>(LLRDMA_DT_UINT64);
+}
+
+BOOST_AUTO_TEST_CASE(overflow_wraps)
+{
+    uint8_t a8 = 200, b8 = 100;
+    llrdma_reduce_local(LLRDMA_OP_SUM, LLRDMA_DT_UINT8, &a8, &b8, 1);
+    BOOST_CHECK_EQUAL(+b8, 44);
+    uint16_t a16 = 65535, b16 = 65535; // promoted int multiply would overflow
+    llrdma_reduce_local(LLRDMA_OP_PROD, LLRDMA_DT_UINT16, &a16, &b16, 1);
+    BOOST_CHECK_EQUAL(b16, 1);
+    int32_t a32 = std::numeric_limits<int32_t>::max(), b32 = 1;
+    llrdma_reduce_local(LLRDMA_OP_SUM, LLRDMA_DT_INT32, &a32, &b32, 1);
+    BOOST_CHECK_EQUAL(b32, std::numeric_limits<int32_t>::min());
+    uint64_t a64 = ~0ull, b64 = 2;
+    llrdma_reduce_local(LLRDMA_OP_SUM, LLRDMA_DT_UINT64, &a64, &b64, 1);
+    BOOST_CHECK_EQUAL(b64, 1u);
+    int64_t m = std::numeric_limits<int64_t>::min(), n = -1;
+    llrdma_reduce_local(LLRDMA_OP_PROD, LLRDMA_DT_INT64, &m, &n, 1);
+    BOOST_CHECK_EQUAL(n, std::numeric_limits<int64_t>::min());
+}
+
+BOOST_AUTO_TEST_CASE(floats)
+{
+    double in[] = {1.5, -2.0, 1e300, 3.0};
+    double io[] = {2.25, 8.0, 1e300, -0.5};
+    double s[4], p[4];
+    std::memcpy(s, io, sizeof io);
+    std::memcpy(p, io, sizeof io);
+    llrdma_reduce_local(LLRDMA_OP_SUM, LLRDMA_DT_DOUBLE, in, s, 4);
+    llrdma_reduce_local(LLRDMA_OP_PROD, LLRDMA_DT_DOUBLE, in, p, 4);
+    for (int i = 0; i < 4; ++i) {
+        BOOST_CHECK_EQUAL(s[i], in[i] + io[i]);
+        BOOST_CHECK_EQUAL(p[i], in[i] * io[i]);
+    }
+    float fin[] = {1.0f, -3.0f}, fmin[] = {2.0f, -4.0f}, fmax[] = {2.0f, -4.0f};
+    llrdma_reduce_local(LLRDMA_OP_MIN, LLRDMA_DT_FLOAT, fin, fmin, 2);
+    llrdma_reduce_local(LLRDMA_OP_MAX, LLRDMA_DT_FLOAT, fin, fmax, 2);
+    BOOST_CHECK_EQUAL(fmin[0], 1.0f);
+    BOOST_CHECK_EQUAL(fmin[1], -4.0f);
+    BOOST_CHECK_EQUAL(fmax[0], 2.0f);
+    BOOST_CHECK_EQUAL(fmax[1], -3.0f);
+}
+
+BOOST_AUTO_TEST_CASE(min_max_keep_left_operand)
+{
+    // Documented: ties and unordered compares keep `in` (the left operand).
+    double nz = -0.0, pz = 0.0, nan = std::nan("");
+    double r = pz;
+    llrdma_reduce_local(LLRDMA_OP_MIN, LLRDMA_DT_DOUBLE, &nz, &r, 1);
+    BOOST_CHECK(std::signbit(r));
+    r = nz;
+    llrdma_reduce_local(LLRDMA_OP_MAX, LLRDMA_DT_DOUBLE, &pz, &r, 1);
+    BOOST_CHECK(!std::signbit(r));
+    r = 1.0;
+    llrdma_reduce_local(LLRDMA_OP_MIN, LLRDMA_DT_DOUBLE, &nan, &r, 1);
+    BOOST_CHECK(std::isnan(r));
+    double one = 1.0;
+    r = nan;
+    llrdma_reduce_local(LLRDMA_OP_MAX, LLRDMA_DT_DOUBLE, &one, &r, 1);
+    BOOST_CHECK_EQUAL(r, 1.0);
+}
+
+BOOST_AUTO_TEST_CASE(loc_ops_every_pair_type)
+{
+    check_loc_type<float>(LLRDMA_DT_FLOAT_INT);
+    check_loc_type<double>(LLRDMA_DT_DOUBLE_INT);
+    check_loc_type<long>(LLRDMA_DT_LONG_INT);
+    check_loc_type<int>(LLRDMA_DT_2INT);
+    check_loc_type<short>(LLRDMA_DT_SHORT_INT);
+}
+
+BOOST_AUTO_TEST_CASE(bool_and_byte)
+{
+    uint8_t a[] = {0, 0, 1, 1}, b[] = {0, 1, 0, 1};
+    uint8_t land[] = {0, 0, 0, 1}, lor[] = {0, 1, 1, 1}, lxor[] = {0, 1, 1, 0};
+    for (int op : {LLRDMA_OP_LAND, LLRDMA_OP_LOR, LLRDMA_OP_LXOR}) {
+        uint8_t r[4];
+        std::memcpy(r, b, 4);
+        BOOST_REQUIRE_EQUAL(llrdma_reduce_local(op, LLRDMA_DT_BOOL, a, r, 4), 0);
+        const uint8_t *want = op == LLRDMA_OP_LAND ? land : op == LLRDMA_OP_LOR ? lor : lxor;
+        BOOST_CHECK_EQUAL_COLLECTIONS(r, r + 4, want, want + 4);
+    }
+    uint8_t x = 0xF0, y = 0x3C;
+    llrdma_reduce_local(LLRDMA_OP_BXOR, LLRDMA_DT_BYTE, &x, &y, 1);
+    BOOST_CHECK_EQUAL(+y, 0xCC);
+}
+
+BOOST_AUTO_TEST_CASE(unaligned_and_empty)
+{
+    // MPI buffers need not be aligned for their type.
+    alignas(8) unsigned char raw[1 + 3 * 8 + 1 + 3 * 8];
+    unsigned char *pin = raw + 1, *pio = raw + 1 + 3 * 8 + 1;
+    for (int i = 0; i < 3; ++i) {
+        double a = i + 0.5, b = 10.0 * i;
+        std::memcpy(pin + 8 * i, &a, 8);
+        std::memcpy(pio + 8 * i, &b, 8);
+    }
+    BOOST_REQUIRE_EQUAL(llrdma_reduce_local(LLRDMA_OP_SUM, LLRDMA_DT_DOUBLE, pin, pio, 3), 0);
+    for (int i = 0; i < 3; ++i) {
+        double r;
+        std::memcpy(&r, pio + 8 * i, 8);
+        BOOST_CHECK_EQUAL(r, i + 0.5 + 10.0 * i);
+    }
+    BOOST_CHECK_EQUAL(llrdma_reduce_local(LLRDMA_OP_SUM, LLRDMA_DT_INT32, nullptr, nullptr, 0), 0);
+    int v = 1;
+    BOOST_CHECK_EQUAL(llrdma_reduce_local(LLRDMA_OP_SUM, LLRDMA_DT_INT32, nullptr, &v, 1),
+                      LLRDMA_AR_ERR_INVALID);
+}

@@ -1,0 +1,164 @@
+// Table-driven tests of the Allreduce planner (llrdma_ar_plan) and scratch sizing.
+#define BOOST_TEST_MODULE test_allreduce_plan
+#include <boost/test/unit_test.hpp>
+
+#include "llrdma_allreduce.h"
+
+#include <cstdint>
+#include <string>
+
+namespace
+{
+
+constexpr size_t K = 1024;
+constexpr size_t M = 1024 * K;
+constexpr int RD = LLRDMA_AR_RECURSIVE_DOUBLING;
+constexpr int RAB = LLRDMA_AR_RABENSEIFNER;
+constexpr int RING = LLRDMA_AR_RING;
+constexpr int AUTO = LLRDMA_AR_AUTO;
+
+struct Row {
+    size_t bytes, dsize;
+    int p;
+    uint64_t hint;
+    int forced_alg;
+    size_t forced_seg;
+    int alg;      // expected
+    size_t seg;   // expected
+    int inflight; // expected
+};
+
+// clang-format off
+const Row kRows[] = {
+    // bytes      dsz  p     hint      forced      alg   seg       inflight
+    // trivial cases
+    {0,           8,   8,    0,        AUTO, 0,    RD,   64 * K,   8},
+    {64 * M,      8,   1,    0,        AUTO, 0,    RD,   64 * K,   8},
+    {8,           8,   1,    8 * K,    AUTO, 0,    RD,   8 * K,    8},
+    // hint 0: small_max 8K; pow2 medium up to 1M; ring above
+    {8,           8,   2,    0,        AUTO, 0,    RD,   64 * K,   8},
+    {8 * K,       8,   8,    0,        AUTO, 0,    RD,   64 * K,   8},
+    {8 * K + 8,   8,   8,    0,        AUTO, 0,    RAB,  64 * K,   8},
+    {M,           8,   8,    0,        AUTO, 0,    RAB,  64 * K,   8},
+    {M + 8,       8,   8,    0,        AUTO, 0,    RING, 64 * K,   8},
+    {64 * M,      4,   16,   0,        AUTO, 0,    RING, 64 * K,   8},
+    // non power of two: medium only up to 256K
+    {8 * K,       8,   6,    0,        AUTO, 0,    RD,   64 * K,   8},
+    {16 * K,      8,   6,    0,        AUTO, 0,    RAB,  64 * K,   8},
+    {256 * K,     8,   6,    0,        AUTO, 0,    RAB,  64 * K,   8},
+    {256 * K + 8, 8,   6,    0,        AUTO, 0,    RING, 64 * K,   8},
+    {M,           4,   3,    0,        AUTO, 0,    RING, 64 * K,   8},
+    // hint 8K: same thresholds, 8K segments, window capped at 8
+    {8 * K,       8,   8,    8 * K,    AUTO, 0,    RD,   8 * K,    8},
+    {16 * K,      8,   8,    8 * K,    AUTO, 0,    RAB,  8 * K,    8},
+    {2 * M,       8,   8,    8 * K,    AUTO, 0,    RING, 8 * K,    8},
+    // hint 32K / 64K raise small_max to the hint
+    {32 * K,      8,   8,    32 * K,   AUTO, 0,    RD,   32 * K,   8},
+    {32 * K + 8,  8,   8,    32 * K,   AUTO, 0,    RAB,  32 * K,   8},
+    {64 * K,      8,   5,    64 * K,   AUTO, 0,    RD,   64 * K,   8},
+    {64 * K + 8,  8,   5,    64 * K,   AUTO, 0,    RAB,  64 * K,   8},
+    // hint 1M: small_max capped at 64K; 1M segments, 2 in flight
+    {64 * K,      8,   16,   M,        AUTO, 0,    RD,   M,        2},
+    {128 * K,     8,   16,   M,        AUTO, 0,    RAB,  M,        2},
+    {16 * M,      8,   16,   M,        AUTO, 0,    RING, M,        2},
+    // segment from hint: below 4K -> generic 64K; above 1M -> 1M; whole elements
+    {16 * M,      8,   4,    2 * K,    AUTO, 0,    RING, 64 * K,   8},
+    {16 * M,      8,   4,    4 * K,    AUTO, 0,    RING, 4 * K,    8},
+    {16 * M,      8,   4,    128 * K,  AUTO, 0,    RING, 128 * K,  4},
+    {16 * M,      8,   4,    256 * K,  AUTO, 0,    RING, 256 * K,  2},
+    {16 * M,      8,   4,    1u << 30, AUTO, 0,    RING, M,        2},
+    {12 * M,      12,  4,    10000,    AUTO, 0,    RING, 9996,     8},
+    {12 * M,      12,  4,    0,        AUTO, 0,    RING, 65532,    8},
+    // fewer elements than ranks -> recursive doubling
+    {16 * K,      8,   4096, 0,        AUTO, 0,    RD,   64 * K,   8},
+    {16 * K,      8,   2048, 0,        AUTO, 0,    RAB,  64 * K,   8},
+    // forced algorithm and segment
+    {8,           8,   8,    0,        RING, 0,    RING, 64 * K,   8},
+    {64 * M,      8,   8,    0,        RD,   0,    RD,   64 * K,   8},
+    {64 * M,      8,   7,    0,        RAB,  0,    RAB,  64 * K,   8},
+    {8,           8,   1,    0,        RING, 0,    RING, 64 * K,   8},
+    {64 * M,      8,   8,    8 * K,    AUTO, 1001, RING, 1000,     8},
+    {64 * M,      8,   8,    8 * K,    AUTO, 3,    RING, 8,        8},
+    {64 * M,      16,  8,    0,        AUTO, 12,   RING, 16,       8},
+    {64 * M,      8,   8,    0,        RING, 2 * M, RING, 2 * M,   2},
+    {64 * M,      8,   8,    0,        AUTO, 256 * K, RING, 256 * K, 2},
+};
+// clang-format on
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(plan_table)
+{
+    int i = 0;
+    for (const Row &r : kRows) {
+        llrdma_ar_plan_t p{};
+        BOOST_TEST_CONTEXT("row " << i++ << ": bytes " << r.bytes << " p " << r.p << " hint "
+                                  << r.hint)
+        {
+            BOOST_REQUIRE_EQUAL(
+                llrdma_ar_plan(r.bytes, r.dsize, r.p, r.hint, r.forced_alg, r.forced_seg, &p),
+                LLRDMA_AR_OK);
+            BOOST_CHECK_EQUAL(llrdma_ar_alg_name(p.alg), llrdma_ar_alg_name(r.alg));
+            BOOST_CHECK_EQUAL(p.segment_bytes, r.seg);
+            BOOST_CHECK_EQUAL(p.nsegments_in_flight, r.inflight);
+            BOOST_CHECK(p.why != nullptr && *p.why);
+            BOOST_CHECK_EQUAL(p.segment_bytes % r.dsize, 0u);
+        }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(plan_invariants)
+{
+    // Every plan: never AUTO, segment a positive multiple of the element size,
+    // segment <= hint whenever the hint is at least 4K and no override is given.
+    const size_t sizes[] = {0, 8, 4 * K, 8 * K, 16 * K, 64 * K, 256 * K, M, 2 * M, 64 * M};
+    const uint64_t hints[] = {0, 1, 4 * K - 1, 8 * K, 64 * K, M, 4 * M};
+    const size_t dsizes[] = {1, 2, 4, 8, 12, 16};
+    for (size_t ds : dsizes)
+        for (size_t b : sizes)
+            for (int p : {1, 2, 3, 4, 5, 7, 8, 9, 16, 100, 1024})
+                for (uint64_t h : hints) {
+                    size_t bytes = b / ds * ds;
+                    llrdma_ar_plan_t pl{};
+                    BOOST_REQUIRE_EQUAL(llrdma_ar_plan(bytes, ds, p, h, AUTO, 0, &pl), 0);
+                    BOOST_CHECK(pl.alg >= RD && pl.alg <= RING);
+                    BOOST_CHECK(pl.segment_bytes >= ds && pl.segment_bytes % ds == 0);
+                    BOOST_CHECK(pl.nsegments_in_flight >= 2 && pl.nsegments_in_flight <= 8);
+                    if (h >= 4 * K && h >= ds)
+                        BOOST_CHECK(pl.segment_bytes <= h);
+                    if (p == 1 || bytes <= 8 * K)
+                        BOOST_CHECK_EQUAL(pl.alg, RD);
+                }
+}
+
+BOOST_AUTO_TEST_CASE(plan_rejects_bad_arguments)
+{
+    llrdma_ar_plan_t p{};
+    BOOST_CHECK_EQUAL(llrdma_ar_plan(8, 0, 2, 0, AUTO, 0, &p), LLRDMA_AR_ERR_INVALID);
+    BOOST_CHECK_EQUAL(llrdma_ar_plan(8, 8, 0, 0, AUTO, 0, &p), LLRDMA_AR_ERR_INVALID);
+    BOOST_CHECK_EQUAL(llrdma_ar_plan(8, 8, -3, 0, AUTO, 0, &p), LLRDMA_AR_ERR_INVALID);
+    BOOST_CHECK_EQUAL(llrdma_ar_plan(12, 8, 2, 0, AUTO, 0, &p), LLRDMA_AR_ERR_INVALID);
+    BOOST_CHECK_EQUAL(llrdma_ar_plan(8, 8, 2, 0, LLRDMA_AR_NALGS, 0, &p), LLRDMA_AR_ERR_INVALID);
+    BOOST_CHECK_EQUAL(llrdma_ar_plan(8, 8, 2, 0, -1, 0, &p), LLRDMA_AR_ERR_INVALID);
+    BOOST_CHECK_EQUAL(llrdma_ar_plan(8, 8, 2, 0, AUTO, 0, nullptr), LLRDMA_AR_ERR_INVALID);
+}
+
+BOOST_AUTO_TEST_CASE(scratch_sizes)
+{
+    llrdma_ar_plan_t p{};
+    p.alg = RD;
+    p.segment_bytes = 64 * K;
+    p.nsegments_in_flight = 4;
+    BOOST_CHECK_EQUAL(llrdma_ar_scratch_bytes(&p, 1000, LLRDMA_DT_DOUBLE, 4), 8000u);
+    BOOST_CHECK_EQUAL(llrdma_ar_scratch_bytes(&p, 1000, LLRDMA_DT_DOUBLE, 1), 0u);
+    BOOST_CHECK_EQUAL(llrdma_ar_scratch_bytes(&p, 0, LLRDMA_DT_DOUBLE, 4), 0u);
+    BOOST_CHECK_EQUAL(llrdma_ar_scratch_bytes(&p, 10, -1, 4), 0u);
+    p.alg = RAB;
+    BOOST_CHECK_EQUAL(llrdma_ar_scratch_bytes(&p, 1000, LLRDMA_DT_2INT, 5), 8000u);
+    p.alg = RING;
+    // 1M doubles on 4 ranks: blocks of 256K elements, 8K-element segments, 4 slots
+    BOOST_CHECK_EQUAL(llrdma_ar_scratch_bytes(&p, M, LLRDMA_DT_DOUBLE, 4), 4 * 64 * K);
+    // small vector: segments shrink to the largest block (3 elements of 10 on 4)
+    BOOST_CHECK_EQUAL(llrdma_ar_scratch_bytes(&p, 10, LLRDMA_DT_DOUBLE, 4), 4u * 3 * 8);
+    BOOST_CHECK_EQUAL(llrdma_ar_scratch_bytes(nullptr, 10, LLRDMA_DT_DOUBLE, 4), 0u);
+}

@@ -1,0 +1,538 @@
+// Every Allreduce algorithm run in-process on simulated communicators (one thread
+// per rank, test_allreduce_simcomm.h) against a reference: integers exactly, floating
+// point bitwise against the documented reduction order (docs/allreduce.md) and
+// close to a sequential sum.  Also failure injection and argument checks.
+#define BOOST_TEST_MODULE test_allreduce_sim
+#include <boost/test/unit_test.hpp>
+
+#include "llrdma_allreduce.h"
+#include "test_allreduce_simcomm.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using Bytes = std::vector<unsigned char>;
+
+struct Combo {
+    int dt, op;
+};
+
+std::vector<Combo> all_combos()
+{
+    std::vector<Combo> v;
+    for (int dt = 0; dt < LLRDMA_DT_COUNT; ++dt)
+        for (int op = 0; op < LLRDMA_OP_COUNT; ++op)
+            if (llrdma_ar_supported(dt, op))
+                v.push_back({dt, op});
+    return v;
+}
+
+uint64_t mix(uint64_t x)
+{
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
+template <typename V> struct Pair {
+    V v;
+    int k;
+};
+
+bool is_float(int dt)
+{
+    return dt == LLRDMA_DT_FLOAT || dt == LLRDMA_DT_DOUBLE;
+}
+
+template <typename T> void put(unsigned char *dst, T v)
+{
+    std::memcpy(dst, &v, sizeof v);
+}
+
+// Integer inputs chosen so each op is non-trivial: products of small factors
+// (that still wrap for narrow types), logical inputs mostly 1 for land and
+// mostly 0 for lor, full-range values otherwise.
+template <typename T> T int_value(int op, uint64_t h, int p)
+{
+    bool rare = h % static_cast<uint64_t>(p + 1) == 0;
+    switch (op) {
+    case LLRDMA_OP_PROD: {
+        T f = static_cast<T>(1 + (h >> 5) % 3);
+        return (std::is_signed<T>::value && (h & 8)) ? static_cast<T>(0 - f) : f;
+    }
+    case LLRDMA_OP_LAND: return rare ? T(0) : static_cast<T>(h | 1);
+    case LLRDMA_OP_LOR: return rare ? static_cast<T>(h | 1) : T(0);
+    case LLRDMA_OP_LXOR: return (h & 2) ? static_cast<T>(h | 1) : T(0);
+    default: return static_cast<T>(h);
+    }
+}
+
+template <typename F> F float_value(int op, uint64_t h)
+{
+    if (op == LLRDMA_OP_SUM || op == LLRDMA_OP_PROD)
+        return static_cast<F>(0.5 + static_cast<double>(h % 100003) / 100003.0);
+    if (h % 7 == 0) // signed zeros: ties whose winner shows in the bits
+        return (h >> 3) & 1 ? F(-0.0) : F(0.0);
+    return static_cast<F>((static_cast<double>(h % 2001) - 1000.0) / 8.0);
+}
+
+template <typename V> void put_pair(unsigned char *dst, uint64_t h)
+{
+    Pair<V> x;
+    std::memset(&x, 0, sizeof x);
+    x.v = static_cast<V>(static_cast<int>(h % 4) - 2); // many ties
+    x.k = static_cast<int>((h >> 8) % 50);
+    std::memcpy(dst, &x, sizeof x);
+}
+
+void gen(const Combo &c, uint64_t seed, int r, int p, size_t i, unsigned char *d)
+{
+    uint64_t h = mix(seed ^ mix((static_cast<uint64_t>(r) << 40) + i));
+    int op = c.op;
+    switch (c.dt) {
+    case LLRDMA_DT_INT8: return put(d, int_value<int8_t>(op, h, p));
+    case LLRDMA_DT_INT16: return put(d, int_value<int16_t>(op, h, p));
+    case LLRDMA_DT_INT32: return put(d, int_value<int32_t>(op, h, p));
+    case LLRDMA_DT_INT64: return put(d, int_value<int64_t>(op, h, p));
+    case LLRDMA_DT_UINT8:
+    case LLRDMA_DT_BYTE: return put(d, int_value<uint8_t>(op, h, p));
+    case LLRDMA_DT_UINT16: return put(d, int_value<uint16_t>(op, h, p));
+    case LLRDMA_DT_UINT32: return put(d, int_value<uint32_t>(op, h, p));
+    case LLRDMA_DT_UINT64: return put(d, int_value<uint64_t>(op, h, p));
+    case LLRDMA_DT_BOOL: return put(d, static_cast<uint8_t>(int_value<uint8_t>(op, h, p) != 0));
+    case LLRDMA_DT_FLOAT: return put(d, float_value<float>(op, h));
+    case LLRDMA_DT_DOUBLE: return put(d, float_value<double>(op, h));
+    case LLRDMA_DT_FLOAT_INT: return put_pair<float>(d, h);
+    case LLRDMA_DT_DOUBLE_INT: return put_pair<double>(d, h);
+    case LLRDMA_DT_LONG_INT: return put_pair<long>(d, h);
+    case LLRDMA_DT_2INT: return put_pair<int>(d, h);
+    case LLRDMA_DT_SHORT_INT: return put_pair<short>(d, h);
+    }
+}
+
+Bytes input(const Combo &c, uint64_t seed, int r, int p, size_t count)
+{
+    size_t es = llrdma_ar_dtype_size(c.dt);
+    Bytes b(count * es);
+    for (size_t i = 0; i < count; ++i)
+        gen(c, seed, r, p, i, &b[i * es]);
+    return b;
+}
+
+// acc = acc OP v over n elements from element offset `off` (acc is the left operand).
+void fold_into(const Combo &c, Bytes &acc, const Bytes &v, size_t off, size_t n)
+{
+    size_t es = llrdma_ar_dtype_size(c.dt);
+    Bytes tmp(v.begin() + off * es, v.begin() + (off + n) * es);
+    llrdma_reduce_local(c.op, c.dt, acc.data() + off * es, tmp.data(), n);
+    std::copy(tmp.begin(), tmp.end(), acc.begin() + off * es);
+}
+
+// Documented order of recursive doubling and Rabenseifner: fold pairs (2i, 2i+1)
+// for i < rem, then the balanced tree over the p2 leaves in rank order.
+Bytes tree_order(const Combo &c, const std::vector<Bytes> &in, size_t count)
+{
+    int p = static_cast<int>(in.size()), p2 = 1;
+    while (p2 * 2 <= p)
+        p2 *= 2;
+    int rem = p - p2;
+    std::vector<Bytes> leaf(p2);
+    for (int i = 0; i < p2; ++i) {
+        if (i < rem) {
+            leaf[i] = in[2 * i];
+            fold_into(c, leaf[i], in[2 * i + 1], 0, count);
+        } else {
+            leaf[i] = in[i + rem];
+        }
+    }
+    for (int m = 1; m < p2; m *= 2)
+        for (int i = 0; i < p2; i += 2 * m)
+            fold_into(c, leaf[i], leaf[i + m], 0, count);
+    return leaf[0];
+}
+
+// Documented order of the ring: block b is ((v[b] OP v[b+1]) ...) OP v[b-1].
+Bytes ring_order(const Combo &c, const std::vector<Bytes> &in, size_t count)
+{
+    size_t p = in.size();
+    Bytes out(in[0].size());
+    size_t es = llrdma_ar_dtype_size(c.dt);
+    for (size_t b = 0; b < p; ++b) {
+        size_t q = count / p, r = count % p;
+        size_t start = b * q + std::min(b, r), len = q + (b < r ? 1 : 0);
+        Bytes acc = in[b];
+        for (size_t j = 1; j < p; ++j)
+            fold_into(c, acc, in[(b + j) % p], start, len);
+        std::copy(acc.begin() + start * es, acc.begin() + (start + len) * es,
+                  out.begin() + start * es);
+    }
+    return out;
+}
+
+Bytes sequential(const Combo &c, const std::vector<Bytes> &in, size_t count)
+{
+    Bytes acc = in[0];
+    for (size_t r = 1; r < in.size(); ++r)
+        fold_into(c, acc, in[r], 0, count);
+    return acc;
+}
+
+size_t value_bytes(int dt)
+{
+    switch (dt) {
+    case LLRDMA_DT_FLOAT_INT: return sizeof(float);
+    case LLRDMA_DT_DOUBLE_INT: return sizeof(double);
+    case LLRDMA_DT_LONG_INT: return sizeof(long);
+    case LLRDMA_DT_2INT: return sizeof(int);
+    case LLRDMA_DT_SHORT_INT: return sizeof(short);
+    default: return 0;
+    }
+}
+
+// Bitwise equality of one element; pair types compare v and k, not padding.
+bool same(int dt, const unsigned char *a, const unsigned char *b)
+{
+    size_t vb = value_bytes(dt);
+    if (vb == 0)
+        return std::memcmp(a, b, llrdma_ar_dtype_size(dt)) == 0;
+    size_t koff = llrdma_ar_dtype_size(dt) - sizeof(int) - (dt == LLRDMA_DT_DOUBLE_INT ||
+                                                               dt == LLRDMA_DT_LONG_INT
+                                                           ? 4
+                                                           : 0);
+    return std::memcmp(a, b, vb) == 0 && std::memcmp(a + koff, b + koff, sizeof(int)) == 0;
+}
+
+bool close(int dt, const unsigned char *a, const unsigned char *b)
+{
+    double x, y;
+    if (dt == LLRDMA_DT_FLOAT) {
+        float fx, fy;
+        std::memcpy(&fx, a, 4);
+        std::memcpy(&fy, b, 4);
+        x = fx, y = fy;
+    } else {
+        std::memcpy(&x, a, 8);
+        std::memcpy(&y, b, 8);
+    }
+    double tol = dt == LLRDMA_DT_FLOAT ? 1e-5 : 1e-12;
+    return std::fabs(x - y) <= tol * std::max(1.0, std::fabs(y));
+}
+
+struct Case {
+    int alg;
+    Combo c;
+    size_t count;
+    int inplace;        // 0: separate sendbuf, 1: sendbuf NULL, 2: sendbuf == recvbuf
+    size_t seg;         // ring segment bytes (a multiple of the element size)
+    int window;
+    bool own_scratch;   // caller allocates exactly llrdma_ar_scratch_bytes()
+    uint64_t seed;
+    Bytes exact, seq;   // references (filled by prepare)
+};
+
+std::string describe(const Case &k, int p)
+{
+    std::ostringstream s;
+    s << llrdma_ar_alg_name(k.alg) << " p=" << p << " count=" << k.count << " "
+      << llrdma_ar_dtype_name(k.c.dt) << " " << llrdma_ar_op_name(k.c.op) << " inplace=" << k.inplace
+      << " seg=" << k.seg << " window=" << k.window << " scratch=" << k.own_scratch;
+    return s.str();
+}
+
+void prepare(Case &k, int p)
+{
+    std::vector<Bytes> in;
+    for (int r = 0; r < p; ++r)
+        in.push_back(input(k.c, k.seed, r, p, k.count));
+    k.exact = k.alg == LLRDMA_AR_RING ? ring_order(k.c, in, k.count) : tree_order(k.c, in, k.count);
+    k.seq = sequential(k.c, in, k.count);
+}
+
+// One rank's part of one case; returns "" or what went wrong.
+std::string run_rank(sim::World &w, int r, int p, const Case &k)
+{
+    llrdma_ar_comm_t comm = w.comm(r);
+    llrdma_ar_plan_t plan{k.alg, k.seg, k.window, "test"};
+    size_t es = llrdma_ar_dtype_size(k.c.dt);
+    Bytes send = input(k.c, k.seed, r, p, k.count), orig = send;
+    Bytes recv = k.inplace ? send : Bytes(send.size(), 0xA5);
+    Bytes scratch;
+    if (k.own_scratch)
+        scratch.resize(llrdma_ar_scratch_bytes(&plan, k.count, k.c.dt, p));
+    const void *sb = k.inplace == 1 ? nullptr : k.inplace == 2 ? recv.data() : send.data();
+    int rc = llrdma_ar_run(&plan, &comm, sb, recv.data(), k.count, k.c.dt, k.c.op,
+                           k.own_scratch ? scratch.data() : nullptr, scratch.size());
+    std::ostringstream e;
+    if (rc != LLRDMA_AR_OK)
+        e << "rc " << rc;
+    else if (w.live(r) != 0)
+        e << w.live(r) << " requests left";
+    else if (!k.inplace && send != orig)
+        e << "sendbuf modified";
+    for (size_t i = 0; e.str().empty() && i < k.count; ++i) {
+        const unsigned char *got = &recv[i * es];
+        if (!same(k.c.dt, got, &k.exact[i * es]))
+            e << "element " << i << " differs from the documented order";
+        else if (is_float(k.c.dt) ? !close(k.c.dt, got, &k.seq[i * es])
+                                  : !same(k.c.dt, got, &k.seq[i * es]))
+            e << "element " << i << " differs from the sequential reference";
+    }
+    return e.str().empty() ? "" : "rank " + std::to_string(r) + ": " + e.str();
+}
+
+// Runs the cases back to back on p threads (no barrier between calls).
+std::vector<std::string> run_world(int p, const std::vector<Case> &cases, sim::Options opt)
+{
+    sim::World w(p, opt);
+    std::vector<std::string> errs;
+    std::mutex em;
+    std::vector<std::thread> th;
+    for (int r = 0; r < p; ++r)
+        th.emplace_back([&, r] {
+            for (const Case &k : cases) {
+                std::string s = run_rank(w, r, p, k);
+                if (!s.empty()) {
+                    std::lock_guard<std::mutex> g(em);
+                    errs.push_back(describe(k, p) + ": " + s);
+                }
+            }
+        });
+    for (auto &t : th)
+        t.join();
+    if (!w.quiescent())
+        errs.push_back("p=" + std::to_string(p) + ": unmatched messages left");
+    for (const std::string &s : w.problems())
+        errs.push_back("p=" + std::to_string(p) + ": " + s);
+    return errs;
+}
+
+void report(const std::vector<std::string> &errs)
+{
+    for (size_t i = 0; i < errs.size() && i < 10; ++i)
+        BOOST_ERROR(errs[i]);
+    BOOST_CHECK_MESSAGE(errs.empty(), errs.size() << " failures");
+}
+
+const int kAlgs[] = {LLRDMA_AR_RECURSIVE_DOUBLING, LLRDMA_AR_RABENSEIFNER, LLRDMA_AR_RING};
+
+// Sampled matrix for one communicator size: awkward counts x algorithms, rotating
+// through every op x dtype, in-place modes, segment sizes, windows and scratch.
+std::vector<Case> matrix(int p, size_t *rot)
+{
+    static const std::vector<Combo> combos = all_combos();
+    std::vector<size_t> counts = {0, 1, 2, 3, static_cast<size_t>(p - 1), static_cast<size_t>(p),
+                                  static_cast<size_t>(p + 1), 1000, 4097};
+    std::sort(counts.begin(), counts.end());
+    counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
+    const size_t segs_elems[] = {1, 3, 0, 0}; // 0: bytes from segs_bytes
+    const size_t segs_bytes[] = {0, 0, 4096, 65536};
+    const int windows[] = {1, 2, 3, 8};
+    std::vector<Case> v;
+    for (int alg : kAlgs) {
+        for (size_t n : counts)
+            for (int rep = 0; rep < 2; ++rep) {
+                size_t i = (*rot)++;
+                Combo c = combos[i % combos.size()];
+                size_t es = llrdma_ar_dtype_size(c.dt);
+                size_t seg = segs_elems[i % 4] ? segs_elems[i % 4] * es
+                                               : std::max(es, segs_bytes[i % 4] / es * es);
+                v.push_back({alg, c, n, static_cast<int>(i % 3), seg, windows[(i / 4) % 4],
+                             i % 2 == 0, mix(i), {}, {}});
+            }
+        // ~1 MB vectors
+        Combo big[] = {{LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM}, {LLRDMA_DT_INT32, LLRDMA_OP_SUM}};
+        for (int b = 0; b < 2; ++b) {
+            size_t es = llrdma_ar_dtype_size(big[b].dt);
+            v.push_back({alg, big[b], (1 << 20) / es + 3, b, b ? 8192 : 65536, b ? 8 : 3, b == 1,
+                         mix(*rot + 77), {}, {}});
+        }
+    }
+    for (Case &k : v)
+        prepare(k, p);
+    return v;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(all_algorithms_all_sizes)
+{
+    size_t rot = 0;
+    for (int p : {1, 2, 3, 4, 5, 6, 7, 8, 9, 16}) {
+        std::vector<Case> cases = matrix(p, &rot);
+        sim::Options opt;
+        // Odd sizes: every send rendezvous and one tag, as the Open MPI glue maps it.
+        opt.eager_limit = p % 2 ? 0 : 4096;
+        opt.single_tag = p % 2 == 1;
+        BOOST_TEST_MESSAGE("p=" << p << ": " << cases.size() << " calls");
+        report(run_world(p, cases, opt));
+    }
+}
+
+BOOST_AUTO_TEST_CASE(every_op_and_dtype)
+{
+    // Full op x dtype matrix, small awkward counts, both transport modes.
+    for (int p : {4, 5, 7}) {
+        std::vector<Case> cases;
+        size_t i = 0;
+        for (int alg : kAlgs)
+            for (const Combo &c : all_combos()) {
+                size_t es = llrdma_ar_dtype_size(c.dt);
+                cases.push_back({alg, c, static_cast<size_t>(2 * p + 3), static_cast<int>(i % 3),
+                                 2 * es, 2, i % 2 == 1, mix(1000 + i), {}, {}});
+                ++i;
+            }
+        for (Case &k : cases)
+            prepare(k, p);
+        for (bool rdv : {false, true}) {
+            sim::Options opt;
+            opt.eager_limit = rdv ? 0 : 1 << 20;
+            opt.single_tag = rdv;
+            report(run_world(p, cases, opt));
+        }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(tree_algorithms_agree_bitwise)
+{
+    // Recursive doubling and Rabenseifner share one documented order: same bits.
+    Case k{LLRDMA_AR_RECURSIVE_DOUBLING, {LLRDMA_DT_FLOAT, LLRDMA_OP_SUM}, 777, 0, 4, 2, false, 9,
+           {}, {}};
+    prepare(k, 6);
+    Case k2 = k;
+    k2.alg = LLRDMA_AR_RABENSEIFNER;
+    prepare(k2, 6);
+    BOOST_CHECK(k.exact == k2.exact);
+    report(run_world(6, {k, k2}, sim::Options{}));
+}
+
+BOOST_AUTO_TEST_CASE(independent_communicators)
+{
+    // Two communicators (e.g. the halves of a split) running at the same time.
+    std::vector<Case> a, b;
+    for (int alg : kAlgs) {
+        a.push_back({alg, {LLRDMA_DT_INT64, LLRDMA_OP_SUM}, 333, 0, 64, 3, false, 1, {}, {}});
+        b.push_back({alg, {LLRDMA_DT_DOUBLE, LLRDMA_OP_MAX}, 333, 1, 64, 3, false, 2, {}, {}});
+    }
+    for (Case &k : a)
+        prepare(k, 3);
+    for (Case &k : b)
+        prepare(k, 5);
+    std::vector<std::string> ea, eb;
+    std::thread ta([&] { ea = run_world(3, a, sim::Options{}); });
+    std::thread tb([&] { eb = run_world(5, b, sim::Options{}); });
+    ta.join();
+    tb.join();
+    report(ea);
+    report(eb);
+}
+
+BOOST_AUTO_TEST_CASE(transport_failure_propagates)
+{
+    // Break the transport at many points; no rank may hang, leak a request or
+    // report success with a wrong result, and the failing rank reports the error.
+    Combo c{LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM};
+    int fired = 0, runs = 0;
+    for (int p : {2, 3, 5, 8})
+        for (int alg : kAlgs) {
+            Case k{alg, c, 1000, 0, 64 * 8, 3, false, 5, {}, {}};
+            prepare(k, p);
+            for (int frank : {0, p - 1})
+                for (int kind : {sim::kFailIsend, sim::kFailIrecv, sim::kFailWaitall})
+                    for (long at : {1L, 2L, 3L, 5L, 9L, 17L, 40L, 100000L}) {
+                        sim::Options opt;
+                        opt.eager_limit = at % 2 ? 0 : 4096;
+                        opt.fail_rank = frank;
+                        opt.fail_at = at;
+                        opt.fail_kind = kind;
+                        opt.timeout = std::chrono::milliseconds(5000);
+                        sim::World w(p, opt);
+                        std::vector<int> rcs(p);
+                        std::vector<std::string> errs(p);
+                        std::vector<std::thread> th;
+                        for (int r = 0; r < p; ++r)
+                            th.emplace_back([&, r] {
+                                llrdma_ar_comm_t comm = w.comm(r);
+                                llrdma_ar_plan_t plan{k.alg, k.seg, k.window, "test"};
+                                Bytes buf = input(c, k.seed, r, p, k.count);
+                                rcs[r] = llrdma_ar_run(&plan, &comm, nullptr, buf.data(), k.count,
+                                                       c.dt, c.op, nullptr, 0);
+                                if (w.live(r) != 0)
+                                    errs[r] = "requests left";
+                                else if (rcs[r] == 0 && !std::equal(buf.begin(), buf.end(),
+                                                                    k.exact.begin()))
+                                    errs[r] = "wrong result reported as success";
+                                else if (rcs[r] != 0 && rcs[r] != LLRDMA_AR_ERR_TRANSPORT)
+                                    errs[r] = "unexpected rc " + std::to_string(rcs[r]);
+                            });
+                        for (auto &t : th)
+                            t.join();
+                        ++runs;
+                        std::string ctx = describe(k, p) + " fail rank " + std::to_string(frank) +
+                                          " kind " + std::to_string(kind) + " at " +
+                                          std::to_string(at);
+                        for (int r = 0; r < p; ++r)
+                            BOOST_CHECK_MESSAGE(errs[r].empty(), ctx << ": rank " << r << ": "
+                                                                     << errs[r]);
+                        for (const std::string &s : w.problems())
+                            BOOST_ERROR(ctx << ": " << s);
+                        if (w.fired()) {
+                            ++fired;
+                            BOOST_CHECK_MESSAGE(rcs[frank] == LLRDMA_AR_ERR_TRANSPORT, ctx);
+                        } else {
+                            for (int r = 0; r < p; ++r)
+                                BOOST_CHECK_MESSAGE(rcs[r] == 0, ctx);
+                        }
+                    }
+        }
+    BOOST_TEST_MESSAGE(fired << " of " << runs << " runs injected a failure");
+    BOOST_CHECK(fired > runs / 2);
+}
+
+BOOST_AUTO_TEST_CASE(argument_checks)
+{
+    sim::World w(2, sim::Options{});
+    llrdma_ar_comm_t comm = w.comm(0);
+    llrdma_ar_plan_t plan{LLRDMA_AR_RING, 64, 2, "test"};
+    double x[4] = {1, 2, 3, 4}, y[4];
+    BOOST_CHECK_EQUAL(llrdma_ar_run(nullptr, &comm, x, y, 4, LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM,
+                                    nullptr, 0),
+                      LLRDMA_AR_ERR_INVALID);
+    BOOST_CHECK_EQUAL(llrdma_ar_run(&plan, nullptr, x, y, 4, LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM,
+                                    nullptr, 0),
+                      LLRDMA_AR_ERR_INVALID);
+    llrdma_ar_plan_t bad = plan;
+    bad.alg = LLRDMA_AR_AUTO;
+    BOOST_CHECK_EQUAL(llrdma_ar_run(&bad, &comm, x, y, 4, LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM, nullptr,
+                                    0),
+                      LLRDMA_AR_ERR_INVALID);
+    BOOST_CHECK_EQUAL(llrdma_ar_run(&plan, &comm, x, y, 4, LLRDMA_DT_DOUBLE, LLRDMA_OP_BAND,
+                                    nullptr, 0),
+                      LLRDMA_AR_ERR_UNSUPPORTED);
+    BOOST_CHECK_EQUAL(llrdma_ar_run(&plan, &comm, x, y, 4, LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM, y, 8),
+                      LLRDMA_AR_ERR_INVALID); // scratch too small
+    llrdma_ar_comm_t odd = comm;
+    odd.rank = 2;
+    BOOST_CHECK_EQUAL(llrdma_ar_run(&plan, &odd, x, y, 4, LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM, nullptr,
+                                    0),
+                      LLRDMA_AR_ERR_INVALID);
+    // count 0: nothing sent, nothing touched
+    BOOST_CHECK_EQUAL(llrdma_ar_run(&plan, &comm, nullptr, nullptr, 0, LLRDMA_DT_DOUBLE,
+                                    LLRDMA_OP_SUM, nullptr, 0),
+                      LLRDMA_AR_OK);
+    BOOST_CHECK(w.quiescent());
+    // one rank: a copy
+    sim::World one(1, sim::Options{});
+    llrdma_ar_comm_t c1 = one.comm(0);
+    BOOST_CHECK_EQUAL(llrdma_ar_run(&plan, &c1, x, y, 4, LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM, nullptr,
+                                    0),
+                      LLRDMA_AR_OK);
+    BOOST_CHECK_EQUAL_COLLECTIONS(x, x + 4, y, y + 4);
+}

@@ -1,0 +1,300 @@
+#define BOOST_TEST_MODULE test_config_json
+#include <boost/test/unit_test.hpp>
+
+#include "llrdma_core.h"
+
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace
+{
+
+llrdma_rank_config_t sample(uint64_t hint)
+{
+    llrdma_rank_config_t c;
+    std::memset(&c, 0, sizeof c); // padding too, so memcmp compares only fields
+    c.rank = 3;
+    c.size = 16;
+    std::snprintf(c.host, sizeof c.host, "node-07.cluster");
+    c.pid = 424242;
+    c.hint.bytes = hint;
+    c.hint.source = LLRDMA_SRC_FILE;
+    std::snprintf(c.hint.origin, sizeof c.hint.origin, "file /home/u/.openmpi/mca-params.conf:3");
+    std::snprintf(c.hint.text, sizeof c.hint.text, "16K");
+    BOOST_TEST_REQUIRE(llrdma_profile_derive(hint, nullptr, &c.profile) == LLRDMA_OK);
+    c.ndevices = 1;
+    std::snprintf(c.device.name, sizeof c.device.name, "rxe0");
+    c.device.port = 1;
+    c.device.max_inline_granted_ll = 220;
+    c.device.max_inline_granted_bw = 0;
+    c.device.sq_depth_granted_ll = 64;
+    c.device.sq_depth_granted_bw = 512;
+    c.device.cq_moderation_supported = -1;
+    std::snprintf(c.btl_status, sizeof c.btl_status, "active");
+    return c;
+}
+
+std::string to_json(const llrdma_rank_config_t &c)
+{
+    std::vector<char> buf(LLRDMA_CONFIG_JSON_MAX);
+    BOOST_TEST_REQUIRE(llrdma_config_to_json(&c, buf.data(), buf.size()) == LLRDMA_OK);
+    return buf.data();
+}
+
+void check_round_trip(const llrdma_rank_config_t &c)
+{
+    std::string j = to_json(c);
+    llrdma_rank_config_t back;
+    std::memset(&back, 0, sizeof back);
+    BOOST_TEST_REQUIRE(llrdma_config_from_json(j.c_str(), &back) == LLRDMA_OK);
+    BOOST_TEST(std::memcmp(&back, &c, sizeof c) == 0);
+    BOOST_TEST(to_json(back) == j);
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(key_order_and_shape)
+{
+    std::string j = to_json(sample(16384));
+    BOOST_TEST(j.find('\n') == std::string::npos);
+    const char *keys[] = {
+        "\"rank\":3",
+        "\"size\":16",
+        "\"host\":\"node-07.cluster\"",
+        "\"pid\":424242",
+        "\"size_hint\":16384",
+        "\"size_hint_text\":\"16K\"",
+        "\"source\":\"file\"",
+        "\"origin\":\"file /home/u/.openmpi/mca-params.conf:3\"",
+        "\"generic\":false",
+        "\"ll\":{\"min_bytes\":1,\"max_bytes\":16384,",
+        "\"poll\":\"busy\"",
+        "\"bw\":{\"min_bytes\":16385,\"max_bytes\":null,",
+        "\"poll\":\"event\"",
+        "\"coll_segment_bytes\":16384",
+        "\"btl_status\":\"active\"",
+        "\"devices\":1",
+        "\"device\":{\"name\":\"rxe0\",\"port\":1,\"max_inline_granted_ll\":220,"};
+    size_t pos = 0;
+    for (const char *k : keys) {
+        size_t at = j.find(k, pos);
+        BOOST_TEST_CONTEXT(k)
+        {
+            BOOST_TEST_REQUIRE(at != std::string::npos);
+        }
+        pos = at + 1;
+    }
+    BOOST_TEST(j.front() == '{');
+    BOOST_TEST(j.substr(j.size() - 2) == "}}");
+    const char *path_fields[] = {
+        "sq_depth",     "rq_depth",    "recv_buf_bytes", "inline_bytes",  "signal_interval",
+        "cq_mod_count", "cq_mod_usec", "eager_limit",    "max_send_size", "rdma_pipeline_bytes"};
+    for (const char *f : path_fields)
+        BOOST_TEST(j.find(std::string("\"") + f + "\":") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(round_trip_exact)
+{
+    for (uint64_t hint : {0ull, 1ull, 8192ull, 65536ull, 1ull << 30}) {
+        llrdma_rank_config_t c = sample(hint);
+        BOOST_TEST_CONTEXT("hint " << hint)
+        {
+            check_round_trip(c);
+        }
+    }
+    llrdma_rank_config_t c = sample(0);
+    c.rank = -1;
+    c.size = 0;
+    c.pid = -5;
+    c.ndevices = 0;
+    c.hint.source = LLRDMA_SRC_OTHER;
+    c.profile.ll.max_bytes = UINT64_MAX; // null on the wire, UINT64_MAX again
+    c.profile.bw.eager_limit = UINT64_MAX - 1;
+    c.device.port = -2147483647 - 1;
+    c.device.sq_depth_granted_bw = UINT32_MAX;
+    c.device.cq_moderation_supported = 1;
+    check_round_trip(c);
+}
+
+BOOST_AUTO_TEST_CASE(escaping)
+{
+    llrdma_rank_config_t c = sample(4096);
+    std::snprintf(c.host, sizeof c.host, "we\"ird\\host\n\t\x01\x1f\x7f/é");
+    std::snprintf(c.btl_status, sizeof c.btl_status, "disqualified: \"no verbs device\"");
+    std::string j = to_json(c);
+    BOOST_TEST(j.find(R"("host":"we\"ird\\host\u000a\u0009\u0001\u001f\u007f/é")") !=
+               std::string::npos);
+    BOOST_TEST(j.find(R"("btl_status":"disqualified: \"no verbs device\"")") != std::string::npos);
+    for (char ch : j)
+        BOOST_TEST(static_cast<unsigned char>(ch) >= 0x20);
+    check_round_trip(c);
+}
+
+BOOST_AUTO_TEST_CASE(reader_is_tolerant)
+{
+    // Whitespace, other key order, unknown keys of every type, standard escapes.
+    const char *j = R"( {
+        "future": {"a": [1, 2.5e3, {"x": null}], "b": true},
+        "size_hint": 8192, "rank": 2, "host": "h\u00e9\ud83d\ude00\/x\b\f\r",
+        "generic": 0, "ll": {"poll": "busy", "max_bytes": 8192},
+        "source": "alias", "extra": -1.5
+    } )";
+    llrdma_rank_config_t c;
+    BOOST_TEST_REQUIRE(llrdma_config_from_json(j, &c) == LLRDMA_OK);
+    BOOST_TEST(c.rank == 2);
+    BOOST_TEST(c.hint.bytes == 8192u);
+    BOOST_TEST(c.profile.hint == 8192u);
+    BOOST_TEST(std::string(c.host) == "h\xc3\xa9\xf0\x9f\x98\x80/x\b\f\r");
+    BOOST_TEST(c.hint.source == LLRDMA_SRC_ALIAS);
+    BOOST_TEST(c.profile.ll.poll == LLRDMA_POLL_BUSY);
+    BOOST_TEST(c.profile.ll.max_bytes == 8192u);
+    // Missing keys keep "unknown" values.
+    BOOST_TEST(c.size == 0);
+    BOOST_TEST(c.device.cq_moderation_supported == -1);
+    llrdma_rank_config_t e;
+    BOOST_TEST(llrdma_config_from_json("{}", &e) == LLRDMA_OK);
+    BOOST_TEST(e.rank == -1);
+}
+
+BOOST_AUTO_TEST_CASE(rejects_malformed)
+{
+    std::string good = to_json(sample(16384));
+    // Every strict prefix of a valid document is invalid.
+    for (size_t n = 0; n < good.size(); ++n) {
+        std::string t = good.substr(0, n);
+        llrdma_rank_config_t c = sample(1);
+        llrdma_rank_config_t before = c;
+        BOOST_TEST_CONTEXT("prefix " << n)
+        {
+            BOOST_TEST(llrdma_config_from_json(t.c_str(), &c) == LLRDMA_ERR_INVALID);
+            BOOST_TEST(std::memcmp(&c, &before, sizeof c) == 0); // untouched
+        }
+    }
+    const char *garbage[] = {
+        "",
+        "garbage",
+        "[1,2]",
+        "\"str\"",
+        "{\"rank\":}",
+        "{\"rank\":1,}",
+        "{\"rank\" 1}",
+        "{\"rank\":1}}",
+        "{\"rank\":1} x",
+        "{rank:1}",
+        "{\"rank\":01}",
+        "{\"rank\":1.5}",
+        "{\"rank\":1e2}",
+        "{\"rank\":\"3\"}",
+        "{\"rank\":99999999999}",
+        "{\"size_hint\":-1}",
+        "{\"size_hint\":18446744073709551616}",
+        "{\"host\":\"a\\x\"}",
+        "{\"host\":\"a\\u00\"}",
+        "{\"host\":\"a\\u0000b\"}",
+        "{\"host\":\"\\udc00\"}",
+        "{\"host\":\"\\ud83d\"}",
+        "{\"host\":\"tab\there\"}",
+        "{\"host\":5}",
+        "{\"source\":\"nowhere\"}",
+        "{\"ll\":{\"poll\":\"spin\"}}",
+        "{\"ll\":{\"sq_depth\":4294967296}}",
+        "{\"ll\":5}",
+        "{\"device\":{\"port\":\"x\"}}",
+        "{\"generic\":2}",
+        "{\"a\":tru}",
+        "{\"a\":nul}",
+        "{\"a\":-}",
+    };
+    for (const char *g : garbage) {
+        llrdma_rank_config_t c;
+        BOOST_TEST_CONTEXT(g)
+        {
+            BOOST_TEST(llrdma_config_from_json(g, &c) == LLRDMA_ERR_INVALID);
+        }
+    }
+    // A host longer than the struct can hold is refused, not silently cut.
+    std::string longhost = "{\"host\":\"" + std::string(300, 'h') + "\"}";
+    llrdma_rank_config_t c;
+    BOOST_TEST(llrdma_config_from_json(longhost.c_str(), &c) == LLRDMA_ERR_INVALID);
+    // Deep nesting is refused without exhausting the stack.
+    std::string deep = "{\"a\":" + std::string(100000, '[') + std::string(100000, ']') + "}";
+    BOOST_TEST(llrdma_config_from_json(deep.c_str(), &c) == LLRDMA_ERR_INVALID);
+    BOOST_TEST(llrdma_config_from_json(nullptr, &c) == LLRDMA_ERR_INVALID);
+    BOOST_TEST(llrdma_config_from_json("{}", nullptr) == LLRDMA_ERR_INVALID);
+}
+
+BOOST_AUTO_TEST_CASE(to_json_buffers)
+{
+    llrdma_rank_config_t c = sample(8192);
+    std::string j = to_json(c);
+    std::vector<char> buf(j.size() + 1);
+    BOOST_TEST(llrdma_config_to_json(&c, buf.data(), buf.size()) == LLRDMA_OK);
+    BOOST_TEST(llrdma_config_to_json(&c, buf.data(), j.size()) == LLRDMA_ERR_TRUNCATED);
+    BOOST_TEST(buf[0] == '\0'); // never a partial object
+    BOOST_TEST(llrdma_config_to_json(nullptr, buf.data(), buf.size()) == LLRDMA_ERR_INVALID);
+    BOOST_TEST(llrdma_config_to_json(&c, nullptr, 10) == LLRDMA_ERR_INVALID);
+    BOOST_TEST(llrdma_config_to_json(&c, buf.data(), 0) == LLRDMA_ERR_INVALID);
+}
+
+BOOST_AUTO_TEST_CASE(worst_case_fits_json_max)
+{
+    // Every string full of control characters (6 bytes each when escaped), every number at
+    // its longest: must still fit LLRDMA_CONFIG_JSON_MAX.
+    llrdma_rank_config_t c;
+    std::memset(&c, 0, sizeof c);
+    auto fill = [](char *s, size_t cap) {
+        std::memset(s, 0x01, cap - 1);
+        s[cap - 1] = '\0';
+    };
+    fill(c.host, sizeof c.host);
+    fill(c.hint.origin, sizeof c.hint.origin);
+    fill(c.hint.text, sizeof c.hint.text);
+    fill(c.btl_status, sizeof c.btl_status);
+    fill(c.device.name, sizeof c.device.name);
+    for (llrdma_path_profile_t *p : {&c.profile.ll, &c.profile.bw}) {
+        p->min_bytes = p->max_bytes = p->eager_limit = p->max_send_size = UINT64_MAX - 1;
+        p->rdma_pipeline_bytes = UINT64_MAX - 1;
+        p->sq_depth = p->rq_depth = p->recv_buf_bytes = p->inline_bytes = UINT32_MAX;
+        p->signal_interval = p->cq_mod_count = p->cq_mod_usec = UINT32_MAX;
+    }
+    c.device.max_inline_granted_ll = c.device.max_inline_granted_bw = UINT32_MAX;
+    c.device.sq_depth_granted_ll = c.device.sq_depth_granted_bw = UINT32_MAX;
+    c.hint.bytes = c.profile.coll_segment_bytes = UINT64_MAX;
+    c.rank = c.size = c.ndevices = c.device.port = c.device.cq_moderation_supported = INT32_MIN;
+    c.pid = LONG_MIN;
+    c.hint.source = LLRDMA_SRC_OVERRIDE;
+    c.profile.ll.poll = c.profile.bw.poll = LLRDMA_POLL_EVENT;
+    c.profile.generic = 0;
+    c.profile.hint = c.hint.bytes; // not serialised separately: always the effective hint
+    check_round_trip(c);
+    BOOST_TEST(to_json(c).size() < LLRDMA_CONFIG_JSON_MAX / 2);
+}
+
+BOOST_AUTO_TEST_CASE(expand_path)
+{
+    char buf[128];
+    BOOST_TEST(llrdma_expand_path("/tmp/llrdma-%r-%h-%p.json", 3, "n1", 999, buf, sizeof buf) ==
+               LLRDMA_OK);
+    BOOST_TEST(std::string(buf) == "/tmp/llrdma-3-n1-999.json");
+    BOOST_TEST(llrdma_expand_path("100%%/%r%r", -1, nullptr, 0, buf, sizeof buf) == LLRDMA_OK);
+    BOOST_TEST(std::string(buf) == "100%/-1-1");
+    BOOST_TEST(llrdma_expand_path("%h", 0, nullptr, 0, buf, sizeof buf) == LLRDMA_OK);
+    BOOST_TEST(std::string(buf) == "unknown");
+    BOOST_TEST(llrdma_expand_path("", 0, "h", 0, buf, sizeof buf) == LLRDMA_OK);
+    BOOST_TEST(std::string(buf).empty());
+    BOOST_TEST(llrdma_expand_path("a%x", 0, "h", 0, buf, sizeof buf) == LLRDMA_ERR_INVALID);
+    BOOST_TEST(llrdma_expand_path("a%", 0, "h", 0, buf, sizeof buf) == LLRDMA_ERR_INVALID);
+    BOOST_TEST(llrdma_expand_path("%R", 0, "h", 0, buf, sizeof buf) == LLRDMA_ERR_INVALID);
+    char small[8];
+    BOOST_TEST(llrdma_expand_path("/tmp/%r.json", 12, "h", 0, small, sizeof small) ==
+               LLRDMA_ERR_TRUNCATED);
+    BOOST_TEST(small[0] == '\0');
+    BOOST_TEST(llrdma_expand_path("1234567", 0, "h", 0, small, sizeof small) == LLRDMA_OK);
+    BOOST_TEST(llrdma_expand_path("12345678", 0, "h", 0, small, sizeof small) ==
+               LLRDMA_ERR_TRUNCATED);
+    BOOST_TEST(llrdma_expand_path(nullptr, 0, "h", 0, buf, sizeof buf) == LLRDMA_ERR_INVALID);
+    BOOST_TEST(llrdma_expand_path("x", 0, "h", 0, nullptr, 10) == LLRDMA_ERR_INVALID);
+}

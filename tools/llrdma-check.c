@@ -1,0 +1,190 @@
+/*
+ * llrdma-check: launched like the application (mpirun ... llrdma-check), it
+ * shows every rank's effective llrdma configuration and whether the ranks
+ * agree on the size hint.
+ *
+ * Exit status: 0 all ranks agree, 1 the hint differs, 2 llrdma did not load
+ * on some rank, 3 usage or internal error.
+ */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "llrdma.h"
+#include "llrdma_core.h"
+
+#define CFG_MAX 8192
+
+static void usage(FILE *fp)
+{
+    fprintf(fp,
+            "Usage: mpirun [mpirun options] llrdma-check [--json] [--quiet]\n"
+            "\n"
+            "Prints every rank's effective llrdma configuration (size hint, its source,\n"
+            "the derived transport profile, the device found, the Allreduce segment) and\n"
+            "checks that all ranks use the same size hint.  Launch it exactly like the\n"
+            "application, with the same mpirun options, environment and parameter files.\n"
+            "\n"
+            "  --json   one JSON object per rank per line (keys include rank, host,\n"
+            "           size_hint, source, origin), rank order, then no table\n"
+            "  --quiet  print only the verdict line\n"
+            "  --help   this text\n"
+            "\n"
+            "Exit status: 0 all ranks agree; 1 the size hint differs between ranks;\n"
+            "2 llrdma's components did not load on some rank (is\n"
+            "mca_base_component_path set?); 3 usage or internal error.\n"
+            "llrdma-check sets coll_llrdma_mismatch_action=warn for itself, so a mismatch\n"
+            "is reported here instead of aborting MPI_Init.\n");
+}
+
+static void unloaded_json(int rank, char *buf, size_t len)
+{
+    char host[256] = "?";
+    (void)gethostname(host, sizeof(host) - 1);
+    snprintf(buf, len,
+             "{\"rank\":%d,\"host\":\"%s\",\"pid\":%ld,\"size_hint\":null,\"source\":null,"
+             "\"loaded\":false}",
+             rank, host, (long)getpid());
+}
+
+static void print_row(const llrdma_rank_config_t *c)
+{
+    char hint[32], seg[32], llmax[32];
+    llrdma_format_size(c->hint.bytes, hint, sizeof(hint));
+    llrdma_format_size(c->profile.coll_segment_bytes, seg, sizeof(seg));
+    llrdma_format_size(c->profile.ll.max_bytes, llmax, sizeof(llmax));
+    printf("%4d  %-16.16s %7ld  %6s  %-9s  %5s %4u/%-4u %4u  %6s  %-10s %s\n", c->rank, c->host,
+           c->pid, hint, llrdma_source_name(c->hint.source), c->profile.generic ? "-" : llmax,
+           c->profile.ll.sq_depth, c->profile.bw.sq_depth, c->profile.ll.inline_bytes, seg,
+           c->device.name[0] ? c->device.name : "-", c->btl_status);
+    printf("      origin: %s\n", c->hint.origin);
+}
+
+int main(int argc, char **argv)
+{
+    int json = 0, quiet = 0, rank, size, rc = 0, len;
+    char *mine, *all = NULL;
+    int *lens = NULL, *displs = NULL;
+
+    for (int i = 1; i < argc; ++i) {
+        if (0 == strcmp(argv[i], "--json")) {
+            json = 1;
+        } else if (0 == strcmp(argv[i], "--quiet")) {
+            quiet = 1;
+        } else if (0 == strcmp(argv[i], "--help") || 0 == strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return 0;
+        } else {
+            fprintf(stderr, "llrdma-check: unknown argument '%s'\n", argv[i]);
+            usage(stderr);
+            return 3;
+        }
+    }
+    /* Report a mismatch here rather than abort in MPI_Init. */
+    setenv("OMPI_MCA_coll_llrdma_mismatch_action", "warn", 1);
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+
+    mine = malloc(CFG_MAX);
+    if (NULL == mine) {
+        MPI_Abort(MPI_COMM_WORLD, 3);
+    }
+    if (LLRDMA_SUCCESS != llrdma_effective_config_json(mine, CFG_MAX)) {
+        unloaded_json(rank, mine, CFG_MAX);
+    }
+    len = (int)strlen(mine) + 1;
+    if (0 == rank) {
+        lens = malloc(sizeof(int) * (size_t)size);
+        displs = malloc(sizeof(int) * (size_t)size);
+        if (NULL == lens || NULL == displs) {
+            MPI_Abort(MPI_COMM_WORLD, 3);
+        }
+    }
+    MPI_Gather(&len, 1, MPI_INT, lens, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (0 == rank) {
+        int total = 0;
+        for (int r = 0; r < size; ++r) {
+            displs[r] = total;
+            total += lens[r];
+        }
+        all = malloc((size_t)total);
+        if (NULL == all) {
+            MPI_Abort(MPI_COMM_WORLD, 3);
+        }
+    }
+    MPI_Gatherv(mine, len, MPI_CHAR, all, lens, displs, MPI_CHAR, 0, MPI_COMM_WORLD);
+
+    if (0 == rank) {
+        llrdma_rank_config_t *cfgs = calloc((size_t)size, sizeof(*cfgs));
+        llrdma_peer_hint_t *peers = calloc((size_t)size, sizeof(*peers));
+        int *dev = calloc((size_t)size, sizeof(int));
+        int unloaded = 0;
+        llrdma_consensus_t cons;
+
+        if (NULL == cfgs || NULL == peers || NULL == dev) {
+            MPI_Abort(MPI_COMM_WORLD, 3);
+        }
+        if (!json && !quiet) {
+            printf("rank  host                 pid    hint  source     ll<= sq ll/bw inl  "
+                   "coll-seg device     btl\n");
+        }
+        for (int r = 0; r < size; ++r) {
+            const char *s = all + displs[r];
+            if (json) {
+                printf("%s\n", s);
+            }
+            if (LLRDMA_OK != llrdma_config_from_json(s, &cfgs[r]) || NULL != strstr(s, "\"loaded\":false")) {
+                ++unloaded;
+                if (!json) {
+                    fprintf(stderr, "llrdma-check: rank %d: llrdma did not load (%s)\n", r, s);
+                }
+                continue;
+            }
+            peers[r].rank = r;
+            peers[r].present = 1;
+            peers[r].bytes = cfgs[r].hint.bytes;
+            snprintf(peers[r].host, sizeof(peers[r].host), "%s", cfgs[r].host);
+            snprintf(peers[r].origin, sizeof(peers[r].origin), "%s", cfgs[r].hint.origin);
+            if (!json && !quiet) {
+                print_row(&cfgs[r]);
+            }
+        }
+        llrdma_consensus(peers, size, &cons, dev, size);
+        if (unloaded > 0) {
+            fprintf(stderr,
+                    "llrdma-check: llrdma did not load on %d of %d ranks: set "
+                    "mca_base_component_path (see README) or install into Open MPI's "
+                    "component directory\n",
+                    unloaded, size);
+            rc = 2;
+        } else if (cons.ndeviants > 0) {
+            char *report = malloc(65536);
+            if (NULL != report) {
+                llrdma_consensus_report(peers, size, &cons, dev, report, 65536);
+                fprintf(json ? stderr : stdout, "%s\n", report);
+                free(report);
+            }
+            rc = 1;
+        } else if (!json) {
+            char hint[32];
+            llrdma_format_size(cons.majority_bytes, hint, sizeof(hint));
+            printf("llrdma-check: all %d ranks agree: size hint %s (%llu bytes)\n", size, hint,
+                   (unsigned long long)cons.majority_bytes);
+        }
+        fflush(stdout);
+        free(dev);
+        free(peers);
+        free(cfgs);
+        free(all);
+        free(displs);
+        free(lens);
+    }
+    MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    free(mine);
+    MPI_Finalize();
+    return rc;
+}
