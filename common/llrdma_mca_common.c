@@ -61,9 +61,8 @@ int llrdma_mca_hint_inputs(int var_index, const char *var_name, llrdma_hint_inpu
     in->mca_text = (NULL != value) ? *value : NULL;
     in->mca_source = map_source(source);
     in->mca_file = file;
-    if (MCA_BASE_VAR_SOURCE_FILE == source &&
-        OPAL_SUCCESS == mca_base_var_get(var_index, &var) && NULL != var &&
-        NULL != var->mbv_file_value) {
+    if (MCA_BASE_VAR_SOURCE_FILE == source && OPAL_SUCCESS == mca_base_var_get(var_index, &var) &&
+        NULL != var && NULL != var->mbv_file_value) {
         in->mca_line = ((const mca_base_var_file_value_t *)var->mbv_file_value)->mbvfv_lineno;
     }
     return OPAL_SUCCESS;
@@ -83,8 +82,8 @@ void llrdma_mca_help_init(void)
 static void report(const char *topic, const char *detail)
 {
     llrdma_mca_help_init();
-    opal_show_help(LLRDMA_HELP_FILE, topic, true, opal_process_info.nodename,
-                   (int)getpid(), detail);
+    opal_show_help(LLRDMA_HELP_FILE, topic, true, opal_process_info.nodename, (int)getpid(),
+                   detail);
     opal_output(0, "llrdma: %s: %s", topic, detail);
 }
 
@@ -103,7 +102,10 @@ void llrdma_mca_abort(const char *detail)
     _exit(1);
 }
 
-void llrdma_mca_warn(const char *topic, const char *detail) { report(topic, detail); }
+void llrdma_mca_warn(const char *topic, const char *detail)
+{
+    report(topic, detail);
+}
 
 void llrdma_mca_fill_identity(llrdma_rank_config_t *cfg)
 {

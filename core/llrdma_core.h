@@ -19,10 +19,10 @@ extern "C" {
 #endif
 
 #define LLRDMA_OK 0
-#define LLRDMA_ERR_INVALID (-1)  /* text is not a valid size / bad argument */
-#define LLRDMA_ERR_RANGE (-2)    /* valid syntax but above the maximum */
-#define LLRDMA_ERR_FIXED (-3)    /* hint already fixed (MPI initialised) */
-#define LLRDMA_ERR_TRUNCATED (-4)/* output buffer too small */
+#define LLRDMA_ERR_INVALID (-1)   /* text is not a valid size / bad argument */
+#define LLRDMA_ERR_RANGE (-2)     /* valid syntax but above the maximum */
+#define LLRDMA_ERR_FIXED (-3)     /* hint already fixed (MPI initialised) */
+#define LLRDMA_ERR_TRUNCATED (-4) /* output buffer too small */
 #define LLRDMA_ERR_NOT_FOUND (-5)
 #define LLRDMA_ERR_INTERNAL (-6) /* unexpected failure inside the core (out of memory) */
 
@@ -45,20 +45,20 @@ void llrdma_format_size(uint64_t bytes, char *buf, size_t len);
 /* ----------------------------------------------------------- hint source */
 
 typedef enum {
-    LLRDMA_SRC_DEFAULT = 0, /* nothing set: 0 = no hint */
-    LLRDMA_SRC_API = 1,     /* llrdma_set_size_hint() before MPI_Init */
-    LLRDMA_SRC_ENV = 2,     /* OMPI_MCA_btl_llrdma_size_hint (also mpirun --mca) */
-    LLRDMA_SRC_FILE = 3,    /* an MCA parameter file (file and line known) */
-    LLRDMA_SRC_ALIAS = 4,   /* RDMA_LOW_LATENCY_HINT environment variable */
-    LLRDMA_SRC_OVERRIDE = 5,/* a component-specific override knob */
-    LLRDMA_SRC_OTHER = 6    /* command line of a singleton, MPI_T, ... */
+    LLRDMA_SRC_DEFAULT = 0,  /* nothing set: 0 = no hint */
+    LLRDMA_SRC_API = 1,      /* llrdma_set_size_hint() before MPI_Init */
+    LLRDMA_SRC_ENV = 2,      /* OMPI_MCA_btl_llrdma_size_hint (also mpirun --mca) */
+    LLRDMA_SRC_FILE = 3,     /* an MCA parameter file (file and line known) */
+    LLRDMA_SRC_ALIAS = 4,    /* RDMA_LOW_LATENCY_HINT environment variable */
+    LLRDMA_SRC_OVERRIDE = 5, /* a component-specific override knob */
+    LLRDMA_SRC_OTHER = 6     /* command line of a singleton, MPI_T, ... */
 } llrdma_source_t;
 
 const char *llrdma_source_name(llrdma_source_t src); /* "default", "api", ... */
 
 /* What the glue read.  Any pointer may be NULL (= not set). */
 typedef struct {
-    const char *mca_text;   /* value of btl_llrdma_size_hint as text */
+    const char *mca_text; /* value of btl_llrdma_size_hint as text */
     llrdma_source_t mca_source;
     const char *mca_file;   /* for LLRDMA_SRC_FILE */
     int mca_line;           /* for LLRDMA_SRC_FILE, 0 if unknown */
@@ -67,11 +67,11 @@ typedef struct {
 } llrdma_hint_inputs_t;
 
 typedef struct {
-    uint64_t bytes;          /* 0 = no hint (generic profile) */
+    uint64_t bytes; /* 0 = no hint (generic profile) */
     llrdma_source_t source;
-    char origin[512];        /* human readable: "environment (OMPI_MCA_btl_llrdma_size_hint)",
-                                "file /home/u/.openmpi/mca-params.conf:3", ... */
-    char text[64];           /* the text as given ("16K"), empty for default */
+    char origin[512]; /* human readable: "environment (OMPI_MCA_btl_llrdma_size_hint)",
+                         "file /home/u/.openmpi/mca-params.conf:3", ... */
+    char text[64];    /* the text as given ("16K"), empty for default */
 } llrdma_hint_t;
 
 /* Precedence (highest first): API setter, MCA variable when its source is not
@@ -80,7 +80,8 @@ typedef struct {
  * error, never silently 0: err then says which parameter, which text, and where it
  * came from, e.g. "btl_llrdma_size_hint = 'abc' (from environment
  * OMPI_MCA_btl_llrdma_size_hint): not a size". */
-int llrdma_hint_resolve(const llrdma_hint_inputs_t *in, llrdma_hint_t *out, char *err, size_t errlen);
+int llrdma_hint_resolve(const llrdma_hint_inputs_t *in, llrdma_hint_t *out, char *err,
+                        size_t errlen);
 
 /* Per-message hint from a gradient: grad_bytes / ranks * (1 + headroom),
  * rounded up.  ranks <= 0 -> 0 (no hint); headroom < 0 or NaN -> 0 headroom;
@@ -96,26 +97,26 @@ typedef enum { LLRDMA_POLL_BUSY = 0, LLRDMA_POLL_EVENT = 1 } llrdma_poll_mode_t;
  * how many completions, or how many usec, before an event fires) are
  * different mechanisms and kept apart. */
 typedef struct {
-    uint64_t min_bytes;        /* smallest message on this path */
-    uint64_t max_bytes;        /* largest (UINT64_MAX = unbounded) */
-    uint32_t sq_depth;         /* send queue work requests */
-    uint32_t rq_depth;         /* pre-posted receives */
-    uint32_t recv_buf_bytes;   /* size of each pre-posted receive buffer */
-    uint32_t inline_bytes;     /* requested max_inline_data */
-    uint32_t signal_interval;  /* 1 = every send signalled */
-    uint32_t cq_mod_count;     /* 0 = no moderation */
-    uint32_t cq_mod_usec;      /* 0 = no moderation */
+    uint64_t min_bytes;       /* smallest message on this path */
+    uint64_t max_bytes;       /* largest (UINT64_MAX = unbounded) */
+    uint32_t sq_depth;        /* send queue work requests */
+    uint32_t rq_depth;        /* pre-posted receives */
+    uint32_t recv_buf_bytes;  /* size of each pre-posted receive buffer */
+    uint32_t inline_bytes;    /* requested max_inline_data */
+    uint32_t signal_interval; /* 1 = every send signalled */
+    uint32_t cq_mod_count;    /* 0 = no moderation */
+    uint32_t cq_mod_usec;     /* 0 = no moderation */
     llrdma_poll_mode_t poll;
-    uint64_t eager_limit;      /* ob1 eager limit on this path */
-    uint64_t max_send_size;    /* largest fragment */
+    uint64_t eager_limit;         /* ob1 eager limit on this path */
+    uint64_t max_send_size;       /* largest fragment */
     uint64_t rdma_pipeline_bytes; /* above this, RDMA (next issue) */
 } llrdma_path_profile_t;
 
 typedef struct {
-    uint64_t hint;             /* 0 = generic */
-    int generic;               /* 1 when hint == 0: one generic profile */
-    llrdma_path_profile_t ll;  /* low latency: [1, hint] (+ boundary band) */
-    llrdma_path_profile_t bw;  /* bandwidth: above ll.max_bytes */
+    uint64_t hint;               /* 0 = generic */
+    int generic;                 /* 1 when hint == 0: one generic profile */
+    llrdma_path_profile_t ll;    /* low latency: [1, hint] (+ boundary band) */
+    llrdma_path_profile_t bw;    /* bandwidth: above ll.max_bytes */
     uint64_t coll_segment_bytes; /* Allreduce pipeline segment */
 } llrdma_profile_t;
 
@@ -129,13 +130,14 @@ typedef struct {
 } llrdma_profile_overrides_t;
 
 /* Pure: derive the full profile from the hint (see docs/profile.md). */
-int llrdma_profile_derive(uint64_t hint, const llrdma_profile_overrides_t *ovr, llrdma_profile_t *out);
+int llrdma_profile_derive(uint64_t hint, const llrdma_profile_overrides_t *ovr,
+                          llrdma_profile_t *out);
 
 /* --------------------------------------------------- effective config */
 
 /* What a device granted (filled by the BTL data path; zeroed when none). */
 typedef struct {
-    char name[64];           /* "rxe0", "" when no device */
+    char name[64]; /* "rxe0", "" when no device */
     int port;
     uint32_t max_inline_granted_ll, max_inline_granted_bw;
     uint32_t sq_depth_granted_ll, sq_depth_granted_bw;
@@ -143,15 +145,15 @@ typedef struct {
 } llrdma_device_info_t;
 
 typedef struct {
-    int rank;                /* -1 unknown */
+    int rank; /* -1 unknown */
     int size;
     char host[256];
     long pid;
     llrdma_hint_t hint;
     llrdma_profile_t profile;
-    int ndevices;            /* 0: BTL disqualified itself */
+    int ndevices;                /* 0: BTL disqualified itself */
     llrdma_device_info_t device; /* first device */
-    char btl_status[128];    /* "active", "disqualified: no verbs device", ... */
+    char btl_status[128];        /* "active", "disqualified: no verbs device", ... */
 } llrdma_rank_config_t;
 
 /* Buffer size that holds the JSON of any llrdma_rank_config_t (worst-case escaping). */
@@ -173,7 +175,7 @@ int llrdma_expand_path(const char *pattern, int rank, const char *host, long pid
 
 typedef struct {
     int rank;
-    int present;             /* 0: peer did not publish (component excluded) */
+    int present; /* 0: peer did not publish (component excluded) */
     uint64_t bytes;
     char host[256];
     char origin[512];
@@ -182,7 +184,7 @@ typedef struct {
 typedef struct {
     uint64_t majority_bytes; /* ties: the value held by the lowest rank (deterministic) */
     int majority_count;
-    int present;             /* how many peers published */
+    int present; /* how many peers published */
     int ndeviants;
 } llrdma_consensus_t;
 

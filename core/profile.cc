@@ -23,8 +23,10 @@ constexpr uint64_t kRecvAlign = 64;
 // ---- hint == 0: one generic profile (bw covers [1, inf), ll is empty).  These mirror a
 // classic verbs BTL's defaults so that "no hint" behaves like the transport users know.
 constexpr uint32_t kGenSqDepth = 256;
-constexpr uint32_t kGenRqDepth = 128;
-constexpr uint64_t kGenRecvPayload = 16 * kKiB; // recv buffer = this + header, aligned
+constexpr uint32_t kGenRqDepth = 64;
+// A receive buffer holds a whole fragment (send/receive fragments land in pre-posted
+// buffers), so its payload equals kGenMaxSendSize.  64 x 64K = 4 MiB per peer.
+constexpr uint64_t kGenRecvPayload = 64 * kKiB; // recv buffer = this + header, aligned
 constexpr uint32_t kGenInline = 64;
 constexpr uint32_t kGenSignalInterval = 16;
 constexpr uint32_t kGenCqModCount = 8;
@@ -38,6 +40,10 @@ constexpr uint64_t kGenCollSegment = 64 * kKiB;
 // Inline data saves the NIC a DMA read of the payload, but large inline WQEs cost more
 // than they save; 256 B is where common NICs stop granting it cheaply.
 constexpr uint64_t kLlInlineCap = 256;
+// Largest low-latency fragment.  Hints above it still get the low-latency profile up to
+// the hint, but messages are cut into 64K fragments: pre-posting hint-sized buffers would
+// cost rq_depth x hint per peer (16 x 1G at the maximum hint).
+constexpr uint64_t kLlFragMax = 64 * kKiB;
 // Pre-posted receive memory per QP is bounded by ~1 MiB: a large hint gets fewer buffers.
 constexpr uint64_t kLlRecvBudget = 1 * kMiB;
 constexpr uint32_t kLlRqMin = 16;
@@ -129,11 +135,13 @@ void derive_hinted(uint64_t hint, llrdma_profile_t &p)
 {
     p.generic = 0;
 
-    // Low latency: every message up to the hint is one eager send into one receive buffer.
+    // Low latency: every message up to the hint (or up to kLlFragMax) is one eager send into
+    // one receive buffer.
     llrdma_path_profile_t &ll = p.ll;
     ll.min_bytes = 1;
     ll.max_bytes = hint;
-    uint64_t ll_buf = round_up(hint + kHeaderBytes, kRecvAlign); // <= 1G + 64: fits uint32
+    const uint64_t ll_frag = std::min(hint, kLlFragMax);
+    uint64_t ll_buf = round_up(ll_frag + kHeaderBytes, kRecvAlign);
     ll.recv_buf_bytes = static_cast<uint32_t>(ll_buf);
     ll.inline_bytes = static_cast<uint32_t>(std::min(hint + kHeaderBytes, kLlInlineCap));
     ll.rq_depth = static_cast<uint32_t>(
@@ -143,8 +151,8 @@ void derive_hinted(uint64_t hint, llrdma_profile_t &p)
     ll.cq_mod_count = 0; // every completion reported at once
     ll.cq_mod_usec = 0;
     ll.poll = LLRDMA_POLL_BUSY;
-    ll.eager_limit = hint;
-    ll.max_send_size = hint;
+    ll.eager_limit = ll_frag;
+    ll.max_send_size = ll_frag;
     ll.rdma_pipeline_bytes = 0; // never RDMA on this path
 
     // Bandwidth: fragments of at least 2x the hint (a message just above the hint fits in

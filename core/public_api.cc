@@ -10,7 +10,8 @@ extern "C" int MPI_Initialized(int *flag) __attribute__((weak));
 
 static_assert(LLRDMA_ERR_FIXED == -3 && LLRDMA_ERR_RANGE == -2, "public and core codes agree");
 
-namespace {
+namespace
+{
 bool mpi_initialized()
 {
     int flag = 0;
@@ -49,8 +50,14 @@ extern "C" int llrdma_set_size_hint(size_t bytes)
     return llrdma_state_set_api_hint(static_cast<uint64_t>(bytes));
 }
 
-extern "C" size_t get_low_latency_rdma_size_hint(void) { return llrdma_get_size_hint(); }
-extern "C" int set_low_latency_rdma_size_hint(size_t bytes) { return llrdma_set_size_hint(bytes); }
+extern "C" size_t get_low_latency_rdma_size_hint(void)
+{
+    return llrdma_get_size_hint();
+}
+extern "C" int set_low_latency_rdma_size_hint(size_t bytes)
+{
+    return llrdma_set_size_hint(bytes);
+}
 
 extern "C" size_t llrdma_hint_for_gradient(size_t grad_bytes, int ranks, double headroom)
 {
@@ -82,6 +89,8 @@ extern "C" const char *llrdma_strerror(int rc)
         return "buffer too small";
     case LLRDMA_ERR_NOT_LOADED:
         return "no llrdma component initialised in this process";
+    case LLRDMA_ERR_INTERNAL:
+        return "internal error in llrdma (out of memory?)";
     default:
         return "unknown llrdma error";
     }

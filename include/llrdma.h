@@ -15,11 +15,12 @@ extern "C" {
 #endif
 
 #define LLRDMA_SUCCESS 0
-#define LLRDMA_ERR_INVALID (-1)     /* bad argument */
-#define LLRDMA_ERR_RANGE (-2)       /* above LLRDMA_SIZE_HINT_MAX */
-#define LLRDMA_ERR_FIXED (-3)       /* MPI is initialised: the hint is fixed */
-#define LLRDMA_ERR_TRUNCATED (-4)   /* buffer too small */
-#define LLRDMA_ERR_NOT_LOADED (-5)  /* no llrdma component ran in this process */
+#define LLRDMA_ERR_INVALID (-1)    /* bad argument */
+#define LLRDMA_ERR_RANGE (-2)      /* above LLRDMA_SIZE_HINT_MAX */
+#define LLRDMA_ERR_FIXED (-3)      /* MPI is initialised: the hint is fixed */
+#define LLRDMA_ERR_TRUNCATED (-4)  /* buffer too small */
+#define LLRDMA_ERR_NOT_LOADED (-5) /* no llrdma component ran in this process */
+#define LLRDMA_ERR_INTERNAL (-6)   /* unexpected internal failure (out of memory) */
 
 /* Largest hint accepted anywhere (1 GiB). */
 #define LLRDMA_SIZE_HINT_MAX ((size_t)1 << 30)

@@ -25,19 +25,19 @@ typedef struct mca_coll_llrdma_component_t {
     /* MCA variables (coll_llrdma_component.c) */
     int priority;
     int verbose;
-    char *size_hint;        /* override of btl_llrdma_size_hint for coll only */
+    char *size_hint; /* override of btl_llrdma_size_hint for coll only */
     int size_hint_index;
-    char *algorithm_name;   /* auto | recursive_doubling | rabenseifner | ring */
-    char *segment_text;     /* 0 = from the hint */
-    char *mismatch_text;    /* abort | warn */
+    char *algorithm_name; /* auto | recursive_doubling | rabenseifner | ring */
+    char *segment_text;   /* 0 = from the hint */
+    char *mismatch_text;  /* abort | warn */
 
     /* Validated at init_query */
     int output;
-    int algorithm;          /* LLRDMA_AR_* */
-    size_t segment_bytes;   /* 0 = planner decides */
+    int algorithm;        /* LLRDMA_AR_* */
+    size_t segment_bytes; /* 0 = planner decides */
     llrdma_mismatch_action_t mismatch;
-    uint64_t hint;          /* the hint coll uses */
-    int checked_world;      /* cross-rank check done */
+    uint64_t hint;     /* the hint coll uses */
+    int checked_world; /* cross-rank check done */
 } mca_coll_llrdma_component_t;
 
 typedef struct mca_coll_llrdma_module_t {
@@ -52,8 +52,7 @@ OBJ_CLASS_DECLARATION(mca_coll_llrdma_module_t);
 OMPI_MODULE_DECLSPEC extern mca_coll_llrdma_component_t mca_coll_llrdma_component;
 
 int mca_coll_llrdma_init_query(bool enable_progress_threads, bool enable_mpi_threads);
-mca_coll_base_module_t *mca_coll_llrdma_comm_query(struct ompi_communicator_t *comm,
-                                                   int *priority);
+mca_coll_base_module_t *mca_coll_llrdma_comm_query(struct ompi_communicator_t *comm, int *priority);
 
 /* coll_llrdma_check.c: cross-rank hint check over the modex (MPI_COMM_WORLD,
  * once, during MPI_Init; no communication). */

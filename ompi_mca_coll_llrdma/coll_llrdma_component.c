@@ -65,8 +65,7 @@ static int llrdma_register(void)
     (void)reg("priority", "Priority of coll/llrdma", MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_6,
               &c->priority);
     c->verbose = 0;
-    (void)reg("verbose",
-              "Verbosity of coll/llrdma (10: algorithm choices and fallbacks per call)",
+    (void)reg("verbose", "Verbosity of coll/llrdma (10: algorithm choices and fallbacks per call)",
               MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_5, &c->verbose);
     c->size_hint = "";
     c->size_hint_index =
@@ -95,8 +94,7 @@ static int llrdma_register(void)
 static int llrdma_open(void)
 {
     mca_coll_llrdma_component.output = opal_output_open(NULL);
-    opal_output_set_verbosity(mca_coll_llrdma_component.output,
-                              mca_coll_llrdma_component.verbose);
+    opal_output_set_verbosity(mca_coll_llrdma_component.output, mca_coll_llrdma_component.verbose);
     return OMPI_SUCCESS;
 }
 

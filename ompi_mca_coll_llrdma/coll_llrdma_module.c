@@ -44,8 +44,7 @@ static int module_enable(mca_coll_base_module_t *module, struct ompi_communicato
     return OMPI_SUCCESS;
 }
 
-mca_coll_base_module_t *mca_coll_llrdma_comm_query(struct ompi_communicator_t *comm,
-                                                   int *priority)
+mca_coll_base_module_t *mca_coll_llrdma_comm_query(struct ompi_communicator_t *comm, int *priority)
 {
     mca_coll_llrdma_module_t *m;
 

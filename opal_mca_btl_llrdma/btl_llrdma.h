@@ -22,16 +22,16 @@ typedef struct mca_btl_llrdma_component_t {
     mca_btl_base_component_3_0_0_t super;
 
     /* MCA variables (registered in btl_llrdma_mca.c) */
-    char *size_hint;          /* text; validated by the core, never by Open MPI */
-    int size_hint_index;      /* variable index, for source/file lookups */
-    char *dump;               /* off | stderr | stdout | path pattern */
+    char *size_hint;     /* text; validated by the core, never by Open MPI */
+    int size_hint_index; /* variable index, for source/file lookups */
+    char *dump;          /* off | stderr | stdout | path pattern */
     int verbose;
-    char *if_include;         /* device[:port] list */
+    char *if_include; /* device[:port] list */
     char *if_exclude;
     unsigned ovr_ll_sq_depth, ovr_bw_sq_depth, ovr_ll_inline, ovr_bw_signal;
     unsigned ovr_bw_cq_count, ovr_bw_cq_usec;
 
-    int output;               /* opal_output stream for verbose messages */
+    int output;                  /* opal_output stream for verbose messages */
     llrdma_rank_config_t config; /* what took effect on this rank */
 } mca_btl_llrdma_component_t;
 

@@ -45,7 +45,10 @@ mca_btl_llrdma_component_t mca_btl_llrdma_component = {
     .output = -1,
 };
 
-static int llrdma_component_register(void) { return mca_btl_llrdma_register_params(); }
+static int llrdma_component_register(void)
+{
+    return mca_btl_llrdma_register_params();
+}
 
 static int llrdma_component_open(void)
 {
@@ -66,7 +69,7 @@ static int llrdma_component_close(void)
 static void publish_modex(const llrdma_rank_config_t *cfg)
 {
     llrdma_peer_hint_t me;
-    char wire[1024];
+    char wire[LLRDMA_PEER_WIRE_MAX];
     int rc;
 
     memset(&me, 0, sizeof(me));

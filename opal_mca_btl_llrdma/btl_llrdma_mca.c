@@ -15,17 +15,17 @@ static int reg_string(const char *name, const char *help, int level, char **stor
                       const char *deflt)
 {
     *storage = (char *)deflt;
-    return mca_base_component_var_register(&mca_btl_llrdma_component.super.btl_version, name,
-                                           help, MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, level,
+    return mca_base_component_var_register(&mca_btl_llrdma_component.super.btl_version, name, help,
+                                           MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, level,
                                            MCA_BASE_VAR_SCOPE_READONLY, storage);
 }
 
 static int reg_uint(const char *name, const char *help, int level, unsigned *storage)
 {
     *storage = 0;
-    return mca_base_component_var_register(&mca_btl_llrdma_component.super.btl_version, name,
-                                           help, MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0,
-                                           level, MCA_BASE_VAR_SCOPE_READONLY, storage);
+    return mca_base_component_var_register(&mca_btl_llrdma_component.super.btl_version, name, help,
+                                           MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, level,
+                                           MCA_BASE_VAR_SCOPE_READONLY, storage);
 }
 
 int mca_btl_llrdma_register_params(void)
@@ -65,8 +65,7 @@ int mca_btl_llrdma_register_params(void)
                      "Comma-separated verbs devices (or device:port) to use; mutually "
                      "exclusive with btl_llrdma_if_exclude",
                      OPAL_INFO_LVL_3, &c->if_include, NULL);
-    (void)reg_string("if_exclude",
-                     "Comma-separated verbs devices (or device:port) never to use",
+    (void)reg_string("if_exclude", "Comma-separated verbs devices (or device:port) never to use",
                      OPAL_INFO_LVL_3, &c->if_exclude, NULL);
 
     /* Overrides of single derived profile fields (0 = derive from the hint). */

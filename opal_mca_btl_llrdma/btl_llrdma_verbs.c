@@ -5,11 +5,26 @@
  */
 #include "btl_llrdma_verbs.h"
 
-static struct ibv_device **real_get_device_list(int *n) { return ibv_get_device_list(n); }
-static void real_free_device_list(struct ibv_device **l) { ibv_free_device_list(l); }
-static const char *real_get_device_name(struct ibv_device *d) { return ibv_get_device_name(d); }
-static struct ibv_context *real_open_device(struct ibv_device *d) { return ibv_open_device(d); }
-static int real_close_device(struct ibv_context *c) { return ibv_close_device(c); }
+static struct ibv_device **real_get_device_list(int *n)
+{
+    return ibv_get_device_list(n);
+}
+static void real_free_device_list(struct ibv_device **l)
+{
+    ibv_free_device_list(l);
+}
+static const char *real_get_device_name(struct ibv_device *d)
+{
+    return ibv_get_device_name(d);
+}
+static struct ibv_context *real_open_device(struct ibv_device *d)
+{
+    return ibv_open_device(d);
+}
+static int real_close_device(struct ibv_context *c)
+{
+    return ibv_close_device(c);
+}
 
 static int real_query_device(struct ibv_context *c, struct ibv_device_attr *a)
 {

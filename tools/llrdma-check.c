@@ -19,24 +19,23 @@
 
 static void usage(FILE *fp)
 {
-    fprintf(fp,
-            "Usage: mpirun [mpirun options] llrdma-check [--json] [--quiet]\n"
-            "\n"
-            "Prints every rank's effective llrdma configuration (size hint, its source,\n"
-            "the derived transport profile, the device found, the Allreduce segment) and\n"
-            "checks that all ranks use the same size hint.  Launch it exactly like the\n"
-            "application, with the same mpirun options, environment and parameter files.\n"
-            "\n"
-            "  --json   one JSON object per rank per line (keys include rank, host,\n"
-            "           size_hint, source, origin), rank order, then no table\n"
-            "  --quiet  print only the verdict line\n"
-            "  --help   this text\n"
-            "\n"
-            "Exit status: 0 all ranks agree; 1 the size hint differs between ranks;\n"
-            "2 llrdma's components did not load on some rank (is\n"
-            "mca_base_component_path set?); 3 usage or internal error.\n"
-            "llrdma-check sets coll_llrdma_mismatch_action=warn for itself, so a mismatch\n"
-            "is reported here instead of aborting MPI_Init.\n");
+    fprintf(fp, "Usage: mpirun [mpirun options] llrdma-check [--json] [--quiet]\n"
+                "\n"
+                "Prints every rank's effective llrdma configuration (size hint, its source,\n"
+                "the derived transport profile, the device found, the Allreduce segment) and\n"
+                "checks that all ranks use the same size hint.  Launch it exactly like the\n"
+                "application, with the same mpirun options, environment and parameter files.\n"
+                "\n"
+                "  --json   one JSON object per rank per line (keys include rank, host,\n"
+                "           size_hint, source, origin), rank order, then no table\n"
+                "  --quiet  print only the verdict line\n"
+                "  --help   this text\n"
+                "\n"
+                "Exit status: 0 all ranks agree; 1 the size hint differs between ranks;\n"
+                "2 llrdma's components did not load on some rank (is\n"
+                "mca_base_component_path set?); 3 usage or internal error.\n"
+                "llrdma-check sets coll_llrdma_mismatch_action=warn for itself, so a mismatch\n"
+                "is reported here instead of aborting MPI_Init.\n");
 }
 
 static void unloaded_json(int rank, char *buf, size_t len)
@@ -137,7 +136,8 @@ int main(int argc, char **argv)
             if (json) {
                 printf("%s\n", s);
             }
-            if (LLRDMA_OK != llrdma_config_from_json(s, &cfgs[r]) || NULL != strstr(s, "\"loaded\":false")) {
+            if (LLRDMA_OK != llrdma_config_from_json(s, &cfgs[r]) ||
+                NULL != strstr(s, "\"loaded\":false")) {
                 ++unloaded;
                 if (!json) {
                     fprintf(stderr, "llrdma-check: rank %d: llrdma did not load (%s)\n", r, s);

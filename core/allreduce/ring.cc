@@ -91,7 +91,7 @@ struct Ring {
             if (reduce) {
                 range(rb - k, j, &off, &n);
                 void *mine = at(a.buf, off, es);
-                reduce3(a.op, a.dtype, slot(it), mine, mine, n);
+                reduce3(a.op, a.dtype, mine, slot(it), mine, n);
             }
             if (it + window < items)
                 rc = post_recv(it + window);

@@ -25,7 +25,10 @@
         MPI_Abort(MPI_COMM_WORLD, 1);                                                              \
     } while (0)
 
-static int json_has(const char *json, const char *needle) { return NULL != strstr(json, needle); }
+static int json_has(const char *json, const char *needle)
+{
+    return NULL != strstr(json, needle);
+}
 
 static void expect_effective(size_t value, const char *source)
 {
@@ -104,8 +107,8 @@ static void gradient_mode(void)
     for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); ++i) {
         size_t got = llrdma_hint_for_gradient(t[i].grad, t[i].ranks, t[i].headroom);
         if (got != t[i].want) {
-            FAIL("llrdma_hint_for_gradient(%zu, %d, %g) = %zu, expected %zu", t[i].grad,
-                 t[i].ranks, t[i].headroom, got, t[i].want);
+            FAIL("llrdma_hint_for_gradient(%zu, %d, %g) = %zu, expected %zu", t[i].grad, t[i].ranks,
+                 t[i].headroom, got, t[i].want);
         }
     }
 }

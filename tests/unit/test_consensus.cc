@@ -180,9 +180,7 @@ BOOST_AUTO_TEST_CASE(encode_decode_round_trip)
 {
     const char *hosts[] = {"node1", "", "we;ird%host", "tab\there\nnl"};
     const char *origins[] = {"file /etc/a.conf:3", "override (btl_llrdma_size_hint)",
-                             "a;b;c %41 \\;",
-                             "\x01\x7f"
-                             "é"};
+                             "a;b;c %41 \\;", "\x01\x7f\xc3\xa9"};
     const uint64_t values[] = {0, 16384, LLRDMA_HINT_MAX, UINT64_MAX};
     for (const char *h : hosts)
         for (const char *o : origins)
