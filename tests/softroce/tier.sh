@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Soft-RoCE VM tier: boots contrib/softroce-vm (a QEMU guest with a real verbs
+# device, rxe0) and runs tests/softroce/guest.sh inside it.  Skips (exit 77,
+# with the reason) when the harness cannot run: not root, or neither QEMU nor
+# apt-get to install it, or LLRDMA_SKIP_SOFTROCE=1.
+set -u
+top_srcdir=$(cd "${srcdir:-.}" && pwd)
+top_builddir=$(pwd)
+skip() { echo "SKIP: Soft-RoCE VM tier: $*"; exit 77; }
+
+[ "${LLRDMA_SKIP_SOFTROCE:-0}" = 1 ] && skip "LLRDMA_SKIP_SOFTROCE=1"
+[ "$(id -u)" = 0 ] || skip "needs root (QEMU exports / over 9p; run 'sudo make check-softroce')"
+command -v qemu-system-x86_64 >/dev/null || command -v apt-get >/dev/null ||
+  skip "no qemu-system-x86_64 and no apt-get to install it"
+
+# The tier also proves the *installed* tools: stage an install in the build tree.
+stage="$top_builddir/_softroce_stage"
+rm -rf "$stage"
+${MAKE:-make} -s install DESTDIR="$stage" >/dev/null || { echo "staged install failed"; exit 1; }
+
+export LLRDMA_STAGE="$stage" LLRDMA_STAGE_BINDIR="$stage${LLRDMA_INST_BINDIR:?}" \
+  LLRDMA_STAGE_LIBDIR="$stage${LLRDMA_INST_LIBDIR:?}" \
+  LLRDMA_STAGE_COMPDIR="$stage${LLRDMA_INST_COMPDIR:?}"
+rc=0
+"$top_srcdir/contrib/softroce-vm" --rw "$top_builddir" --timeout "${LLRDMA_SOFTROCE_TIMEOUT:-840}" \
+  -- bash "$top_srcdir/tests/softroce/guest.sh" "$top_srcdir" || rc=$?
+rm -rf "$stage"
+case $rc in
+  0) ;;
+  124) echo "not ok - the Soft-RoCE tier timed out" ;;
+  125) echo "not ok - the Soft-RoCE guest died (console above)" ;;
+  126) echo "not ok - softroce-vm could not start the guest" ;;
+esac
+exit $rc
