@@ -1,0 +1,564 @@
+/*
+ * bench_allreduce.c -- `llrdma-bench allreduce`: MPI_Allreduce latency per
+ * message size over MPI_COMM_WORLD, host or CUDA device buffers.
+ *
+ * Iterations run back to back (no barrier between them, as in a training
+ * loop).  Every rank times each of its calls; the per-iteration samples are
+ * then reduced with MPI_MAX onto rank 0, so sample i is the slowest rank's
+ * time for call i, and the percentiles are taken over those maxima.
+ */
+#include <mpi.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "llrdma_build_config.h"
+#include "bench.h"
+#include "bench_ompi.h"
+#include "bench_stats.h"
+#include "llrdma.h"
+
+#ifdef LLRDMA_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#include <mpi-ext.h>
+#endif
+
+#define MODE "allreduce"
+#define AR_BUDGET_DEFAULT ((uint64_t)256 << 20)
+
+typedef enum { DT_DOUBLE = 0, DT_FLOAT, DT_INT } ar_dtype_t;
+typedef enum { OP_SUM = 0, OP_MAX } ar_op_t;
+
+typedef struct {
+    long warmup, iters, min_iters;
+    uint64_t budget;
+    bench_size_spec_t sizes;
+    ar_dtype_t dtype;
+    ar_op_t op;
+    int verify, device, staging, force_device;
+    const char *csv;
+} ar_opts_t;
+
+static const char *dtype_names[] = {"double", "float", "int"};
+static const char *op_names[] = {"sum", "max"};
+
+static int parse(int argc, char **argv, ar_opts_t *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->warmup = 20;
+    o->iters = 200;
+    o->min_iters = 10;
+    o->budget = AR_BUDGET_DEFAULT;
+    for (int i = 0; i < argc; ++i) {
+        const char *a = argv[i], *v = NULL;
+        uint64_t u;
+#define VAL()                                                                                      \
+    do {                                                                                           \
+        if (NULL == (v = bench_optarg(MODE, argc, argv, &i))) {                                    \
+            return -1;                                                                             \
+        }                                                                                          \
+    } while (0)
+        if (bench_opt(a, "--warmup")) {
+            VAL();
+            if (0 != bench_parse_long(MODE, "--warmup", v, 0, 100000000, &o->warmup)) {
+                return -1;
+            }
+        } else if (bench_opt(a, "--iters")) {
+            VAL();
+            if (0 != bench_parse_long(MODE, "--iters", v, 1, 100000000, &o->iters)) {
+                return -1;
+            }
+        } else if (bench_opt(a, "--min-iters")) {
+            VAL();
+            if (0 != bench_parse_long(MODE, "--min-iters", v, 1, 100000000, &o->min_iters)) {
+                return -1;
+            }
+        } else if (bench_opt(a, "--budget")) {
+            VAL();
+            if (0 != bench_parse_bytes(MODE, "--budget", v, UINT64_MAX, &o->budget)) {
+                return -1;
+            }
+        } else if (bench_opt(a, "--sizes")) {
+            VAL();
+            if (0 != bench_parse_size_list(MODE, "--sizes", v, &o->sizes)) {
+                return -1;
+            }
+        } else if (bench_opt(a, "--min") || bench_opt(a, "--max")) {
+            int is_min = bench_opt(a, "--min");
+            VAL();
+            if (0 != bench_parse_bytes(MODE, is_min ? "--min" : "--max", v, BENCH_MAX_SIZE, &u)) {
+                return -1;
+            }
+            if (is_min) {
+                o->sizes.have_min = 1;
+                o->sizes.min = u;
+            } else {
+                o->sizes.have_max = 1;
+                o->sizes.max = u;
+            }
+        } else if (bench_opt(a, "--around-hint")) {
+            o->sizes.around_hint = 1;
+        } else if (bench_opt(a, "--dtype")) {
+            VAL();
+            if (0 == strcmp(v, "double")) {
+                o->dtype = DT_DOUBLE;
+            } else if (0 == strcmp(v, "float")) {
+                o->dtype = DT_FLOAT;
+            } else if (0 == strcmp(v, "int")) {
+                o->dtype = DT_INT;
+            } else {
+                bench_usage_error(MODE, "--dtype '%s': expected double, float or int", v);
+                return -1;
+            }
+        } else if (bench_opt(a, "--op")) {
+            VAL();
+            if (0 == strcmp(v, "sum")) {
+                o->op = OP_SUM;
+            } else if (0 == strcmp(v, "max")) {
+                o->op = OP_MAX;
+            } else {
+                bench_usage_error(MODE, "--op '%s': expected sum or max", v);
+                return -1;
+            }
+        } else if (bench_opt(a, "--verify")) {
+            o->verify = 1;
+        } else if (bench_opt(a, "--device")) {
+            o->device = 1;
+        } else if (bench_opt(a, "--force-device")) {
+            o->device = o->force_device = 1;
+        } else if (bench_opt(a, "--staging-baseline")) {
+            o->staging = 1;
+        } else if (bench_opt(a, "--csv")) {
+            VAL();
+            o->csv = v;
+        } else {
+            bench_usage_error(MODE, "unknown option '%s'", a);
+            return -1;
+        }
+#undef VAL
+    }
+    if (o->sizes.nterms > 0 && (o->sizes.have_min || o->sizes.have_max)) {
+        bench_usage_error(MODE, "--sizes and --min/--max exclude each other");
+        return -1;
+    }
+    if (o->sizes.have_min && o->sizes.have_max && o->sizes.min > o->sizes.max) {
+        bench_usage_error(MODE, "--min %llu is above --max %llu", (unsigned long long)o->sizes.min,
+                          (unsigned long long)o->sizes.max);
+        return -1;
+    }
+    if (o->staging && !o->device) {
+        bench_usage_error(MODE, "--staging-baseline needs --device (it stages device buffers "
+                                "through host memory)");
+        return -1;
+    }
+    return 0;
+}
+
+static size_t elem_size(ar_dtype_t t)
+{
+    return DT_DOUBLE == t ? sizeof(double) : DT_FLOAT == t ? sizeof(float) : sizeof(int);
+}
+
+static MPI_Datatype mpi_dtype(ar_dtype_t t)
+{
+    return DT_DOUBLE == t ? MPI_DOUBLE : DT_FLOAT == t ? MPI_FLOAT : MPI_INT;
+}
+
+/* Iterations for one size: the byte budget bounds the time of large sizes
+ * identically on every rank and in every run (so components compared with
+ * allreduce-compare get the same sample counts). */
+static long iters_for(const ar_opts_t *o, uint64_t bytes)
+{
+    long n = o->iters;
+    if (bytes > 0 && o->budget / bytes < (uint64_t)n) {
+        n = (long)(o->budget / bytes);
+    }
+    if (n < o->min_iters) {
+        n = o->min_iters < o->iters ? o->min_iters : o->iters;
+    }
+    return n;
+}
+
+static long warmup_for(const ar_opts_t *o, long iters)
+{
+    long w;
+    if (0 == o->warmup) {
+        return 0;
+    }
+    w = (o->warmup * iters + o->iters - 1) / o->iters;
+    return w < 1 ? 1 : w;
+}
+
+/* Input of rank r: element j = r + 1 + j % 7, exact in every dtype. */
+static void fill_input(void *buf, ar_dtype_t t, size_t count, int rank)
+{
+    for (size_t j = 0; j < count; ++j) {
+        int v = rank + 1 + (int)(j % 7);
+        if (DT_DOUBLE == t) {
+            ((double *)buf)[j] = v;
+        } else if (DT_FLOAT == t) {
+            ((float *)buf)[j] = (float)v;
+        } else {
+            ((int *)buf)[j] = v;
+        }
+    }
+}
+
+/* Number of wrong elements (first one printed). */
+static long check_result(const void *buf, const ar_opts_t *o, size_t count, int nranks, int me,
+                         uint64_t size)
+{
+    long bad = 0;
+    for (size_t j = 0; j < count; ++j) {
+        double want = OP_SUM == o->op ? (double)nranks * (nranks + 1) / 2 + (double)nranks * (j % 7)
+                                      : (double)(nranks + (int)(j % 7));
+        double got = DT_DOUBLE == o->dtype  ? ((const double *)buf)[j]
+                     : DT_FLOAT == o->dtype ? ((const float *)buf)[j]
+                                            : ((const int *)buf)[j];
+        if (got != want) {
+            if (0 == bad) {
+                fprintf(stderr,
+                        "llrdma-bench: allreduce: rank %d: --verify: size %llu element %zu is "
+                        "%g, expected %g\n",
+                        me, (unsigned long long)size, j, got, want);
+            }
+            ++bad;
+        }
+    }
+    return bad;
+}
+
+typedef struct {
+    void *s, *r;   /* buffers passed to MPI_Allreduce (device ones with --device) */
+    void *hs, *hr; /* host buffers: input staging, result check, --staging-baseline */
+    int on_device;
+    int gpu_shared; /* more ranks than GPUs on this node */
+} ar_bufs_t;
+
+#ifdef LLRDMA_HAVE_CUDA
+static int cuda_setup(size_t bytes, ar_bufs_t *b, char *err, size_t len)
+{
+    int ndev = 0, local = 0, nlocal = 1;
+    cudaError_t e;
+    MPI_Comm node;
+
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    MPI_Comm_rank(node, &local);
+    MPI_Comm_size(node, &nlocal);
+    MPI_Comm_free(&node);
+    if (cudaSuccess != (e = cudaGetDeviceCount(&ndev)) || 0 == ndev) {
+        snprintf(err, len, "no usable CUDA device (cudaGetDeviceCount: %s)",
+                 e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+        return -1;
+    }
+    if (cudaSuccess != (e = cudaSetDevice(local % ndev)) ||
+        cudaSuccess != (e = cudaMalloc(&b->s, bytes)) ||
+        cudaSuccess != (e = cudaMalloc(&b->r, bytes)) ||
+        cudaSuccess != (e = cudaMallocHost(&b->hs, bytes)) ||
+        cudaSuccess != (e = cudaMallocHost(&b->hr, bytes))) {
+        snprintf(err, len, "CUDA allocation of 4 x %zu bytes failed: %s", bytes,
+                 cudaGetErrorString(e));
+        return -1;
+    }
+    b->on_device = 1;
+    b->gpu_shared = nlocal > ndev;
+    return 0;
+}
+
+static void cuda_free(ar_bufs_t *b)
+{
+    if (b->on_device) {
+        cudaFree(b->s);
+        cudaFree(b->r);
+        cudaFreeHost(b->hs);
+        cudaFreeHost(b->hr);
+    }
+}
+
+static void to_device(void *d, const void *h, size_t n)
+{
+    cudaMemcpy(d, h, n, cudaMemcpyHostToDevice);
+}
+
+static void to_host(void *h, const void *d, size_t n)
+{
+    cudaMemcpy(h, d, n, cudaMemcpyDeviceToHost);
+}
+
+static int mpi_cuda_aware(void)
+{
+#if defined(MPIX_CUDA_AWARE_SUPPORT)
+    return MPIX_Query_cuda_support();
+#else
+    return 0;
+#endif
+}
+#endif
+
+/* One timed call; returns seconds. */
+static double one_call(const ar_opts_t *o, ar_bufs_t *b, int count, size_t bytes)
+{
+    double t0 = MPI_Wtime();
+#ifdef LLRDMA_HAVE_CUDA
+    if (o->staging) {
+        to_host(b->hs, b->s, bytes);
+        MPI_Allreduce(b->hs, b->hr, count, mpi_dtype(o->dtype), OP_SUM == o->op ? MPI_SUM : MPI_MAX,
+                      MPI_COMM_WORLD);
+        to_device(b->r, b->hr, bytes);
+        cudaDeviceSynchronize();
+        return MPI_Wtime() - t0;
+    }
+#endif
+    (void)bytes;
+    MPI_Allreduce(b->s, b->r, count, mpi_dtype(o->dtype), OP_SUM == o->op ? MPI_SUM : MPI_MAX,
+                  MPI_COMM_WORLD);
+    return MPI_Wtime() - t0;
+}
+
+int bench_allreduce_main(int argc, char **argv)
+{
+    ar_opts_t o;
+    ar_bufs_t b;
+    int me, nranks, n, dropped = 0, rc = BENCH_EXIT_OK, failed = 0, any_failed = 0;
+    uint64_t hint = 0, hint_min, hint_max, sizes[BENCH_MAX_SIZES], maxsize;
+    double *samples = NULL, *maxs = NULL;
+    FILE *out = stdout, *csv = NULL;
+    long errors = 0, all_errors = 0;
+    char err[512] = "";
+    int csv_stdout;
+
+    if (0 != parse(argc, argv, &o)) {
+        return BENCH_EXIT_USAGE;
+    }
+#ifndef LLRDMA_HAVE_CUDA
+    if (o.device) {
+        if (bench_early_printer()) {
+            fprintf(stderr, "llrdma-bench: allreduce: --device: this llrdma-bench was built "
+                            "without CUDA (configure found no CUDA Toolkit; see --with-cuda)\n");
+        }
+        return BENCH_EXIT_UNSUPPORTED;
+    }
+#endif
+    memset(&b, 0, sizeof(b));
+    MPI_Init(NULL, NULL);
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    hint = llrdma_get_size_hint();
+    MPI_Allreduce(&hint, &hint_min, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(&hint, &hint_max, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Bcast(&hint, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+    n = bench_resolve_sizes(&o.sizes, 8, 64 << 20, hint, sizes, &dropped);
+    /* Sizes below one element are dropped; the rest rounded down to whole elements. */
+    {
+        int m = 0;
+        size_t es = elem_size(o.dtype);
+        for (int k = 0; k < n; ++k) {
+            uint64_t s = sizes[k] / es * es;
+            if (0 == s || (m > 0 && sizes[m - 1] == s)) {
+                ++dropped;
+                continue;
+            }
+            sizes[m++] = s;
+        }
+        n = m;
+    }
+    if (n <= 0) {
+        if (0 == me) {
+            fprintf(stderr,
+                    "llrdma-bench: allreduce: no message sizes to measure (each needs at "
+                    "least one %s element)\n",
+                    dtype_names[o.dtype]);
+        }
+        MPI_Finalize();
+        return BENCH_EXIT_USAGE;
+    }
+    maxsize = sizes[n - 1];
+    if (o.device) {
+#ifdef LLRDMA_HAVE_CUDA
+        failed = cuda_setup(maxsize, &b, err, sizeof(err));
+#endif
+    } else {
+        b.s = b.hs = bench_alloc(maxsize);
+        b.r = b.hr = bench_alloc(maxsize);
+        if (NULL == b.s || NULL == b.r) {
+            snprintf(err, sizeof(err), "cannot allocate 2 x %llu bytes",
+                     (unsigned long long)maxsize);
+            failed = 1;
+        }
+    }
+    samples = malloc(sizeof(double) * (size_t)o.iters);
+    maxs = malloc(sizeof(double) * (size_t)o.iters);
+    if (NULL == samples || NULL == maxs) {
+        snprintf(err, sizeof(err), "out of memory");
+        failed = 1;
+    }
+#ifdef LLRDMA_HAVE_CUDA
+    if (!failed && o.device && !o.staging && !mpi_cuda_aware()) {
+        /* Device pointers in a host-only MPI_Allreduce crash it: only a coll
+         * component that handles device memory itself may get them. */
+        char name[64], detail[BENCH_LINE_MAX];
+        bench_allreduce_component(MPI_COMM_WORLD, name, sizeof(name), detail, sizeof(detail));
+        if (0 != strcmp(name, "llrdma") && !o.force_device) {
+            snprintf(err, sizeof(err),
+                     "this Open MPI is not CUDA-aware (MPIX_Query_cuda_support() = 0) and "
+                     "MPI_Allreduce is served by coll/%s, which would crash on device "
+                     "pointers: use --staging-baseline, coll/llrdma, or --force-device",
+                     name);
+            failed = 1;
+        }
+    }
+#endif
+    if (failed && (0 == me || !o.device)) {
+        fprintf(stderr, "llrdma-bench: allreduce: rank %d: %s%s\n", me,
+                o.device ? "--device: " : "", err);
+    }
+    MPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (any_failed) {
+        rc = BENCH_EXIT_RUNTIME;
+        goto out;
+    }
+    {
+        int shared = b.gpu_shared, any_shared = 0;
+        MPI_Allreduce(&shared, &any_shared, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        b.gpu_shared = any_shared;
+    }
+    fill_input(b.hs, o.dtype, maxsize / elem_size(o.dtype), me);
+#ifdef LLRDMA_HAVE_CUDA
+    if (o.device) {
+        to_device(b.s, b.hs, maxsize);
+    }
+#endif
+    csv_stdout = NULL != o.csv && 0 == strcmp(o.csv, "-");
+    if (0 == me) {
+        if (NULL != o.csv && !csv_stdout && NULL == (csv = fopen(o.csv, "w"))) {
+            fprintf(stderr, "llrdma-bench: allreduce: --csv '%s': cannot open for writing\n",
+                    o.csv);
+            MPI_Abort(MPI_COMM_WORLD, BENCH_EXIT_RUNTIME);
+        }
+        if (csv_stdout) {
+            csv = stdout;
+        }
+        fprintf(out,
+                "# llrdma-bench allreduce: %d ranks, %s %s, %s; latency = time of one "
+                "iteration in microseconds, per iteration the MAX over ranks (iterations back "
+                "to back, no barrier between them; MPI_Wtime)\n",
+                nranks, dtype_names[o.dtype], op_names[o.op],
+                !o.device   ? "host buffers"
+                : o.staging ? "device buffers staged through pinned host memory "
+                              "(cudaMemcpy D2H + host MPI_Allreduce + cudaMemcpy H2D, timed "
+                              "together)"
+                            : "device buffers passed to MPI_Allreduce");
+        fprintf(out,
+                "# iterations per size: min(%ld, max(%ld, %llu bytes / size)), warm-up scaled "
+                "alike from %ld; percentiles: nearest rank; MB/s = size / P50\n",
+                o.iters, o.min_iters, (unsigned long long)o.budget, o.warmup);
+        fprintf(out, "# size hint %llu bytes", (unsigned long long)hint);
+        if (hint_min != hint_max) {
+            fprintf(out, " -- WARNING: ranks disagree (min %llu, max %llu)",
+                    (unsigned long long)hint_min, (unsigned long long)hint_max);
+        }
+        fputc('\n', out);
+#ifdef LLRDMA_HAVE_CUDA
+        if (b.gpu_shared) {
+            fprintf(out, "# WARNING: more ranks than GPUs on a node: ranks share a GPU, whose "
+                         "contexts then take turns (small-size latency grows by hundreds of "
+                         "microseconds); use one GPU per rank\n");
+        }
+        if (o.device && !o.staging && !mpi_cuda_aware()) {
+            fprintf(out, "# WARNING: this Open MPI is not CUDA-aware (MPIX_Query_cuda_support() "
+                         "= 0): device pointers reach MPI_Allreduce directly; only a coll "
+                         "component handling device memory (coll/llrdma) can take them\n");
+        }
+#endif
+    }
+    {
+        int r0 = 0;
+        char name[64], detail[BENCH_LINE_MAX];
+        bench_print_ranks(out, 0, &r0, 1);
+        if (0 == me) {
+            bench_allreduce_component(MPI_COMM_WORLD, name, sizeof(name), detail, sizeof(detail));
+            fprintf(out, "# allreduce served by: coll/%s (%s)\n", name, detail);
+        }
+    }
+    if (0 == me) {
+        if (NULL != csv) {
+            fprintf(csv, "ranks,hint,size,count,iters,p50_us,p90_us,p99_us,p999_us,max_us,"
+                         "mean_us,min_us,bw_MBps\n");
+        }
+        if (!csv_stdout) {
+            fprintf(out, "%10s %10s %6s %10s %10s %10s %10s %10s %10s\n", "size", "count", "iters",
+                    "P50", "P90", "P99", "max", "mean", "MB/s");
+        }
+        fflush(out);
+    }
+    for (int k = 0; k < n; ++k) {
+        uint64_t size = sizes[k];
+        int count = (int)(size / elem_size(o.dtype));
+        long iters = iters_for(&o, size), warm = warmup_for(&o, iters);
+        bench_summary_t s;
+
+        MPI_Barrier(MPI_COMM_WORLD);
+        for (long i = 0; i < warm + iters; ++i) {
+            double t = one_call(&o, &b, count, size);
+            if (i >= warm) {
+                samples[i - warm] = t * 1e6;
+            }
+        }
+        MPI_Reduce(samples, maxs, (int)iters, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+        if (o.verify) {
+#ifdef LLRDMA_HAVE_CUDA
+            if (o.device) {
+                to_host(b.hr, b.r, size);
+            }
+#endif
+            errors += check_result(b.hr, &o, (size_t)count, nranks, me, size);
+        }
+        if (0 == me) {
+            char label[32];
+            double bw;
+            bench_summarize(maxs, (size_t)iters, &s);
+            bw = s.p50 > 0 ? (double)size / s.p50 : 0.0;
+            bench_size_label(size, label, sizeof(label));
+            if (!csv_stdout) {
+                fprintf(out, "%10s %10d %6ld %10.2f %10.2f %10.2f %10.2f %10.2f %10.1f\n", label,
+                        count, iters, s.p50, s.p90, s.p99, s.max, s.mean, bw);
+                fflush(out);
+            }
+            if (NULL != csv) {
+                fprintf(csv, "%d,%llu,%llu,%d,%ld,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f\n",
+                        nranks, (unsigned long long)hint, (unsigned long long)size, count, iters,
+                        s.p50, s.p90, s.p99, s.p999, s.max, s.mean, s.min, bw);
+                fflush(csv);
+            }
+        }
+    }
+    if (0 == me && nranks > 1) {
+        char t[BENCH_LINE_MAX];
+        bench_peer_transport(MPI_COMM_WORLD, 1, t, sizeof(t));
+        fprintf(out, "# transport rank0 -> rank1: %s\n", t);
+    }
+    MPI_Allreduce(&errors, &all_errors, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    if (0 == me && o.verify) {
+        fprintf(out, "# --verify: %s\n",
+                all_errors ? "FAILED: wrong results (see messages above)" : "all results correct");
+    }
+    if (all_errors) {
+        rc = BENCH_EXIT_VERIFY;
+    }
+    if (NULL != csv && stdout != csv) {
+        fclose(csv);
+    }
+out:
+    if (o.device) {
+#ifdef LLRDMA_HAVE_CUDA
+        cuda_free(&b);
+#endif
+    } else {
+        free(b.s);
+        free(b.r);
+    }
+    free(maxs);
+    free(samples);
+    fflush(out);
+    MPI_Finalize();
+    return rc;
+}
