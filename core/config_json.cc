@@ -119,6 +119,9 @@ std::string to_json(const llrdma_rank_config_t &c)
     put_u64(o, "sq_depth_granted_ll", d.sq_depth_granted_ll);
     put_u64(o, "sq_depth_granted_bw", d.sq_depth_granted_bw);
     put_i64(o, "cq_moderation_supported", d.cq_moderation_supported);
+    put_i64(o, "gid_index", d.gid_index);
+    put_u64(o, "rq_depth_granted_ll", d.rq_depth_granted_ll);
+    put_u64(o, "rq_depth_granted_bw", d.rq_depth_granted_bw);
     o += "}}";
     return o;
 }
@@ -298,6 +301,9 @@ bool from_json(const char *json, llrdma_rank_config_t &c)
         dr.unsig("sq_depth_granted_ll", d.sq_depth_granted_ll, UINT32_MAX);
         dr.unsig("sq_depth_granted_bw", d.sq_depth_granted_bw, UINT32_MAX);
         dr.integer("cq_moderation_supported", d.cq_moderation_supported, INT32_MIN, INT32_MAX);
+        dr.integer("gid_index", d.gid_index, INT32_MIN, INT32_MAX);
+        dr.unsig("rq_depth_granted_ll", d.rq_depth_granted_ll, UINT32_MAX);
+        dr.unsig("rq_depth_granted_bw", d.rq_depth_granted_bw, UINT32_MAX);
         if (!dr.ok)
             return false;
     }
@@ -340,6 +346,7 @@ extern "C" int llrdma_config_from_json(const char *json, llrdma_rank_config_t *c
         c.rank = -1;
         c.hint.source = LLRDMA_SRC_DEFAULT;
         c.device.cq_moderation_supported = -1;
+        c.device.gid_index = -1;
         if (!llrdma::from_json(json, c))
             return LLRDMA_ERR_INVALID; // *cfg untouched
         *cfg = c;

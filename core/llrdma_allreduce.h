@@ -21,11 +21,15 @@ extern "C" {
 #endif
 
 #define LLRDMA_AR_OK 0
-#define LLRDMA_AR_ERR_INVALID (-1)     /* bad argument (same value as LLRDMA_ERR_INVALID) */
+#define LLRDMA_AR_ERR_INVALID (-1)      /* bad argument (same value as LLRDMA_ERR_INVALID) */
 #define LLRDMA_AR_ERR_UNSUPPORTED (-20) /* datatype/op pair not handled: caller falls back */
 #define LLRDMA_AR_ERR_NOMEM (-21)
-#define LLRDMA_AR_ERR_TRANSPORT (-22)   /* isend/irecv/waitall failed; the glue keeps the
-                                           transport's own code in its ctx */
+#define LLRDMA_AR_ERR_TRANSPORT                                                                    \
+    (-22) /* isend/irecv/waitall failed; the glue keeps the                                        \
+             transport's own code in its ctx */
+#define LLRDMA_AR_ERR_MEMORY                                                                       \
+    (-23) /* a copy/reduce/alloc hook failed; the glue keeps the                                   \
+             hook's own error in its ctx */
 
 /* ---------------------------------------------------------- datatypes/ops */
 
@@ -103,11 +107,11 @@ const char *llrdma_ar_alg_name(int alg);
 int llrdma_ar_alg_from_name(const char *name);
 
 typedef struct {
-    int alg;                   /* LLRDMA_AR_RECURSIVE_DOUBLING.. (never AUTO) */
-    size_t segment_bytes;      /* ring: largest message; a multiple of the element
-                                  size, >= one element.  Unused by the others. */
-    int nsegments_in_flight;   /* ring: receives (and sends) kept posted, >= 1 */
-    const char *why;           /* static text naming the rule that fired */
+    int alg;                 /* LLRDMA_AR_RECURSIVE_DOUBLING.. (never AUTO) */
+    size_t segment_bytes;    /* ring: largest message; a multiple of the element
+                                size, >= one element.  Unused by the others. */
+    int nsegments_in_flight; /* ring: receives (and sends) kept posted, >= 1 */
+    const char *why;         /* static text naming the rule that fired */
 } llrdma_ar_plan_t;
 
 /* Pure.  Choose algorithm and segmentation for `bytes` (= count * dtype_size)
@@ -154,6 +158,27 @@ typedef struct llrdma_ar_comm {
     int (*irecv)(void *ctx, void *buf, size_t bytes, int peer, int tag, void **req);
     int (*waitall)(void *ctx, int n, void **reqs);
     int (*cancel)(void *ctx, void *req);
+
+    /* Optional memory hooks, for buffers the core must not touch itself (GPU
+     * memory): all NULL = host memory (memcpy, llrdma_reduce_local, malloc).
+     * When copy and reduce are set, the core never reads or writes a buffer
+     * except through copy/reduce/isend/irecv, and its scratch comes from alloc
+     * (or from the caller).  Set copy and reduce together, alloc and free
+     * together.  Each returns 0 or nonzero on failure (alloc: NULL); a failure
+     * ends the call like a transport error, with LLRDMA_AR_ERR_MEMORY.
+     *  - copy: bytes > 0, non-overlapping.
+     *  - reduce: out[i] = a[i] OP b[i] (a the left operand, op/dtype semantics of
+     *    llrdma_reduce_local); out may alias a or b.  count > 0.
+     *  - alloc/free: scratch of llrdma_ar_scratch_bytes(); free is called once
+     *    for every successful alloc, after every request of the call completed.
+     * The hooks may be asynchronous (e.g. enqueued on one stream): the core only
+     * relies on the effects of hook calls and transfers appearing in the order
+     * it issues them, as seen by later hook calls and isends. */
+    int (*copy)(void *ctx, void *dst, const void *src, size_t bytes);
+    int (*reduce)(void *ctx, int op, int dtype, const void *a, const void *b, void *out,
+                  size_t count);
+    void *(*alloc)(void *ctx, size_t bytes);
+    void (*free)(void *ctx, void *p);
 } llrdma_ar_comm_t;
 
 /* Scratch the run needs, in bytes (0 is possible). */
@@ -161,10 +186,12 @@ size_t llrdma_ar_scratch_bytes(const llrdma_ar_plan_t *plan, size_t count, int d
                                int comm_size);
 
 /* Allreduce `count` elements.  sendbuf NULL or equal to recvbuf means in place
- * (MPI_IN_PLACE).  scratch NULL: the core mallocs (and frees) what it needs;
- * otherwise it must hold llrdma_ar_scratch_bytes() bytes, aligned as malloc
- * aligns.  Buffers must not overlap other than sendbuf == recvbuf.  The result
- * is bitwise identical on every rank (see docs/allreduce.md for the order). */
+ * (MPI_IN_PLACE).  scratch NULL: the core mallocs (and frees) what it needs,
+ * through comm->alloc/free when set (with copy/reduce hooks but no alloc hook,
+ * scratch is required: LLRDMA_AR_ERR_INVALID otherwise); otherwise it must hold
+ * llrdma_ar_scratch_bytes() bytes.  No buffer needs any alignment.  Buffers
+ * must not overlap other than sendbuf == recvbuf.  The result is bitwise
+ * identical on every rank (see docs/allreduce.md for the order). */
 int llrdma_ar_run(const llrdma_ar_plan_t *plan, const llrdma_ar_comm_t *comm, const void *sendbuf,
                   void *recvbuf, size_t count, int dtype, int op, void *scratch,
                   size_t scratch_bytes);

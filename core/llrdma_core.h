@@ -141,7 +141,9 @@ typedef struct {
     int port;
     uint32_t max_inline_granted_ll, max_inline_granted_bw;
     uint32_t sq_depth_granted_ll, sq_depth_granted_bw;
-    int cq_moderation_supported; /* -1 unknown */
+    int cq_moderation_supported; /* -1 unknown (or not requested), 0 no, 1 applied */
+    int gid_index;               /* GID rdma_cm binds to (RoCE); -1 unknown */
+    uint32_t rq_depth_granted_ll, rq_depth_granted_bw; /* shared receive queue buffers */
 } llrdma_device_info_t;
 
 typedef struct {

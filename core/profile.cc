@@ -67,10 +67,11 @@ constexpr uint32_t kBwCqModUsec = 8;
 constexpr uint64_t kBwRdmaPipelineMin = 1 * kMiB;
 constexpr uint64_t kBwRdmaPipelineFrags = 4; // pipeline >= 4 fragments in flight
 
-// ---- collectives: Allreduce segment = hint, clamped, multiple of 64 (vector friendly).
-constexpr uint64_t kCollSegMin = 1 * kKiB;
+// ---- collectives: the Allreduce ring's segment is the hint (each segment travels the
+// low-latency path), capped at 1M.  Below 4K per-message overhead dominates, so small hints
+// (like no hint) get 64K segments.  The planner (core/allreduce/planner.cc) uses this value.
+constexpr uint64_t kCollSegMinHint = 4 * kKiB;
 constexpr uint64_t kCollSegMax = 1 * kMiB;
-constexpr uint64_t kCollSegAlign = 64;
 
 // ---- override validation (ibv_modify_cq takes 16-bit count and period).
 constexpr uint32_t kOvrSqDepthMax = 32768;
@@ -173,8 +174,7 @@ void derive_hinted(uint64_t hint, llrdma_profile_t &p)
     bw.max_send_size = frag;
     bw.rdma_pipeline_bytes = std::max(kBwRdmaPipelineMin, kBwRdmaPipelineFrags * frag);
 
-    uint64_t seg = clamp(hint, kCollSegMin, kCollSegMax) / kCollSegAlign * kCollSegAlign;
-    p.coll_segment_bytes = std::max(seg, kCollSegMin);
+    p.coll_segment_bytes = hint >= kCollSegMinHint ? std::min(hint, kCollSegMax) : kGenCollSegment;
 }
 
 // Overrides replace single derived values.  A depth override also re-derives the dependent

@@ -45,6 +45,7 @@ typedef struct mca_coll_llrdma_module_t {
     mca_coll_base_module_allreduce_fn_t previous_allreduce;
     mca_coll_base_module_t *previous_allreduce_module;
     uint64_t hint;
+    int agreed; /* 0: not checked yet, 1: all ranks plan alike, -1: they do not */
 } mca_coll_llrdma_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_llrdma_module_t);
@@ -57,6 +58,12 @@ mca_coll_base_module_t *mca_coll_llrdma_comm_query(struct ompi_communicator_t *c
 /* coll_llrdma_check.c: cross-rank hint check over the modex (MPI_COMM_WORLD,
  * once, during MPI_Init; no communication). */
 void mca_coll_llrdma_check_world(struct ompi_communicator_t *world);
+
+/* coll_llrdma_module.c: on the first Allreduce of a communicator, check
+ * (through the module below) that every rank plans with the same hint,
+ * algorithm and segment; otherwise the ranks' schedules would differ and
+ * hang.  Returns 1 when llrdma may run, 0 to fall back for good. */
+int mca_coll_llrdma_agree(mca_coll_llrdma_module_t *m, struct ompi_communicator_t *comm);
 
 /* coll_llrdma_allreduce.c */
 int mca_coll_llrdma_allreduce(const void *sbuf, void *rbuf, int count,

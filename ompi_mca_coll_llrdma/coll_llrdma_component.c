@@ -171,17 +171,17 @@ int mca_coll_llrdma_init_query(bool enable_progress_threads, bool enable_mpi_thr
         if (LLRDMA_OK != llrdma_parse_size(c->size_hint, LLRDMA_HINT_MAX, &seg, err, sizeof(err))) {
             bad_knob("coll_llrdma_size_hint", c->size_hint, err);
         }
-        llrdma_profile_t p;
-        if (LLRDMA_OK != llrdma_profile_derive(seg, NULL, &p)) {
-            bad_knob("coll_llrdma_size_hint", c->size_hint, "profile derivation failed");
-        }
-        cfg.profile.coll_segment_bytes = p.coll_segment_bytes;
         c->hint = seg;
     } else {
         c->hint = cfg.hint.bytes;
     }
-    if (0 != c->segment_bytes) {
-        cfg.profile.coll_segment_bytes = c->segment_bytes;
+    /* Publish the segment the planner will use (knob, else the coll hint's profile). */
+    {
+        llrdma_ar_plan_t plan;
+        if (LLRDMA_AR_OK == llrdma_ar_plan((size_t)1 << 26, 1, 2, c->hint, LLRDMA_AR_RING,
+                                           c->segment_bytes, &plan)) {
+            cfg.profile.coll_segment_bytes = plan.segment_bytes;
+        }
     }
     llrdma_state_freeze();
     llrdma_state_publish(&cfg);

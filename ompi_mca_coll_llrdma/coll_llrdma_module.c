@@ -5,6 +5,7 @@
 
 #include "ompi/communicator/communicator.h"
 #include "ompi/constants.h"
+#include "opal/util/output.h"
 
 #include "coll_llrdma.h"
 
@@ -13,6 +14,7 @@ static void module_construct(mca_coll_llrdma_module_t *m)
     m->previous_allreduce = NULL;
     m->previous_allreduce_module = NULL;
     m->hint = 0;
+    m->agreed = 0;
 }
 
 static void module_destruct(mca_coll_llrdma_module_t *m)
@@ -42,6 +44,37 @@ static int module_enable(mca_coll_base_module_t *module, struct ompi_communicato
     m->previous_allreduce_module = comm->c_coll->coll_allreduce_module;
     OBJ_RETAIN(m->previous_allreduce_module);
     return OMPI_SUCCESS;
+}
+
+int mca_coll_llrdma_agree(mca_coll_llrdma_module_t *m, struct ompi_communicator_t *comm)
+{
+    mca_coll_llrdma_component_t *c = &mca_coll_llrdma_component;
+    /* max(x) == -max(-x) on every rank iff all ranks hold the same x. */
+    long mine[6] = {(long)m->hint, -(long)m->hint,         c->algorithm,
+                    -c->algorithm, (long)c->segment_bytes, -(long)c->segment_bytes};
+    long all[6];
+    int rc;
+
+    if (0 != m->agreed) {
+        return m->agreed > 0;
+    }
+    rc = m->previous_allreduce(mine, all, 6, MPI_LONG, MPI_MAX, comm, m->previous_allreduce_module);
+    if (OMPI_SUCCESS != rc) {
+        m->agreed = -1;
+    } else if (all[0] != -all[1] || all[2] != -all[3] || all[4] != -all[5]) {
+        m->agreed = -1;
+        if (0 == ompi_comm_rank(comm)) {
+            opal_output(0,
+                        "coll:llrdma: ranks of %s disagree on the Allreduce plan (size hint "
+                        "%ld..%ld, algorithm %ld..%ld, segment %ld..%ld): coll/llrdma stays "
+                        "off on this communicator; make the hint and the coll_llrdma_* "
+                        "knobs identical on every rank",
+                        comm->c_name, -all[1], all[0], -all[3], all[2], -all[5], all[4]);
+        }
+    } else {
+        m->agreed = 1;
+    }
+    return m->agreed > 0;
 }
 
 mca_coll_base_module_t *mca_coll_llrdma_comm_query(struct ompi_communicator_t *comm, int *priority)

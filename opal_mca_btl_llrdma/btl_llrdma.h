@@ -1,22 +1,76 @@
 /*
- * btl/llrdma: RDMA BTL over rdma-core whose transport profile is fixed at
- * start-up from the low-latency RDMA size hint (see docs/design.md).
+ * btl/llrdma: RDMA BTL over rdma-core RC queue pairs whose transport profile
+ * is fixed at start-up from the low-latency RDMA size hint (see
+ * docs/btl-design.md).
  *
- * This stage reads, validates and publishes the hint, discovers verbs
- * devices and reports what it found; it has no data path yet, so it always
- * disqualifies itself (returns no modules) and Open MPI uses its other BTLs.
+ * Each active verbs port becomes one module.  A module owns a protection
+ * domain and, per path (low latency, bandwidth), a completion queue, a shared
+ * receive queue with pre-posted buffers and a send fragment pool; the
+ * endpoints' queue pairs are created lazily on first use over librdmacm.
  */
 #ifndef MCA_BTL_LLRDMA_H
 #define MCA_BTL_LLRDMA_H
 
 #include "opal_config.h"
 
-#include "opal/mca/btl/btl.h"
-#include "opal/mca/btl/base/base.h"
+#include <netinet/in.h>
 
+#include "opal/mca/btl/base/base.h"
+#include "opal/mca/btl/btl.h"
+
+#include "btl_llrdma_endpoint.h"
+#include "btl_llrdma_frag.h"
+#include "btl_llrdma_verbs.h"
+#include "llrdma_btl_plan.h"
 #include "llrdma_core.h"
 
 BEGIN_C_DECLS
+
+#define MCA_BTL_LLRDMA_MAX_PORTS 8
+
+/* One usable (device, port), as discovery found it. */
+typedef struct mca_btl_llrdma_port_t {
+    char dev[64];
+    int port;
+    int link_layer; /* IBV_LINK_LAYER_INFINIBAND / _ETHERNET */
+    int gid_index;  /* the GID whose address rdma_cm binds to */
+    unsigned gid_type;
+    struct in_addr ipv4;
+    uint32_t max_cqe, max_srq_wr, max_qp_wr;
+} mca_btl_llrdma_port_t;
+
+typedef struct mca_btl_llrdma_path_t {
+    struct ibv_cq *cq;
+    struct ibv_srq *srq;
+    mca_btl_llrdma_pool_t recv_pool;
+    mca_btl_llrdma_pool_t send_pool;
+    uint32_t srq_depth;   /* granted */
+    uint32_t cq_reserved; /* CQ entries promised to the SRQ and to connections */
+    int cq_moderation;    /* -1 not requested, 0 unsupported, 1 applied */
+} mca_btl_llrdma_path_t;
+
+typedef struct mca_btl_llrdma_module_t {
+    mca_btl_base_module_t super;
+    mca_btl_llrdma_port_t port;
+    struct ibv_context *ctx; /* librdmacm's context for the device: not owned */
+    struct ibv_pd *pd;
+    int npaths_used;    /* paths with a queue pair: LL (if hinted) and BW */
+    int path_used[LLRDMA_NPATHS];
+    mca_btl_llrdma_path_t path[LLRDMA_NPATHS];
+    const llrdma_profile_t *profile;
+    llrdma_btl_granted_t granted;
+    uint32_t inline_req[LLRDMA_NPATHS]; /* max_inline_data the device accepted in a request */
+    llrdma_btl_limits_t lim;
+    struct rdma_event_channel *cm_channel;
+    struct rdma_cm_id *listen_id;
+    mca_btl_llrdma_addr_t addr; /* what peers connect to */
+    opal_list_t endpoints;
+    opal_list_t conns; /* every connection, live or closed, until finalize */
+    int connecting;    /* connections in set-up: poll the CM channel on every progress */
+    unsigned cm_tick;
+    int failed; /* a module-wide fatal error was reported */
+    mca_btl_base_module_error_cb_fn_t error_cb;
+} mca_btl_llrdma_module_t;
 
 typedef struct mca_btl_llrdma_component_t {
     mca_btl_base_component_3_0_0_t super;
@@ -30,9 +84,16 @@ typedef struct mca_btl_llrdma_component_t {
     char *if_exclude;
     unsigned ovr_ll_sq_depth, ovr_bw_sq_depth, ovr_ll_inline, ovr_bw_signal;
     unsigned ovr_bw_cq_count, ovr_bw_cq_usec;
+    int cm_timeout_ms;     /* rdma_cm address/route resolution */
+    unsigned cm_poll_every; /* progress calls between CM polls when idle of set-ups */
 
     int output;                  /* opal_output stream for verbose messages */
     llrdma_rank_config_t config; /* what took effect on this rank */
+
+    int nports;
+    mca_btl_llrdma_port_t ports[MCA_BTL_LLRDMA_MAX_PORTS];
+    int nmodules;
+    mca_btl_llrdma_module_t **modules;
 } mca_btl_llrdma_component_t;
 
 OPAL_MODULE_DECLSPEC extern mca_btl_llrdma_component_t mca_btl_llrdma_component;
@@ -43,9 +104,40 @@ extern mca_btl_base_module_t mca_btl_llrdma_module_template;
 /* btl_llrdma_mca.c */
 int mca_btl_llrdma_register_params(void);
 
-/* btl_llrdma_device.c: fill cfg->device / ndevices / btl_status from the
- * verbs devices this rank may use.  Returns the number of usable ports. */
+/* btl_llrdma_device.c: fill component.ports and cfg->device / ndevices /
+ * btl_status from the verbs devices this rank may use.  Returns the number
+ * of usable ports. */
 int mca_btl_llrdma_discover(llrdma_rank_config_t *cfg);
+
+/* btl_llrdma_module.c */
+int mca_btl_llrdma_module_create(const mca_btl_llrdma_port_t *port, const llrdma_profile_t *prof,
+                                 mca_btl_llrdma_module_t **out);
+/* Record in `dev` what this module's device granted; returns how many
+ * profile values could not be applied as requested (and writes why to
+ * `why`). */
+int mca_btl_llrdma_module_granted(const mca_btl_llrdma_module_t *m, llrdma_device_info_t *dev,
+                                  char *why, size_t whylen);
+int mca_btl_llrdma_module_progress(mca_btl_llrdma_module_t *m);
+/* A fatal error not tied to one peer (or with `proc` named): report it once
+ * and hand it to ob1's error callback. */
+void mca_btl_llrdma_module_fatal(mca_btl_llrdma_module_t *m, opal_proc_t *proc,
+                                 const char *detail);
+/* Completion-queue entries for one more connection on `path` (resizing the
+ * CQ when the device allows); OPAL_ERR_OUT_OF_RESOURCE when it cannot. */
+int mca_btl_llrdma_module_reserve_cq(mca_btl_llrdma_module_t *m, int path);
+void mca_btl_llrdma_module_release_cq(mca_btl_llrdma_module_t *m, int path);
+/* Give a receive buffer back to the path's shared receive queue. */
+int mca_btl_llrdma_module_repost(mca_btl_llrdma_module_t *m, int path,
+                                 mca_btl_llrdma_frag_t *frag);
+/* QP attributes for a path (shared by the probe QP and real connections). */
+void mca_btl_llrdma_module_qp_attr(const mca_btl_llrdma_module_t *m, int path,
+                                   struct ibv_qp_init_attr *attr);
+
+/* Endpoint lookup by process name, creating it for a connection request from
+ * a process ob1 has not added (yet). */
+mca_btl_llrdma_endpoint_t *mca_btl_llrdma_endpoint_lookup(mca_btl_llrdma_module_t *m,
+                                                          const opal_process_name_t *name,
+                                                          int create);
 
 END_C_DECLS
 #endif

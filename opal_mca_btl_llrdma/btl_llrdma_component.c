@@ -5,11 +5,13 @@
  * RDMA_LOW_LATENCY_HINT > 0), validated, turned into the transport profile,
  * frozen, published in the modex for the cross-rank check and dumped.  This
  * happens even when no device is found, because a BTL that returns no
- * modules is unloaded and its variables with it.
+ * modules is unloaded and its variables with it.  Then one module is created
+ * per usable port and the modules' rdma_cm addresses go to the modex.
  */
 #include "opal_config.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "opal/constants.h"
@@ -24,6 +26,7 @@ static int llrdma_component_open(void);
 static int llrdma_component_close(void);
 static mca_btl_base_module_t **llrdma_component_init(int *num_btls, bool enable_progress_threads,
                                                      bool enable_mpi_threads);
+static int llrdma_component_progress(void);
 
 mca_btl_base_module_t mca_btl_llrdma_module_template;
 
@@ -39,7 +42,7 @@ mca_btl_llrdma_component_t mca_btl_llrdma_component = {
                 },
             .btl_data = {.param_field = MCA_BASE_METADATA_PARAM_NONE},
             .btl_init = llrdma_component_init,
-            .btl_progress = NULL,
+            .btl_progress = llrdma_component_progress,
         },
     .size_hint_index = -1,
     .output = -1,
@@ -59,6 +62,9 @@ static int llrdma_component_open(void)
 
 static int llrdma_component_close(void)
 {
+    free(mca_btl_llrdma_component.modules);
+    mca_btl_llrdma_component.modules = NULL;
+    mca_btl_llrdma_component.nmodules = 0;
     if (mca_btl_llrdma_component.output >= 0) {
         opal_output_close(mca_btl_llrdma_component.output);
         mca_btl_llrdma_component.output = -1;
@@ -88,6 +94,57 @@ static void publish_modex(const llrdma_rank_config_t *cfg)
     }
 }
 
+static int llrdma_component_progress(void)
+{
+    mca_btl_llrdma_component_t *c = &mca_btl_llrdma_component;
+    int count = 0;
+    for (int i = 0; i < c->nmodules; ++i) {
+        if (NULL != c->modules[i]) {
+            count += mca_btl_llrdma_module_progress(c->modules[i]);
+        }
+    }
+    return count;
+}
+
+static int publish_addresses(mca_btl_llrdma_component_t *c)
+{
+    mca_btl_llrdma_addr_t addrs[MCA_BTL_LLRDMA_MAX_PORTS];
+    int rc;
+
+    for (int i = 0; i < c->nmodules; ++i) {
+        addrs[i] = c->modules[i]->addr;
+    }
+    OPAL_MODEX_SEND(rc, OPAL_PMIX_GLOBAL, &c->super.btl_version, addrs,
+                    (size_t)c->nmodules * sizeof(addrs[0]));
+    return rc;
+}
+
+/* One module per usable port; a port whose resources cannot be created is
+ * skipped with its reason in `why`. */
+static void create_modules(mca_btl_llrdma_component_t *c, llrdma_rank_config_t *cfg, char *why,
+                           size_t whylen)
+{
+    c->nmodules = 0;
+    c->modules = calloc((size_t)(c->nports > 0 ? c->nports : 1), sizeof(*c->modules));
+    if (NULL == c->modules) {
+        snprintf(why, whylen, "out of memory");
+        return;
+    }
+    for (int i = 0; i < c->nports; ++i) {
+        mca_btl_llrdma_module_t *m = NULL;
+        int rc = mca_btl_llrdma_module_create(&c->ports[i], &cfg->profile, &m);
+        if (OPAL_SUCCESS != rc) {
+            snprintf(why, whylen, "%s:%d: %s", c->ports[i].dev, c->ports[i].port,
+                     OPAL_ERR_NOT_AVAILABLE == rc
+                         ? "rdma_cm or queue pair set-up failed (is rdma_ucm loaded?)"
+                         : "resources could not be created (locked memory limit?)");
+            opal_output_verbose(10, c->output, "btl:llrdma: skipping %s", why);
+            continue;
+        }
+        c->modules[c->nmodules++] = m;
+    }
+}
+
 static mca_btl_base_module_t **llrdma_component_init(int *num_btls, bool enable_progress_threads,
                                                      bool enable_mpi_threads)
 {
@@ -95,6 +152,7 @@ static mca_btl_base_module_t **llrdma_component_init(int *num_btls, bool enable_
     llrdma_rank_config_t *cfg = &c->config;
     llrdma_profile_overrides_t ovr;
     llrdma_hint_inputs_t in;
+    mca_btl_base_module_t **out;
     char err[1024];
     int rc;
 
@@ -130,11 +188,49 @@ static mca_btl_base_module_t **llrdma_component_init(int *num_btls, bool enable_
     llrdma_state_freeze();
 
     (void)mca_btl_llrdma_discover(cfg);
+    if (cfg->ndevices > 0 && enable_mpi_threads) {
+        snprintf(cfg->btl_status, sizeof(cfg->btl_status),
+                 "disqualified: MPI_THREAD_MULTIPLE is not supported yet");
+        c->nports = 0;
+    } else if (cfg->ndevices > 0) {
+        char why[512] = "";
+        create_modules(c, cfg, why, sizeof(why));
+        if (0 == c->nmodules) {
+            snprintf(cfg->btl_status, sizeof(cfg->btl_status), "disqualified: %s", why);
+        } else if (OPAL_SUCCESS != publish_addresses(c)) {
+            snprintf(cfg->btl_status, sizeof(cfg->btl_status),
+                     "disqualified: modex publish of the addresses failed");
+            for (int i = 0; i < c->nmodules; ++i) {
+                c->modules[i]->super.btl_finalize(&c->modules[i]->super);
+            }
+            c->nmodules = 0;
+        } else {
+            snprintf(cfg->btl_status, sizeof(cfg->btl_status), "active");
+            cfg->ndevices = c->nmodules;
+            if (mca_btl_llrdma_module_granted(c->modules[0], &cfg->device, why, sizeof(why)) > 0) {
+                char detail[768];
+                snprintf(detail, sizeof(detail), "%s:%d granted less than the profile asked: %s",
+                         cfg->device.name, cfg->device.port, why);
+                llrdma_mca_warn("profile not applied", detail);
+            }
+        }
+    }
     publish_modex(cfg);
     llrdma_state_publish(cfg);
     (void)llrdma_mca_dump(c->dump, cfg);
     opal_output_verbose(10, c->output, "btl:llrdma: size hint %llu from %s; %s",
                         (unsigned long long)cfg->hint.bytes, cfg->hint.origin, cfg->btl_status);
-    /* No data path yet: no modules, Open MPI carries on with its other BTLs. */
-    return NULL;
+    if (0 == c->nmodules) {
+        return NULL; /* Open MPI carries on with its other BTLs */
+    }
+    /* The BTL base frees the returned array; the component keeps its own. */
+    out = malloc((size_t)c->nmodules * sizeof(*out));
+    if (NULL == out) {
+        return NULL;
+    }
+    for (int i = 0; i < c->nmodules; ++i) {
+        out[i] = &c->modules[i]->super;
+    }
+    *num_btls = c->nmodules;
+    return out;
 }

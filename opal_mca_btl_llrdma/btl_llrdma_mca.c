@@ -88,8 +88,24 @@ int mca_btl_llrdma_register_params(void)
                    "cq_period; 0 = from the hint)",
                    OPAL_INFO_LVL_6, &c->ovr_bw_cq_usec);
 
-    /* Generic BTL limits (exclusivity, eager limit, ...) as btl_llrdma_*;
-     * the data path derives the real ones from the profile. */
+    c->cm_timeout_ms = 2000;
+    (void)mca_base_component_var_register(&c->super.btl_version, "cm_timeout",
+                                          "Milliseconds rdma_cm may take to resolve a peer's "
+                                          "address or route when a connection is set up",
+                                          MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_6,
+                                          MCA_BASE_VAR_SCOPE_READONLY, &c->cm_timeout_ms);
+    c->cm_poll_every = 64;
+    (void)mca_base_component_var_register(
+        &c->super.btl_version, "cm_poll_every",
+        "Progress calls between two looks at the rdma_cm event channel while no connection "
+        "of this rank is being set up (each look is a system call; a peer's first "
+        "connection request waits for it)",
+        MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY,
+        &c->cm_poll_every);
+
+    /* Generic BTL limits (exclusivity, latency, ...) as btl_llrdma_*.  The
+     * eager limit, rendezvous eager limit and max send size are derived from
+     * the profile in each module and replace these (see docs/btl-design.md). */
     m->btl_exclusivity = MCA_BTL_EXCLUSIVITY_DEFAULT;
     m->btl_eager_limit = 12 * 1024;
     m->btl_rndv_eager_limit = 12 * 1024;

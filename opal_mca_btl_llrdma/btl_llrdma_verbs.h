@@ -1,16 +1,22 @@
 /*
- * The one seam between btl/llrdma and rdma-core.  Every verbs call of the
- * BTL goes through mca_btl_llrdma_verbs, so unit tests can install a fake
- * device and make the Nth call of any entry fail (as NCCL's ibvwrap and
- * libfabric's EFA provider do).  Entries are added here as the BTL uses them;
- * nothing else in the BTL includes <infiniband/verbs.h> functions directly.
+ * The one seam between btl/llrdma and rdma-core.  Every verbs and librdmacm
+ * call of the BTL, on the control path and on the data path, goes through
+ * mca_btl_llrdma_verbs, so unit tests can install a fake device and make the
+ * Nth call of any entry fail (as NCCL's ibvwrap and libfabric's EFA provider
+ * do).  Nothing else in the BTL calls an ibv_* or rdma_* function directly.
+ *
+ * The data-path entries (post_send, post_srq_recv, poll_cq) cost one indirect
+ * call each; rdma-core's own ibv_post_send is already an indirect call through
+ * the provider's ops table, so the seam adds one predictable branch.
  */
 #ifndef MCA_BTL_LLRDMA_VERBS_H
 #define MCA_BTL_LLRDMA_VERBS_H
 
 #include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
 
 typedef struct mca_btl_llrdma_verbs_ops_t {
+    /* discovery */
     struct ibv_device **(*get_device_list)(int *num_devices);
     void (*free_device_list)(struct ibv_device **list);
     const char *(*get_device_name)(struct ibv_device *device);
@@ -19,6 +25,58 @@ typedef struct mca_btl_llrdma_verbs_ops_t {
     int (*query_device)(struct ibv_context *context, struct ibv_device_attr *attr);
     int (*query_port)(struct ibv_context *context, uint8_t port, struct ibv_port_attr *attr);
     int (*query_gid)(struct ibv_context *context, uint8_t port, int index, union ibv_gid *gid);
+    /* gid_type: IBV_GID_TYPE_IB / ROCE_V1 / ROCE_V2; returns 0 or an errno */
+    int (*query_gid_type)(struct ibv_context *context, uint8_t port, int index,
+                          unsigned *gid_type);
+
+    /* resources */
+    struct ibv_pd *(*alloc_pd)(struct ibv_context *context);
+    int (*dealloc_pd)(struct ibv_pd *pd);
+    struct ibv_mr *(*reg_mr)(struct ibv_pd *pd, void *addr, size_t length, int access);
+    int (*dereg_mr)(struct ibv_mr *mr);
+    struct ibv_cq *(*create_cq)(struct ibv_context *context, int cqe, void *cq_context,
+                                struct ibv_comp_channel *channel, int comp_vector);
+    int (*destroy_cq)(struct ibv_cq *cq);
+    int (*modify_cq)(struct ibv_cq *cq, struct ibv_modify_cq_attr *attr);
+    int (*resize_cq)(struct ibv_cq *cq, int cqe);
+    struct ibv_srq *(*create_srq)(struct ibv_pd *pd, struct ibv_srq_init_attr *attr);
+    int (*query_srq)(struct ibv_srq *srq, struct ibv_srq_attr *attr);
+    int (*destroy_srq)(struct ibv_srq *srq);
+    struct ibv_qp *(*create_qp)(struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
+    int (*query_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
+                    struct ibv_qp_init_attr *init);
+    int (*destroy_qp)(struct ibv_qp *qp);
+
+    /* data path */
+    int (*post_send)(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
+    int (*post_srq_recv)(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+    int (*poll_cq)(struct ibv_cq *cq, int num, struct ibv_wc *wc);
+    const char *(*wc_status_str)(enum ibv_wc_status status);
+
+    /* librdmacm: connection set-up */
+    struct ibv_context **(*cm_get_devices)(int *num_devices);
+    void (*cm_free_devices)(struct ibv_context **list);
+    struct rdma_event_channel *(*cm_create_event_channel)(void);
+    void (*cm_destroy_event_channel)(struct rdma_event_channel *channel);
+    int (*cm_create_id)(struct rdma_event_channel *channel, struct rdma_cm_id **id, void *ctx,
+                        enum rdma_port_space ps);
+    int (*cm_destroy_id)(struct rdma_cm_id *id);
+    int (*cm_bind_addr)(struct rdma_cm_id *id, struct sockaddr *addr);
+    int (*cm_listen)(struct rdma_cm_id *id, int backlog);
+    uint16_t (*cm_get_src_port)(struct rdma_cm_id *id); /* network byte order */
+    int (*cm_resolve_addr)(struct rdma_cm_id *id, struct sockaddr *src, struct sockaddr *dst,
+                           int timeout_ms);
+    int (*cm_resolve_route)(struct rdma_cm_id *id, int timeout_ms);
+    int (*cm_create_qp)(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
+    void (*cm_destroy_qp)(struct rdma_cm_id *id);
+    int (*cm_connect)(struct rdma_cm_id *id, struct rdma_conn_param *param);
+    int (*cm_accept)(struct rdma_cm_id *id, struct rdma_conn_param *param);
+    int (*cm_reject)(struct rdma_cm_id *id, const void *private_data, uint8_t len);
+    int (*cm_disconnect)(struct rdma_cm_id *id);
+    /* the channel's fd is non-blocking: -1 with errno EAGAIN when no event */
+    int (*cm_get_event)(struct rdma_event_channel *channel, struct rdma_cm_event **event);
+    int (*cm_ack_event)(struct rdma_cm_event *event);
+    const char *(*cm_event_str)(enum rdma_cm_event_type event);
 } mca_btl_llrdma_verbs_ops_t;
 
 /* Initialised to rdma-core; a test may overwrite any entry. */

@@ -9,21 +9,32 @@
 #include <cstring>
 #include <new>
 
-namespace {
+namespace
+{
 
 const char *const kAlgNames[LLRDMA_AR_NALGS] = {"auto", "recursive_doubling", "rabenseifner",
-                                                 "ring"};
+                                                "ring"};
 
 const char *const kDtypeNames[LLRDMA_DT_COUNT] = {
-    "int8",  "int16", "int32",     "int64",      "uint8",    "uint16", "uint32",   "uint64", "float",
-    "double", "bool", "byte",      "float_int",  "double_int", "long_int", "2int", "short_int"};
+    "int8",      "int16",      "int32",    "int64",  "uint8",    "uint16",
+    "uint32",    "uint64",     "float",    "double", "bool",     "byte",
+    "float_int", "double_int", "long_int", "2int",   "short_int"};
 
-const char *const kOpNames[LLRDMA_OP_COUNT] = {"sum", "prod", "min",  "max",  "land",   "lor",
+const char *const kOpNames[LLRDMA_OP_COUNT] = {"sum",  "prod", "min", "max",  "land",   "lor",
                                                "lxor", "band", "bor", "bxor", "maxloc", "minloc"};
 
-struct FreeOnExit {
+// Scratch the core allocated: released after the Transport (declared later,
+// destroyed first) has completed every request that may point into it.
+struct ScratchOnExit {
+    const llrdma_ar_comm_t *c = nullptr;
     void *p = nullptr;
-    ~FreeOnExit() { std::free(p); }
+    ~ScratchOnExit()
+    {
+        if (p && c->free)
+            c->free(c->ctx, p);
+        else
+            std::free(p);
+    }
 };
 
 } // namespace
@@ -63,10 +74,14 @@ extern "C" size_t llrdma_ar_scratch_bytes(const llrdma_ar_plan_t *plan, size_t c
     if (!plan || es == 0 || comm_size <= 1 || count == 0)
         return 0;
     switch (plan->alg) {
-    case LLRDMA_AR_RECURSIVE_DOUBLING: return scratch_recursive_doubling(count, es, comm_size);
-    case LLRDMA_AR_RABENSEIFNER: return scratch_rabenseifner(count, es, comm_size);
-    case LLRDMA_AR_RING: return scratch_ring(plan, count, es, comm_size);
-    default: return 0;
+    case LLRDMA_AR_RECURSIVE_DOUBLING:
+        return scratch_recursive_doubling(count, es, comm_size);
+    case LLRDMA_AR_RABENSEIFNER:
+        return scratch_rabenseifner(count, es, comm_size);
+    case LLRDMA_AR_RING:
+        return scratch_ring(plan, count, es, comm_size);
+    default:
+        return 0;
     }
 }
 
@@ -78,6 +93,10 @@ extern "C" int llrdma_ar_run(const llrdma_ar_plan_t *plan, const llrdma_ar_comm_
         comm->rank < 0 || comm->rank >= comm->size || plan->alg <= LLRDMA_AR_AUTO ||
         plan->alg >= LLRDMA_AR_NALGS)
         return LLRDMA_AR_ERR_INVALID;
+    // Hooks come in pairs: a core that memcpy'd what a hook reduces would be wrong.
+    const bool hooked = comm->copy || comm->reduce;
+    if (hooked != (comm->copy && comm->reduce) || !comm->alloc != !comm->free)
+        return LLRDMA_AR_ERR_INVALID;
     if (!llrdma_ar_supported(dtype, op))
         return LLRDMA_AR_ERR_UNSUPPORTED;
     if (count == 0)
@@ -85,15 +104,17 @@ extern "C" int llrdma_ar_run(const llrdma_ar_plan_t *plan, const llrdma_ar_comm_
     size_t es = dtype_size(dtype);
     if (!recvbuf || count > static_cast<size_t>(-1) / es)
         return LLRDMA_AR_ERR_INVALID;
-    if (sendbuf && sendbuf != recvbuf)
-        std::memcpy(recvbuf, sendbuf, count * es);
-    if (comm->size == 1)
-        return LLRDMA_AR_OK;
 
     size_t need = llrdma_ar_scratch_bytes(plan, count, dtype, comm->size);
-    FreeOnExit owned;
+    ScratchOnExit owned;
+    owned.c = comm;
     if (!scratch && need > 0) {
-        owned.p = std::malloc(need);
+        if (comm->alloc)
+            owned.p = comm->alloc(comm->ctx, need);
+        else if (hooked)
+            return LLRDMA_AR_ERR_INVALID; // host scratch for buffers the core may not touch
+        else
+            owned.p = std::malloc(need);
         if (!owned.p)
             return LLRDMA_AR_ERR_NOMEM;
         scratch = owned.p;
@@ -104,12 +125,22 @@ extern "C" int llrdma_ar_run(const llrdma_ar_plan_t *plan, const llrdma_ar_comm_
 
     try {
         Transport t(comm);
-        Args a{&t, recvbuf, count, dtype, op, es, scratch, scratch_bytes, plan};
-        int rc;
-        switch (plan->alg) {
-        case LLRDMA_AR_RECURSIVE_DOUBLING: rc = run_recursive_doubling(a); break;
-        case LLRDMA_AR_RABENSEIFNER: rc = run_rabenseifner(a); break;
-        default: rc = run_ring(a); break;
+        int rc = LLRDMA_AR_OK;
+        if (sendbuf && sendbuf != recvbuf)
+            rc = t.copy(recvbuf, sendbuf, count * es);
+        if (rc == LLRDMA_AR_OK && comm->size > 1) {
+            Args a{&t, recvbuf, count, dtype, op, es, scratch, scratch_bytes, plan};
+            switch (plan->alg) {
+            case LLRDMA_AR_RECURSIVE_DOUBLING:
+                rc = run_recursive_doubling(a);
+                break;
+            case LLRDMA_AR_RABENSEIFNER:
+                rc = run_rabenseifner(a);
+                break;
+            default:
+                rc = run_ring(a);
+                break;
+            }
         }
         int drc = t.drain();
         return rc != LLRDMA_AR_OK ? rc : drc;

@@ -7,8 +7,10 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace llrdma {
-namespace ar {
+namespace llrdma
+{
+namespace ar
+{
 
 // Tags per algorithm step.  Distinct for readability of traces; correctness does
 // not depend on them (see the pairwise-order rule in llrdma_allreduce.h).
@@ -71,8 +73,9 @@ struct Fold {
 // Tracks the requests of one call.  After the first error every later call
 // fails fast, and the destructor (or drain()) cancels and waits whatever is still
 // outstanding, so no request outlives the buffers it points into.
-class Transport {
-public:
+class Transport
+{
+  public:
     static constexpr int kMaxLive = 64;
 
     explicit Transport(const llrdma_ar_comm_t *c) : c_(c) {}
@@ -104,11 +107,15 @@ public:
         int rc = irecv(buf, bytes, peer, tag, &r);
         return rc != LLRDMA_AR_OK ? rc : wait(&r);
     }
+    // Local data movement: through the comm's hooks when set (device memory),
+    // else memcpy / reduce3.  reduce: out = a OP b, out may alias a or b.
+    int copy(void *dst, const void *src, size_t bytes);
+    int reduce(int op, int dtype, const void *a, const void *b, void *out, size_t count);
     // Cancels and waits everything outstanding; returns the sticky error.
     int drain();
     int error() const { return err_; }
 
-private:
+  private:
     int fail(int rc);
     void track(void *req);
     void untrack(void *req);
@@ -122,8 +129,8 @@ private:
 // Arguments common to all algorithms.  recvbuf already holds this rank's input.
 struct Args {
     Transport *t;
-    void *buf;     // recvbuf, in place
-    size_t count;  // elements, > 0
+    void *buf;    // recvbuf, in place
+    size_t count; // elements, > 0
     int dtype, op;
     size_t esize;  // element size
     void *scratch; // at least scratch_bytes() of this algorithm

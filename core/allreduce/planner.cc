@@ -20,10 +20,12 @@
 //    at least 2 (double buffering), at most 8 so a burst does not overflow the
 //    low-latency profile's shallow send queue (the report's failure case 1).
 #include "internal.h"
+#include "llrdma_core.h"
 
 #include <algorithm>
 
-namespace {
+namespace
+{
 
 constexpr size_t KiB = 1024;
 constexpr size_t MiB = 1024 * KiB;
@@ -31,9 +33,6 @@ constexpr size_t kSmallMin = 8 * KiB;
 constexpr size_t kSmallCap = 64 * KiB;
 constexpr size_t kMediumPow2 = 1 * MiB;
 constexpr size_t kMediumOther = 256 * KiB;
-constexpr size_t kSegMin = 4 * KiB;
-constexpr size_t kSegMax = 1 * MiB;
-constexpr size_t kSegGeneric = 64 * KiB;
 constexpr size_t kInFlightBytes = 512 * KiB;
 constexpr int kInFlightMin = 2;
 constexpr int kInFlightMax = 8;
@@ -52,13 +51,15 @@ extern "C" int llrdma_ar_plan(size_t bytes, size_t dtype_size, int comm_size, ui
         forced_alg >= LLRDMA_AR_NALGS)
         return LLRDMA_AR_ERR_INVALID;
 
-    size_t seg;
-    if (forced_segment > 0)
-        seg = forced_segment;
-    else if (hint >= kSegMin)
-        seg = static_cast<size_t>(std::min<uint64_t>(hint, kSegMax));
-    else
-        seg = kSegGeneric;
+    // The default segment is the profile's (one rule, shown in every rank's dump).
+    size_t seg = forced_segment;
+    if (seg == 0) {
+        llrdma_profile_t prof;
+        if (llrdma_profile_derive(std::min<uint64_t>(hint, LLRDMA_HINT_MAX), nullptr, &prof) !=
+            LLRDMA_OK)
+            return LLRDMA_AR_ERR_INVALID;
+        seg = static_cast<size_t>(prof.coll_segment_bytes);
+    }
     seg = std::max(dtype_size, seg / dtype_size * dtype_size);
     size_t want = kInFlightBytes / seg;
     out->segment_bytes = seg;

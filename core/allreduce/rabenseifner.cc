@@ -22,8 +22,10 @@
 // same bits.
 #include "internal.h"
 
-namespace llrdma {
-namespace ar {
+namespace llrdma
+{
+namespace ar
+{
 
 size_t scratch_rabenseifner(size_t count, size_t esize, int size)
 {
@@ -63,9 +65,11 @@ int run_rabenseifner(const Args &a)
                 return rc;
             void *mine = at(a.buf, ks, es);
             if (lower)
-                reduce3(a.op, a.dtype, mine, a.scratch, mine, kn);
+                rc = t.reduce(a.op, a.dtype, mine, a.scratch, mine, kn);
             else
-                reduce3(a.op, a.dtype, a.scratch, mine, mine, kn);
+                rc = t.reduce(a.op, a.dtype, a.scratch, mine, mine, kn);
+            if (rc != LLRDMA_AR_OK)
+                return rc;
             saved_lo[steps] = lo;
             saved_hi[steps] = hi;
             lo = klo;

@@ -19,8 +19,10 @@
 // Rabenseifner produces the identical tree, so the two agree bit for bit.
 #include "internal.h"
 
-namespace llrdma {
-namespace ar {
+namespace llrdma
+{
+namespace ar
+{
 
 int fold_in(const Args &a, const Fold &f, int tag)
 {
@@ -34,8 +36,7 @@ int fold_in(const Args &a, const Fold &f, int tag)
     int rc = t.recv(a.scratch, bytes, rank - 1, tag);
     if (rc != LLRDMA_AR_OK)
         return rc;
-    reduce3(a.op, a.dtype, a.scratch, a.buf, a.buf, a.count); // v[2i] OP v[2i+1]
-    return LLRDMA_AR_OK;
+    return t.reduce(a.op, a.dtype, a.scratch, a.buf, a.buf, a.count); // v[2i] OP v[2i+1]
 }
 
 int fold_out(const Args &a, const Fold &f, int tag)
@@ -71,9 +72,11 @@ int run_recursive_doubling(const Args &a)
             if (rc != LLRDMA_AR_OK)
                 return rc;
             if (f.newrank < partner)
-                reduce3(a.op, a.dtype, a.buf, a.scratch, a.buf, a.count);
+                rc = t.reduce(a.op, a.dtype, a.buf, a.scratch, a.buf, a.count);
             else
-                reduce3(a.op, a.dtype, a.scratch, a.buf, a.buf, a.count);
+                rc = t.reduce(a.op, a.dtype, a.scratch, a.buf, a.buf, a.count);
+            if (rc != LLRDMA_AR_OK)
+                return rc;
         }
     }
     return fold_out(a, f, kTagRdUnfold);

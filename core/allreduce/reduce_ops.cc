@@ -10,17 +10,20 @@
 #include <cstring>
 #include <type_traits>
 
-namespace llrdma {
-namespace ar {
-namespace {
+namespace llrdma
+{
+namespace ar
+{
+namespace
+{
 
 template <typename T> struct Pair {
     T v;
     int k;
 };
 
-template <typename T> using Wide =
-    std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
+template <typename T>
+using Wide = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
 
 template <typename T> inline T wrap_add(T a, T b)
 {
@@ -101,8 +104,7 @@ struct Minloc {
     }
 };
 
-template <typename Op, typename T>
-void kernel(const void *a, const void *b, void *out, size_t n)
+template <typename Op, typename T> void kernel(const void *a, const void *b, void *out, size_t n)
 {
     const unsigned char *pa = static_cast<const unsigned char *>(a);
     const unsigned char *pb = static_cast<const unsigned char *>(b);
@@ -122,53 +124,82 @@ using KernelFn = void (*)(const void *, const void *, void *, size_t);
 template <typename T> KernelFn int_kernel(int op)
 {
     switch (op) {
-    case LLRDMA_OP_SUM: return kernel<Sum, T>;
-    case LLRDMA_OP_PROD: return kernel<Prod, T>;
-    case LLRDMA_OP_MIN: return kernel<Min, T>;
-    case LLRDMA_OP_MAX: return kernel<Max, T>;
-    case LLRDMA_OP_LAND: return kernel<Land, T>;
-    case LLRDMA_OP_LOR: return kernel<Lor, T>;
-    case LLRDMA_OP_LXOR: return kernel<Lxor, T>;
-    case LLRDMA_OP_BAND: return kernel<Band, T>;
-    case LLRDMA_OP_BOR: return kernel<Bor, T>;
-    case LLRDMA_OP_BXOR: return kernel<Bxor, T>;
-    default: return nullptr;
+    case LLRDMA_OP_SUM:
+        return kernel<Sum, T>;
+    case LLRDMA_OP_PROD:
+        return kernel<Prod, T>;
+    case LLRDMA_OP_MIN:
+        return kernel<Min, T>;
+    case LLRDMA_OP_MAX:
+        return kernel<Max, T>;
+    case LLRDMA_OP_LAND:
+        return kernel<Land, T>;
+    case LLRDMA_OP_LOR:
+        return kernel<Lor, T>;
+    case LLRDMA_OP_LXOR:
+        return kernel<Lxor, T>;
+    case LLRDMA_OP_BAND:
+        return kernel<Band, T>;
+    case LLRDMA_OP_BOR:
+        return kernel<Bor, T>;
+    case LLRDMA_OP_BXOR:
+        return kernel<Bxor, T>;
+    default:
+        return nullptr;
     }
 }
 
 template <typename T> KernelFn float_kernel(int op)
 {
     switch (op) {
-    case LLRDMA_OP_SUM: return kernel<Sum, T>;
-    case LLRDMA_OP_PROD: return kernel<Prod, T>;
-    case LLRDMA_OP_MIN: return kernel<Min, T>;
-    case LLRDMA_OP_MAX: return kernel<Max, T>;
-    default: return nullptr;
+    case LLRDMA_OP_SUM:
+        return kernel<Sum, T>;
+    case LLRDMA_OP_PROD:
+        return kernel<Prod, T>;
+    case LLRDMA_OP_MIN:
+        return kernel<Min, T>;
+    case LLRDMA_OP_MAX:
+        return kernel<Max, T>;
+    default:
+        return nullptr;
     }
 }
 
 template <typename T> KernelFn loc_kernel(int op)
 {
     switch (op) {
-    case LLRDMA_OP_MAXLOC: return kernel<Maxloc, Pair<T>>;
-    case LLRDMA_OP_MINLOC: return kernel<Minloc, Pair<T>>;
-    default: return nullptr;
+    case LLRDMA_OP_MAXLOC:
+        return kernel<Maxloc, Pair<T>>;
+    case LLRDMA_OP_MINLOC:
+        return kernel<Minloc, Pair<T>>;
+    default:
+        return nullptr;
     }
 }
 
 KernelFn lookup(int op, int dtype)
 {
     switch (dtype) {
-    case LLRDMA_DT_INT8: return int_kernel<int8_t>(op);
-    case LLRDMA_DT_INT16: return int_kernel<int16_t>(op);
-    case LLRDMA_DT_INT32: return int_kernel<int32_t>(op);
-    case LLRDMA_DT_INT64: return int_kernel<int64_t>(op);
-    case LLRDMA_DT_UINT8: return int_kernel<uint8_t>(op);
-    case LLRDMA_DT_UINT16: return int_kernel<uint16_t>(op);
-    case LLRDMA_DT_UINT32: return int_kernel<uint32_t>(op);
-    case LLRDMA_DT_UINT64: return int_kernel<uint64_t>(op);
-    case LLRDMA_DT_FLOAT: return float_kernel<float>(op);
-    case LLRDMA_DT_DOUBLE: return float_kernel<double>(op);
+    case LLRDMA_DT_INT8:
+        return int_kernel<int8_t>(op);
+    case LLRDMA_DT_INT16:
+        return int_kernel<int16_t>(op);
+    case LLRDMA_DT_INT32:
+        return int_kernel<int32_t>(op);
+    case LLRDMA_DT_INT64:
+        return int_kernel<int64_t>(op);
+    case LLRDMA_DT_UINT8:
+        return int_kernel<uint8_t>(op);
+    case LLRDMA_DT_UINT16:
+        return int_kernel<uint16_t>(op);
+    case LLRDMA_DT_UINT32:
+        return int_kernel<uint32_t>(op);
+    case LLRDMA_DT_UINT64:
+        return int_kernel<uint64_t>(op);
+    case LLRDMA_DT_FLOAT:
+        return float_kernel<float>(op);
+    case LLRDMA_DT_DOUBLE:
+        return float_kernel<double>(op);
     case LLRDMA_DT_BOOL:
         // C _Bool: stored as 0/1 bytes; read as uint8 so any byte value is safe.
         if (op == LLRDMA_OP_LAND || op == LLRDMA_OP_LOR || op == LLRDMA_OP_LXOR)
@@ -178,12 +209,18 @@ KernelFn lookup(int op, int dtype)
         if (op == LLRDMA_OP_BAND || op == LLRDMA_OP_BOR || op == LLRDMA_OP_BXOR)
             return int_kernel<uint8_t>(op);
         return nullptr;
-    case LLRDMA_DT_FLOAT_INT: return loc_kernel<float>(op);
-    case LLRDMA_DT_DOUBLE_INT: return loc_kernel<double>(op);
-    case LLRDMA_DT_LONG_INT: return loc_kernel<long>(op);
-    case LLRDMA_DT_2INT: return loc_kernel<int>(op);
-    case LLRDMA_DT_SHORT_INT: return loc_kernel<short>(op);
-    default: return nullptr;
+    case LLRDMA_DT_FLOAT_INT:
+        return loc_kernel<float>(op);
+    case LLRDMA_DT_DOUBLE_INT:
+        return loc_kernel<double>(op);
+    case LLRDMA_DT_LONG_INT:
+        return loc_kernel<long>(op);
+    case LLRDMA_DT_2INT:
+        return loc_kernel<int>(op);
+    case LLRDMA_DT_SHORT_INT:
+        return loc_kernel<short>(op);
+    default:
+        return nullptr;
     }
 }
 
@@ -205,21 +242,31 @@ size_t dtype_size(int dtype)
     case LLRDMA_DT_INT8:
     case LLRDMA_DT_UINT8:
     case LLRDMA_DT_BOOL:
-    case LLRDMA_DT_BYTE: return 1;
+    case LLRDMA_DT_BYTE:
+        return 1;
     case LLRDMA_DT_INT16:
-    case LLRDMA_DT_UINT16: return 2;
+    case LLRDMA_DT_UINT16:
+        return 2;
     case LLRDMA_DT_INT32:
     case LLRDMA_DT_UINT32:
-    case LLRDMA_DT_FLOAT: return 4;
+    case LLRDMA_DT_FLOAT:
+        return 4;
     case LLRDMA_DT_INT64:
     case LLRDMA_DT_UINT64:
-    case LLRDMA_DT_DOUBLE: return 8;
-    case LLRDMA_DT_FLOAT_INT: return sizeof(Pair<float>);
-    case LLRDMA_DT_DOUBLE_INT: return sizeof(Pair<double>);
-    case LLRDMA_DT_LONG_INT: return sizeof(Pair<long>);
-    case LLRDMA_DT_2INT: return sizeof(Pair<int>);
-    case LLRDMA_DT_SHORT_INT: return sizeof(Pair<short>);
-    default: return 0;
+    case LLRDMA_DT_DOUBLE:
+        return 8;
+    case LLRDMA_DT_FLOAT_INT:
+        return sizeof(Pair<float>);
+    case LLRDMA_DT_DOUBLE_INT:
+        return sizeof(Pair<double>);
+    case LLRDMA_DT_LONG_INT:
+        return sizeof(Pair<long>);
+    case LLRDMA_DT_2INT:
+        return sizeof(Pair<int>);
+    case LLRDMA_DT_SHORT_INT:
+        return sizeof(Pair<short>);
+    default:
+        return 0;
     }
 }
 
@@ -241,5 +288,5 @@ extern "C" int llrdma_reduce_local(int op, int dtype, const void *in, void *inou
     if (count > 0 && (!in || !inout))
         return LLRDMA_AR_ERR_INVALID;
     return llrdma::ar::reduce3(op, dtype, in, inout, inout, count) ? LLRDMA_AR_OK
-                                                                    : LLRDMA_AR_ERR_UNSUPPORTED;
+                                                                   : LLRDMA_AR_ERR_UNSUPPORTED;
 }

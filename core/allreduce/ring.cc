@@ -26,10 +26,13 @@
 
 #include <algorithm>
 
-namespace llrdma {
-namespace ar {
+namespace llrdma
+{
+namespace ar
+{
 
-namespace {
+namespace
+{
 
 struct Ring {
     const Args &a;
@@ -91,7 +94,9 @@ struct Ring {
             if (reduce) {
                 range(rb - k, j, &off, &n);
                 void *mine = at(a.buf, off, es);
-                reduce3(a.op, a.dtype, mine, slot(it), mine, n);
+                rc = t.reduce(a.op, a.dtype, slot(it), mine, mine, n);
+                if (rc != LLRDMA_AR_OK)
+                    break;
             }
             if (it + window < items)
                 rc = post_recv(it + window);

@@ -5,8 +5,12 @@
 // its buffers (user or scratch) go away.
 #include "internal.h"
 
-namespace llrdma {
-namespace ar {
+#include <cstring>
+
+namespace llrdma
+{
+namespace ar
+{
 
 void Transport::track(void *req)
 {
@@ -96,6 +100,34 @@ int Transport::wait(int n, void **reqs)
         return LLRDMA_AR_OK;
     if (c_->waitall(c_->ctx, m, batch) != 0)
         return fail(LLRDMA_AR_ERR_TRANSPORT);
+    return LLRDMA_AR_OK;
+}
+
+int Transport::copy(void *dst, const void *src, size_t bytes)
+{
+    if (err_ != LLRDMA_AR_OK)
+        return err_;
+    if (bytes == 0)
+        return LLRDMA_AR_OK;
+    if (!c_->copy) {
+        std::memcpy(dst, src, bytes);
+        return LLRDMA_AR_OK;
+    }
+    if (c_->copy(c_->ctx, dst, src, bytes) != 0)
+        return fail(LLRDMA_AR_ERR_MEMORY);
+    return LLRDMA_AR_OK;
+}
+
+int Transport::reduce(int op, int dtype, const void *a, const void *b, void *out, size_t count)
+{
+    if (err_ != LLRDMA_AR_OK)
+        return err_;
+    if (count == 0)
+        return LLRDMA_AR_OK;
+    if (!c_->reduce) // the pair was checked by llrdma_ar_run
+        return reduce3(op, dtype, a, b, out, count) ? LLRDMA_AR_OK : fail(LLRDMA_AR_ERR_INVALID);
+    if (c_->reduce(c_->ctx, op, dtype, a, b, out, count) != 0)
+        return fail(LLRDMA_AR_ERR_MEMORY);
     return LLRDMA_AR_OK;
 }
 

@@ -18,7 +18,8 @@
 #include <thread>
 #include <vector>
 
-namespace {
+namespace
+{
 
 using Bytes = std::vector<unsigned char>;
 
@@ -70,10 +71,14 @@ template <typename T> T int_value(int op, uint64_t h, int p)
         T f = static_cast<T>(1 + (h >> 5) % 3);
         return (std::is_signed<T>::value && (h & 8)) ? static_cast<T>(0 - f) : f;
     }
-    case LLRDMA_OP_LAND: return rare ? T(0) : static_cast<T>(h | 1);
-    case LLRDMA_OP_LOR: return rare ? static_cast<T>(h | 1) : T(0);
-    case LLRDMA_OP_LXOR: return (h & 2) ? static_cast<T>(h | 1) : T(0);
-    default: return static_cast<T>(h);
+    case LLRDMA_OP_LAND:
+        return rare ? T(0) : static_cast<T>(h | 1);
+    case LLRDMA_OP_LOR:
+        return rare ? static_cast<T>(h | 1) : T(0);
+    case LLRDMA_OP_LXOR:
+        return (h & 2) ? static_cast<T>(h | 1) : T(0);
+    default:
+        return static_cast<T>(h);
     }
 }
 
@@ -100,23 +105,39 @@ void gen(const Combo &c, uint64_t seed, int r, int p, size_t i, unsigned char *d
     uint64_t h = mix(seed ^ mix((static_cast<uint64_t>(r) << 40) + i));
     int op = c.op;
     switch (c.dt) {
-    case LLRDMA_DT_INT8: return put(d, int_value<int8_t>(op, h, p));
-    case LLRDMA_DT_INT16: return put(d, int_value<int16_t>(op, h, p));
-    case LLRDMA_DT_INT32: return put(d, int_value<int32_t>(op, h, p));
-    case LLRDMA_DT_INT64: return put(d, int_value<int64_t>(op, h, p));
+    case LLRDMA_DT_INT8:
+        return put(d, int_value<int8_t>(op, h, p));
+    case LLRDMA_DT_INT16:
+        return put(d, int_value<int16_t>(op, h, p));
+    case LLRDMA_DT_INT32:
+        return put(d, int_value<int32_t>(op, h, p));
+    case LLRDMA_DT_INT64:
+        return put(d, int_value<int64_t>(op, h, p));
     case LLRDMA_DT_UINT8:
-    case LLRDMA_DT_BYTE: return put(d, int_value<uint8_t>(op, h, p));
-    case LLRDMA_DT_UINT16: return put(d, int_value<uint16_t>(op, h, p));
-    case LLRDMA_DT_UINT32: return put(d, int_value<uint32_t>(op, h, p));
-    case LLRDMA_DT_UINT64: return put(d, int_value<uint64_t>(op, h, p));
-    case LLRDMA_DT_BOOL: return put(d, static_cast<uint8_t>(int_value<uint8_t>(op, h, p) != 0));
-    case LLRDMA_DT_FLOAT: return put(d, float_value<float>(op, h));
-    case LLRDMA_DT_DOUBLE: return put(d, float_value<double>(op, h));
-    case LLRDMA_DT_FLOAT_INT: return put_pair<float>(d, h);
-    case LLRDMA_DT_DOUBLE_INT: return put_pair<double>(d, h);
-    case LLRDMA_DT_LONG_INT: return put_pair<long>(d, h);
-    case LLRDMA_DT_2INT: return put_pair<int>(d, h);
-    case LLRDMA_DT_SHORT_INT: return put_pair<short>(d, h);
+    case LLRDMA_DT_BYTE:
+        return put(d, int_value<uint8_t>(op, h, p));
+    case LLRDMA_DT_UINT16:
+        return put(d, int_value<uint16_t>(op, h, p));
+    case LLRDMA_DT_UINT32:
+        return put(d, int_value<uint32_t>(op, h, p));
+    case LLRDMA_DT_UINT64:
+        return put(d, int_value<uint64_t>(op, h, p));
+    case LLRDMA_DT_BOOL:
+        return put(d, static_cast<uint8_t>(int_value<uint8_t>(op, h, p) != 0));
+    case LLRDMA_DT_FLOAT:
+        return put(d, float_value<float>(op, h));
+    case LLRDMA_DT_DOUBLE:
+        return put(d, float_value<double>(op, h));
+    case LLRDMA_DT_FLOAT_INT:
+        return put_pair<float>(d, h);
+    case LLRDMA_DT_DOUBLE_INT:
+        return put_pair<double>(d, h);
+    case LLRDMA_DT_LONG_INT:
+        return put_pair<long>(d, h);
+    case LLRDMA_DT_2INT:
+        return put_pair<int>(d, h);
+    case LLRDMA_DT_SHORT_INT:
+        return put_pair<short>(d, h);
     }
 }
 
@@ -191,12 +212,18 @@ Bytes sequential(const Combo &c, const std::vector<Bytes> &in, size_t count)
 std::pair<size_t, size_t> pair_layout(int dt)
 {
     switch (dt) {
-    case LLRDMA_DT_FLOAT_INT: return {sizeof(float), offsetof(Pair<float>, k)};
-    case LLRDMA_DT_DOUBLE_INT: return {sizeof(double), offsetof(Pair<double>, k)};
-    case LLRDMA_DT_LONG_INT: return {sizeof(long), offsetof(Pair<long>, k)};
-    case LLRDMA_DT_2INT: return {sizeof(int), offsetof(Pair<int>, k)};
-    case LLRDMA_DT_SHORT_INT: return {sizeof(short), offsetof(Pair<short>, k)};
-    default: return {0, 0};
+    case LLRDMA_DT_FLOAT_INT:
+        return {sizeof(float), offsetof(Pair<float>, k)};
+    case LLRDMA_DT_DOUBLE_INT:
+        return {sizeof(double), offsetof(Pair<double>, k)};
+    case LLRDMA_DT_LONG_INT:
+        return {sizeof(long), offsetof(Pair<long>, k)};
+    case LLRDMA_DT_2INT:
+        return {sizeof(int), offsetof(Pair<int>, k)};
+    case LLRDMA_DT_SHORT_INT:
+        return {sizeof(short), offsetof(Pair<short>, k)};
+    default:
+        return {0, 0};
     }
 }
 
@@ -229,20 +256,21 @@ struct Case {
     int alg;
     Combo c;
     size_t count;
-    int inplace;        // 0: separate sendbuf, 1: sendbuf NULL, 2: sendbuf == recvbuf
-    size_t seg;         // ring segment bytes (a multiple of the element size)
+    int inplace; // 0: separate sendbuf, 1: sendbuf NULL, 2: sendbuf == recvbuf
+    size_t seg;  // ring segment bytes (a multiple of the element size)
     int window;
-    bool own_scratch;   // caller allocates exactly llrdma_ar_scratch_bytes()
+    bool own_scratch; // caller allocates exactly llrdma_ar_scratch_bytes()
     uint64_t seed;
-    Bytes exact, seq;   // references (filled by prepare)
+    Bytes exact, seq; // references (filled by prepare)
 };
 
 std::string describe(const Case &k, int p)
 {
     std::ostringstream s;
     s << llrdma_ar_alg_name(k.alg) << " p=" << p << " count=" << k.count << " "
-      << llrdma_ar_dtype_name(k.c.dt) << " " << llrdma_ar_op_name(k.c.op) << " inplace=" << k.inplace
-      << " seg=" << k.seg << " window=" << k.window << " scratch=" << k.own_scratch;
+      << llrdma_ar_dtype_name(k.c.dt) << " " << llrdma_ar_op_name(k.c.op)
+      << " inplace=" << k.inplace << " seg=" << k.seg << " window=" << k.window
+      << " scratch=" << k.own_scratch;
     return s.str();
 }
 
@@ -327,8 +355,15 @@ const int kAlgs[] = {LLRDMA_AR_RECURSIVE_DOUBLING, LLRDMA_AR_RABENSEIFNER, LLRDM
 std::vector<Case> matrix(int p, size_t *rot)
 {
     static const std::vector<Combo> combos = all_combos();
-    std::vector<size_t> counts = {0, 1, 2, 3, static_cast<size_t>(p - 1), static_cast<size_t>(p),
-                                  static_cast<size_t>(p + 1), 1000, 4097};
+    std::vector<size_t> counts = {0,
+                                  1,
+                                  2,
+                                  3,
+                                  static_cast<size_t>(p - 1),
+                                  static_cast<size_t>(p),
+                                  static_cast<size_t>(p + 1),
+                                  1000,
+                                  4097};
     std::sort(counts.begin(), counts.end());
     counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
     const size_t segs_elems[] = {1, 3, 0, 0}; // 0: bytes from segs_bytes
@@ -343,15 +378,31 @@ std::vector<Case> matrix(int p, size_t *rot)
                 size_t es = llrdma_ar_dtype_size(c.dt);
                 size_t seg = segs_elems[i % 4] ? segs_elems[i % 4] * es
                                                : std::max(es, segs_bytes[i % 4] / es * es);
-                v.push_back({alg, c, n, static_cast<int>(i % 3), seg, windows[(i / 4) % 4],
-                             i % 2 == 0, mix(i), {}, {}});
+                v.push_back({alg,
+                             c,
+                             n,
+                             static_cast<int>(i % 3),
+                             seg,
+                             windows[(i / 4) % 4],
+                             i % 2 == 0,
+                             mix(i),
+                             {},
+                             {}});
             }
         // ~1 MB vectors
         Combo big[] = {{LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM}, {LLRDMA_DT_INT32, LLRDMA_OP_SUM}};
         for (int b = 0; b < 2; ++b) {
             size_t es = llrdma_ar_dtype_size(big[b].dt);
-            v.push_back({alg, big[b], (1 << 20) / es + 3, b, b ? size_t(8192) : size_t(65536), b ? 8 : 3, b == 1,
-                         mix(*rot + 77), {}, {}});
+            v.push_back({alg,
+                         big[b],
+                         (1 << 20) / es + 3,
+                         b,
+                         b ? size_t(8192) : size_t(65536),
+                         b ? 8 : 3,
+                         b == 1,
+                         mix(*rot + 77),
+                         {},
+                         {}});
         }
     }
     for (Case &k : v)
@@ -389,8 +440,16 @@ BOOST_AUTO_TEST_CASE(every_op_and_dtype)
         for (int alg : kAlgs)
             for (const Combo &c : all_combos()) {
                 size_t es = llrdma_ar_dtype_size(c.dt);
-                cases.push_back({alg, c, static_cast<size_t>(2 * p + 3), static_cast<int>(i % 3),
-                                 2 * es, 2, i % 2 == 1, mix(1000 + i), {}, {}});
+                cases.push_back({alg,
+                                 c,
+                                 static_cast<size_t>(2 * p + 3),
+                                 static_cast<int>(i % 3),
+                                 2 * es,
+                                 2,
+                                 i % 2 == 1,
+                                 mix(1000 + i),
+                                 {},
+                                 {}});
                 ++i;
             }
         for (Case &k : cases)
@@ -407,8 +466,16 @@ BOOST_AUTO_TEST_CASE(every_op_and_dtype)
 BOOST_AUTO_TEST_CASE(tree_algorithms_agree_bitwise)
 {
     // Recursive doubling and Rabenseifner share one documented order: same bits.
-    Case k{LLRDMA_AR_RECURSIVE_DOUBLING, {LLRDMA_DT_FLOAT, LLRDMA_OP_SUM}, 777, 0, 4, 2, false, 9,
-           {}, {}};
+    Case k{LLRDMA_AR_RECURSIVE_DOUBLING,
+           {LLRDMA_DT_FLOAT, LLRDMA_OP_SUM},
+           777,
+           0,
+           4,
+           2,
+           false,
+           9,
+           {},
+           {}};
     prepare(k, 6);
     Case k2 = k;
     k2.alg = LLRDMA_AR_RABENSEIFNER;
@@ -470,8 +537,8 @@ BOOST_AUTO_TEST_CASE(transport_failure_propagates)
                                                        c.dt, c.op, nullptr, 0);
                                 if (w.live(r) != 0)
                                     errs[r] = "requests left";
-                                else if (rcs[r] == 0 && !std::equal(buf.begin(), buf.end(),
-                                                                    k.exact.begin()))
+                                else if (rcs[r] == 0 &&
+                                         !std::equal(buf.begin(), buf.end(), k.exact.begin()))
                                     errs[r] = "wrong result reported as success";
                                 else if (rcs[r] != 0 && rcs[r] != LLRDMA_AR_ERR_TRANSPORT)
                                     errs[r] = "unexpected rc " + std::to_string(rcs[r]);
@@ -483,8 +550,8 @@ BOOST_AUTO_TEST_CASE(transport_failure_propagates)
                                           " kind " + std::to_string(kind) + " at " +
                                           std::to_string(at);
                         for (int r = 0; r < p; ++r)
-                            BOOST_CHECK_MESSAGE(errs[r].empty(), ctx << ": rank " << r << ": "
-                                                                     << errs[r]);
+                            BOOST_CHECK_MESSAGE(errs[r].empty(),
+                                                ctx << ": rank " << r << ": " << errs[r]);
                         for (const std::string &s : w.problems())
                             BOOST_ERROR(ctx << ": " << s);
                         if (w.fired()) {
@@ -506,27 +573,27 @@ BOOST_AUTO_TEST_CASE(argument_checks)
     llrdma_ar_comm_t comm = w.comm(0);
     llrdma_ar_plan_t plan{LLRDMA_AR_RING, 64, 2, "test"};
     double x[4] = {1, 2, 3, 4}, y[4];
-    BOOST_CHECK_EQUAL(llrdma_ar_run(nullptr, &comm, x, y, 4, LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM,
-                                    nullptr, 0),
-                      LLRDMA_AR_ERR_INVALID);
-    BOOST_CHECK_EQUAL(llrdma_ar_run(&plan, nullptr, x, y, 4, LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM,
-                                    nullptr, 0),
-                      LLRDMA_AR_ERR_INVALID);
+    BOOST_CHECK_EQUAL(
+        llrdma_ar_run(nullptr, &comm, x, y, 4, LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM, nullptr, 0),
+        LLRDMA_AR_ERR_INVALID);
+    BOOST_CHECK_EQUAL(
+        llrdma_ar_run(&plan, nullptr, x, y, 4, LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM, nullptr, 0),
+        LLRDMA_AR_ERR_INVALID);
     llrdma_ar_plan_t bad = plan;
     bad.alg = LLRDMA_AR_AUTO;
-    BOOST_CHECK_EQUAL(llrdma_ar_run(&bad, &comm, x, y, 4, LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM, nullptr,
-                                    0),
-                      LLRDMA_AR_ERR_INVALID);
-    BOOST_CHECK_EQUAL(llrdma_ar_run(&plan, &comm, x, y, 4, LLRDMA_DT_DOUBLE, LLRDMA_OP_BAND,
-                                    nullptr, 0),
-                      LLRDMA_AR_ERR_UNSUPPORTED);
+    BOOST_CHECK_EQUAL(
+        llrdma_ar_run(&bad, &comm, x, y, 4, LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM, nullptr, 0),
+        LLRDMA_AR_ERR_INVALID);
+    BOOST_CHECK_EQUAL(
+        llrdma_ar_run(&plan, &comm, x, y, 4, LLRDMA_DT_DOUBLE, LLRDMA_OP_BAND, nullptr, 0),
+        LLRDMA_AR_ERR_UNSUPPORTED);
     BOOST_CHECK_EQUAL(llrdma_ar_run(&plan, &comm, x, y, 4, LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM, y, 8),
                       LLRDMA_AR_ERR_INVALID); // scratch too small
     llrdma_ar_comm_t odd = comm;
     odd.rank = 2;
-    BOOST_CHECK_EQUAL(llrdma_ar_run(&plan, &odd, x, y, 4, LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM, nullptr,
-                                    0),
-                      LLRDMA_AR_ERR_INVALID);
+    BOOST_CHECK_EQUAL(
+        llrdma_ar_run(&plan, &odd, x, y, 4, LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM, nullptr, 0),
+        LLRDMA_AR_ERR_INVALID);
     // count 0: nothing sent, nothing touched
     BOOST_CHECK_EQUAL(llrdma_ar_run(&plan, &comm, nullptr, nullptr, 0, LLRDMA_DT_DOUBLE,
                                     LLRDMA_OP_SUM, nullptr, 0),
@@ -535,8 +602,8 @@ BOOST_AUTO_TEST_CASE(argument_checks)
     // one rank: a copy
     sim::World one(1, sim::Options{});
     llrdma_ar_comm_t c1 = one.comm(0);
-    BOOST_CHECK_EQUAL(llrdma_ar_run(&plan, &c1, x, y, 4, LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM, nullptr,
-                                    0),
-                      LLRDMA_AR_OK);
+    BOOST_CHECK_EQUAL(
+        llrdma_ar_run(&plan, &c1, x, y, 4, LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM, nullptr, 0),
+        LLRDMA_AR_OK);
     BOOST_CHECK_EQUAL_COLLECTIONS(x, x + 4, y, y + 4);
 }

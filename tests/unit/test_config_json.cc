@@ -34,6 +34,9 @@ llrdma_rank_config_t sample(uint64_t hint)
     c.device.sq_depth_granted_ll = 64;
     c.device.sq_depth_granted_bw = 512;
     c.device.cq_moderation_supported = -1;
+    c.device.gid_index = 1;
+    c.device.rq_depth_granted_ll = 128;
+    c.device.rq_depth_granted_bw = 64;
     std::snprintf(c.btl_status, sizeof c.btl_status, "active");
     return c;
 }
@@ -78,7 +81,9 @@ BOOST_AUTO_TEST_CASE(key_order_and_shape)
         "\"coll_segment_bytes\":16384",
         "\"btl_status\":\"active\"",
         "\"devices\":1",
-        "\"device\":{\"name\":\"rxe0\",\"port\":1,\"max_inline_granted_ll\":220,"};
+        "\"device\":{\"name\":\"rxe0\",\"port\":1,\"max_inline_granted_ll\":220,",
+        "\"cq_moderation_supported\":-1,\"gid_index\":1,\"rq_depth_granted_ll\":128,"
+        "\"rq_depth_granted_bw\":64}"};
     size_t pos = 0;
     for (const char *k : keys) {
         size_t at = j.find(k, pos);
@@ -155,6 +160,7 @@ BOOST_AUTO_TEST_CASE(reader_is_tolerant)
     // Missing keys keep "unknown" values.
     BOOST_TEST(c.size == 0);
     BOOST_TEST(c.device.cq_moderation_supported == -1);
+    BOOST_TEST(c.device.gid_index == -1);
     llrdma_rank_config_t e;
     BOOST_TEST(llrdma_config_from_json("{}", &e) == LLRDMA_OK);
     BOOST_TEST(e.rank == -1);
@@ -263,6 +269,8 @@ BOOST_AUTO_TEST_CASE(worst_case_fits_json_max)
     }
     c.device.max_inline_granted_ll = c.device.max_inline_granted_bw = UINT32_MAX;
     c.device.sq_depth_granted_ll = c.device.sq_depth_granted_bw = UINT32_MAX;
+    c.device.rq_depth_granted_ll = c.device.rq_depth_granted_bw = UINT32_MAX;
+    c.device.gid_index = INT32_MIN;
     c.hint.bytes = c.profile.coll_segment_bytes = UINT64_MAX;
     c.rank = c.size = c.ndevices = c.device.port = c.device.cq_moderation_supported = INT32_MIN;
     c.pid = LONG_MIN;

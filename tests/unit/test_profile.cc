@@ -31,8 +31,8 @@ struct Expect {
 
 const Expect kTable[] = {
     // hint   ll_recv       ll_inl ll_rq bw_recv  frag     pipeline coll
-    {1, 128, 65, 256, 65600, 64 * K, 1 * M, 1 * K},
-    {64, 128, 128, 256, 65600, 64 * K, 1 * M, 1 * K},
+    {1, 128, 65, 256, 65600, 64 * K, 1 * M, 64 * K},
+    {64, 128, 128, 256, 65600, 64 * K, 1 * M, 64 * K},
     {8 * K, 8256, 256, 64, 65600, 64 * K, 1 * M, 8 * K},
     {16 * K, 16448, 256, 32, 65600, 64 * K, 1 * M, 16 * K},
     {64 * K, 65600, 256, 16, 131136, 128 * K, 1 * M, 64 * K},
@@ -107,11 +107,13 @@ BOOST_AUTO_TEST_CASE(table_of_hints)
     }
 }
 
-BOOST_AUTO_TEST_CASE(coll_segment_rounding)
+BOOST_AUTO_TEST_CASE(coll_segment_rule)
 {
-    BOOST_TEST(derive(1000).coll_segment_bytes == 1024u); // clamped up to 1K
-    BOOST_TEST(derive(5000).coll_segment_bytes == 4992u); // multiple of 64, rounded down
-    BOOST_TEST(derive(1 * M + 100).coll_segment_bytes == 1 * M);
+    BOOST_TEST(derive(1000).coll_segment_bytes == 64 * K); // below 4K: generic segment
+    BOOST_TEST(derive(4095).coll_segment_bytes == 64 * K);
+    BOOST_TEST(derive(4096).coll_segment_bytes == 4096u); // from 4K: the hint itself
+    BOOST_TEST(derive(5000).coll_segment_bytes == 5000u);
+    BOOST_TEST(derive(1 * M + 100).coll_segment_bytes == 1 * M); // capped
 }
 
 BOOST_AUTO_TEST_CASE(invariants_over_many_hints)
@@ -151,14 +153,15 @@ BOOST_AUTO_TEST_CASE(invariants_over_many_hints)
             if (h <= 512 * K)
                 BOOST_TEST(p.bw.max_send_size >= 2 * h);
             BOOST_TEST(p.bw.rdma_pipeline_bytes >= p.bw.max_send_size);
-            BOOST_TEST(p.coll_segment_bytes % 64 == 0u);
-            BOOST_TEST(p.coll_segment_bytes >= 1 * K);
+            BOOST_TEST(p.coll_segment_bytes >= 4 * K);
+            BOOST_TEST(p.coll_segment_bytes <= 1 * M);
             BOOST_TEST(p.coll_segment_bytes <= 1 * M);
             if (prev.hint != 0 && prev.hint < h) {
                 BOOST_TEST(p.ll.recv_buf_bytes >= prev.ll.recv_buf_bytes);
                 BOOST_TEST(p.ll.rq_depth <= prev.ll.rq_depth);
                 BOOST_TEST(p.bw.max_send_size >= prev.bw.max_send_size);
-                BOOST_TEST(p.coll_segment_bytes >= prev.coll_segment_bytes);
+                if (prev.hint >= 4 * K) // below 4K the segment is the generic 64K
+                    BOOST_TEST(p.coll_segment_bytes >= prev.coll_segment_bytes);
             }
         }
         prev = p;

@@ -1,0 +1,330 @@
+/*
+ * coll/llrdma MPI_Allreduce: map the call onto the C++ core
+ * (core/llrdma_allreduce.h), which plans from the size hint and runs the
+ * algorithm over the PML vtable below.  Whatever the core does not handle goes
+ * to the module below us, unchanged.
+ *
+ * Every decision here depends only on arguments MPI requires to agree across
+ * the communicator (datatype, op, count) and on process-wide settings (hint,
+ * algorithm and segment knobs) that must be equal on all ranks: a rank that
+ * chose differently would wait for messages that never come.
+ */
+#include "ompi_config.h"
+
+#include <stddef.h>
+#include <string.h>
+
+#include "mpi.h"
+#include "ompi/communicator/communicator.h"
+#include "ompi/constants.h"
+#include "ompi/datatype/ompi_datatype.h"
+#include "ompi/mca/coll/base/coll_tags.h"
+#include "ompi/mca/pml/pml.h"
+#include "ompi/request/request.h"
+#include "opal/util/output.h"
+#if OPAL_CUDA_SUPPORT
+#include "opal/datatype/opal_datatype_cuda.h"
+#endif
+
+#include "coll_llrdma.h"
+#include "llrdma_allreduce.h"
+
+/* Per-call transport state: the first Open MPI error, returned to the caller
+ * instead of the core's generic LLRDMA_AR_ERR_TRANSPORT. */
+typedef struct {
+    struct ompi_communicator_t *comm;
+    int err;
+} pml_ctx_t;
+
+static int signed_by_size(size_t n)
+{
+    switch (n) {
+    case 1:
+        return LLRDMA_DT_INT8;
+    case 2:
+        return LLRDMA_DT_INT16;
+    case 4:
+        return LLRDMA_DT_INT32;
+    case 8:
+        return LLRDMA_DT_INT64;
+    default:
+        return -1;
+    }
+}
+
+static int unsigned_by_size(size_t n)
+{
+    switch (n) {
+    case 1:
+        return LLRDMA_DT_UINT8;
+    case 2:
+        return LLRDMA_DT_UINT16;
+    case 4:
+        return LLRDMA_DT_UINT32;
+    case 8:
+        return LLRDMA_DT_UINT64;
+    default:
+        return -1;
+    }
+}
+
+/* Predefined C datatypes only, by handle (ompi/op/op.h, which would give the
+ * type ids, is not usable with Debian's headers).  MPI_CHAR, Fortran, complex,
+ * long double and the MPI_AINT family are left to the module below. */
+static int map_dtype(struct ompi_datatype_t *d)
+{
+    if (d == MPI_INT8_T || d == MPI_SIGNED_CHAR)
+        return LLRDMA_DT_INT8;
+    if (d == MPI_INT16_T)
+        return LLRDMA_DT_INT16;
+    if (d == MPI_INT32_T)
+        return LLRDMA_DT_INT32;
+    if (d == MPI_INT64_T)
+        return LLRDMA_DT_INT64;
+    if (d == MPI_UINT8_T || d == MPI_UNSIGNED_CHAR)
+        return LLRDMA_DT_UINT8;
+    if (d == MPI_UINT16_T)
+        return LLRDMA_DT_UINT16;
+    if (d == MPI_UINT32_T)
+        return LLRDMA_DT_UINT32;
+    if (d == MPI_UINT64_T)
+        return LLRDMA_DT_UINT64;
+    if (d == MPI_SHORT)
+        return signed_by_size(sizeof(short));
+    if (d == MPI_INT)
+        return signed_by_size(sizeof(int));
+    if (d == MPI_LONG)
+        return signed_by_size(sizeof(long));
+    if (d == MPI_LONG_LONG_INT || d == MPI_LONG_LONG)
+        return signed_by_size(sizeof(long long));
+    if (d == MPI_UNSIGNED_SHORT)
+        return unsigned_by_size(sizeof(unsigned short));
+    if (d == MPI_UNSIGNED)
+        return unsigned_by_size(sizeof(unsigned));
+    if (d == MPI_UNSIGNED_LONG)
+        return unsigned_by_size(sizeof(unsigned long));
+    if (d == MPI_UNSIGNED_LONG_LONG)
+        return unsigned_by_size(sizeof(unsigned long long));
+    if (d == MPI_FLOAT)
+        return LLRDMA_DT_FLOAT;
+    if (d == MPI_DOUBLE)
+        return LLRDMA_DT_DOUBLE;
+    if (d == MPI_C_BOOL)
+        return sizeof(_Bool) == 1 ? LLRDMA_DT_BOOL : -1;
+    if (d == MPI_BYTE)
+        return LLRDMA_DT_BYTE;
+    if (d == MPI_FLOAT_INT)
+        return LLRDMA_DT_FLOAT_INT;
+    if (d == MPI_DOUBLE_INT)
+        return LLRDMA_DT_DOUBLE_INT;
+    if (d == MPI_LONG_INT)
+        return LLRDMA_DT_LONG_INT;
+    if (d == MPI_2INT)
+        return LLRDMA_DT_2INT;
+    if (d == MPI_SHORT_INT)
+        return LLRDMA_DT_SHORT_INT;
+    return -1;
+}
+
+static int map_op(struct ompi_op_t *op)
+{
+    if (op == MPI_SUM)
+        return LLRDMA_OP_SUM;
+    if (op == MPI_PROD)
+        return LLRDMA_OP_PROD;
+    if (op == MPI_MIN)
+        return LLRDMA_OP_MIN;
+    if (op == MPI_MAX)
+        return LLRDMA_OP_MAX;
+    if (op == MPI_LAND)
+        return LLRDMA_OP_LAND;
+    if (op == MPI_LOR)
+        return LLRDMA_OP_LOR;
+    if (op == MPI_LXOR)
+        return LLRDMA_OP_LXOR;
+    if (op == MPI_BAND)
+        return LLRDMA_OP_BAND;
+    if (op == MPI_BOR)
+        return LLRDMA_OP_BOR;
+    if (op == MPI_BXOR)
+        return LLRDMA_OP_BXOR;
+    if (op == MPI_MAXLOC)
+        return LLRDMA_OP_MAXLOC;
+    if (op == MPI_MINLOC)
+        return LLRDMA_OP_MINLOC;
+    return -1;
+}
+
+/* ------------------------------------------------------- PML transport */
+
+static int record(pml_ctx_t *c, int rc)
+{
+    if (OMPI_SUCCESS == c->err) {
+        c->err = rc;
+    }
+    return -1;
+}
+
+/* All core tags share MCA_COLL_BASE_TAG_ALLREDUCE: the core keeps, per ordered
+ * pair of ranks, the same order of sends and receives, and every message of a
+ * call is received within that call. */
+static int pml_isend(void *ctx, const void *buf, size_t bytes, int peer, int tag, void **req)
+{
+    pml_ctx_t *c = (pml_ctx_t *)ctx;
+    ompi_request_t *r = MPI_REQUEST_NULL;
+    int rc;
+
+    (void)tag;
+    rc = MCA_PML_CALL(isend(buf, bytes, MPI_BYTE, peer, MCA_COLL_BASE_TAG_ALLREDUCE,
+                            MCA_PML_BASE_SEND_STANDARD, c->comm, &r));
+    if (OMPI_SUCCESS != rc) {
+        return record(c, rc);
+    }
+    *req = r;
+    return 0;
+}
+
+static int pml_irecv(void *ctx, void *buf, size_t bytes, int peer, int tag, void **req)
+{
+    pml_ctx_t *c = (pml_ctx_t *)ctx;
+    ompi_request_t *r = MPI_REQUEST_NULL;
+    int rc;
+
+    (void)tag;
+    rc = MCA_PML_CALL(irecv(buf, bytes, MPI_BYTE, peer, MCA_COLL_BASE_TAG_ALLREDUCE, c->comm, &r));
+    if (OMPI_SUCCESS != rc) {
+        return record(c, rc);
+    }
+    *req = r;
+    return 0;
+}
+
+/* The core's contract: every request completes and is released, even on error.
+ * ompi_request_wait_all may leave requests pending after a failure
+ * (MPI_ERR_PENDING), so wait them one by one; a request that failed is not
+ * freed by the wait and is freed here. */
+static int pml_waitall(void *ctx, int n, void **reqs)
+{
+    pml_ctx_t *c = (pml_ctx_t *)ctx;
+    int i, rc, first = OMPI_SUCCESS;
+
+    for (i = 0; i < n; ++i) {
+        ompi_request_t *r = (ompi_request_t *)reqs[i];
+        rc = ompi_request_wait(&r, MPI_STATUS_IGNORE);
+        if (MPI_REQUEST_NULL != r) {
+            (void)ompi_request_free(&r);
+        }
+        reqs[i] = NULL;
+        if (OMPI_SUCCESS != rc && OMPI_SUCCESS == first) {
+            first = rc;
+        }
+    }
+    if (OMPI_SUCCESS != first) {
+        return record(c, first);
+    }
+    return 0;
+}
+
+static int pml_cancel(void *ctx, void *req)
+{
+    (void)ctx;
+    return ompi_request_cancel((ompi_request_t *)req);
+}
+
+/* ------------------------------------------------------------- entry */
+
+int mca_coll_llrdma_allreduce(const void *sbuf, void *rbuf, int count,
+                              struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                              struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    mca_coll_llrdma_module_t *m = (mca_coll_llrdma_module_t *)module;
+    mca_coll_llrdma_component_t *c = &mca_coll_llrdma_component;
+    const char *why = NULL;
+    int dt = -1, lop = -1, rc;
+    ptrdiff_t lb = 0, extent = 0;
+    size_t esize = 0;
+    llrdma_ar_plan_t plan;
+    pml_ctx_t ctx;
+    llrdma_ar_comm_t tc;
+
+    dt = map_dtype(dtype);
+    lop = map_op(op);
+    if (OMPI_COMM_IS_INTER(comm)) {
+        why = "inter-communicator";
+    } else if (!mca_coll_llrdma_agree(m, comm)) {
+        why = "ranks disagree on the plan inputs";
+    } else if (count < 0) {
+        why = "negative count";
+    } else if (dt < 0) {
+        why = "datatype not handled";
+#if OPAL_CUDA_SUPPORT
+    } else if ((MPI_IN_PLACE != sbuf && opal_cuda_check_bufs((char *)sbuf, NULL)) ||
+               opal_cuda_check_bufs((char *)rbuf, NULL)) {
+        /* The core reduces with the CPU.  In CUDA builds coll/cuda (higher
+         * priority) stages device buffers to the host before calling us, so this
+         * is a safety net only. */
+        why = "GPU buffer";
+#endif
+    } else if (lop < 0) {
+        why = "operation not handled";
+    } else if (!llrdma_ar_supported(dt, lop)) {
+        why = "operation not defined on this datatype"; /* the module below reports it */
+    } else {
+        /* Predefined types are contiguous with lb 0; the core assumes C layout. */
+        esize = llrdma_ar_dtype_size(dt);
+        ompi_datatype_get_extent(dtype, &lb, &extent);
+        if (0 != lb || (ptrdiff_t)esize != extent) {
+            why = "datatype layout differs from the C struct";
+        }
+    }
+    if (NULL == why &&
+        LLRDMA_AR_OK != llrdma_ar_plan((size_t)count * esize, esize, ompi_comm_size(comm), m->hint,
+                                       c->algorithm, c->segment_bytes, &plan)) {
+        why = "planner rejected the arguments";
+    }
+    if (NULL != why) {
+        opal_output_verbose(10, c->output,
+                            "coll:llrdma: allreduce of %d x %s (op %s) on %s: %s, using the "
+                            "previous module",
+                            count, dtype->name, lop >= 0 ? llrdma_ar_op_name(lop) : "other",
+                            comm->c_name, why);
+        return m->previous_allreduce(sbuf, rbuf, count, dtype, op, comm,
+                                     m->previous_allreduce_module);
+    }
+
+    opal_output_verbose(10, c->output,
+                        "coll:llrdma: allreduce %lu bytes (%s %s) on %s, %d ranks, hint %lu: %s, "
+                        "segment %lu, %d in flight (%s)",
+                        (unsigned long)((size_t)count * esize), llrdma_ar_dtype_name(dt),
+                        llrdma_ar_op_name(lop), comm->c_name, ompi_comm_size(comm),
+                        (unsigned long)m->hint, llrdma_ar_alg_name(plan.alg),
+                        (unsigned long)plan.segment_bytes, plan.nsegments_in_flight, plan.why);
+
+    ctx.comm = comm;
+    ctx.err = OMPI_SUCCESS;
+    memset(&tc, 0, sizeof(tc));
+    tc.ctx = &ctx;
+    tc.rank = ompi_comm_rank(comm);
+    tc.size = ompi_comm_size(comm);
+    tc.isend = pml_isend;
+    tc.irecv = pml_irecv;
+    tc.waitall = pml_waitall;
+    tc.cancel = pml_cancel;
+
+    rc = llrdma_ar_run(&plan, &tc, MPI_IN_PLACE == sbuf ? NULL : sbuf, rbuf, (size_t)count, dt, lop,
+                       NULL, 0);
+    switch (rc) {
+    case LLRDMA_AR_OK:
+        return OMPI_SUCCESS;
+    case LLRDMA_AR_ERR_TRANSPORT:
+        opal_output_verbose(1, c->output, "coll:llrdma: allreduce on %s failed in the PML: %d",
+                            comm->c_name, ctx.err);
+        return OMPI_SUCCESS != ctx.err ? ctx.err : OMPI_ERROR;
+    case LLRDMA_AR_ERR_NOMEM:
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    default:
+        opal_output_verbose(1, c->output, "coll:llrdma: allreduce on %s: core error %d",
+                            comm->c_name, rc);
+        return OMPI_ERROR;
+    }
+}

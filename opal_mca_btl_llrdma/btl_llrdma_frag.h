@@ -1,0 +1,69 @@
+/*
+ * btl/llrdma fragments and their registered pools.
+ *
+ * A fragment is an ob1 descriptor plus a slot in a registered slab: the BTL
+ * header, then up to the path's fragment size of payload.  Pools grow by
+ * whole slabs (one memory registration each) and never shrink before
+ * finalize; receive pools are posted to the shared receive queue in full.
+ */
+#ifndef MCA_BTL_LLRDMA_FRAG_H
+#define MCA_BTL_LLRDMA_FRAG_H
+
+#include "opal_config.h"
+
+#include "opal/class/opal_list.h"
+#include "opal/mca/btl/btl.h"
+
+#include "btl_llrdma_hdr.h"
+
+struct mca_btl_llrdma_module_t;
+struct mca_btl_llrdma_pool_t;
+
+typedef struct mca_btl_llrdma_frag_t {
+    mca_btl_base_descriptor_t base;
+    mca_btl_base_segment_t segment;
+    struct mca_btl_base_endpoint_t *endpoint;
+    struct mca_btl_llrdma_pool_t *pool;
+    mca_btl_llrdma_hdr_t *hdr; /* registered buffer: header, then payload */
+    uint32_t lkey;
+    uint8_t tag;
+} mca_btl_llrdma_frag_t;
+OBJ_CLASS_DECLARATION(mca_btl_llrdma_frag_t);
+
+typedef struct mca_btl_llrdma_slab_t {
+    struct mca_btl_llrdma_slab_t *next;
+    struct ibv_mr *mr;
+    void *mem;
+    mca_btl_llrdma_frag_t *frags;
+    uint32_t nfrags;
+} mca_btl_llrdma_slab_t;
+
+typedef struct mca_btl_llrdma_pool_t {
+    struct mca_btl_llrdma_module_t *module;
+    int path;
+    uint32_t buf_bytes;  /* header + largest payload */
+    uint32_t slab_frags; /* fragments added per growth */
+    uint32_t max_frags;  /* 0 = unbounded */
+    uint32_t nfrags;
+    opal_list_t free;
+    mca_btl_llrdma_slab_t *slabs;
+} mca_btl_llrdma_pool_t;
+
+void mca_btl_llrdma_pool_construct(mca_btl_llrdma_pool_t *pool, struct mca_btl_llrdma_module_t *m,
+                                   int path, uint32_t buf_bytes, uint32_t slab_frags,
+                                   uint32_t max_frags);
+/* Add one slab.  OPAL_ERR_OUT_OF_RESOURCE at max_frags or when memory or the
+ * registration fails (pool unchanged). */
+int mca_btl_llrdma_pool_grow(mca_btl_llrdma_pool_t *pool);
+/* A free fragment, growing the pool if needed; NULL when none can be had. */
+mca_btl_llrdma_frag_t *mca_btl_llrdma_pool_get(mca_btl_llrdma_pool_t *pool);
+void mca_btl_llrdma_pool_put(mca_btl_llrdma_frag_t *frag);
+/* Deregister and free every slab (fragments must not be in use by the NIC). */
+void mca_btl_llrdma_pool_destruct(mca_btl_llrdma_pool_t *pool);
+
+static inline void *mca_btl_llrdma_frag_payload(mca_btl_llrdma_frag_t *frag)
+{
+    return (void *)(frag->hdr + 1);
+}
+
+#endif

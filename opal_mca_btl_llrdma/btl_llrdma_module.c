@@ -1,0 +1,664 @@
+/*
+ * btl/llrdma module: per-port resources (PD, per-path CQ + SRQ + pools, the
+ * rdma_cm listener) and the ob1-facing functions (add_procs, alloc, free,
+ * prepare_src, send, sendi, finalize).
+ *
+ * The device is asked for the profile's values and what it granted is read
+ * back right away with a probe QP, before any peer exists, so the per-rank
+ * dump shows requested vs granted from MPI_Init on (background.md's failure
+ * case 2: a setting that never reached the device).
+ */
+#include "opal_config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "opal/datatype/opal_convertor.h"
+#include "opal/mca/pmix/pmix.h"
+#include "opal/util/output.h"
+
+#include "btl_llrdma.h"
+#include "llrdma_mca_common.h"
+
+/* Send fragments a path may hold, in bytes of buffer (grown on demand). */
+#define LLRDMA_SEND_POOL_BYTES (32u << 20)
+/* Connections a CQ is sized for at creation; it is resized beyond that. */
+#define LLRDMA_CQ_INITIAL_CONNS 4
+
+static const char *path_name(int p)
+{
+    return LLRDMA_PATH_LL == p ? "ll" : "bw";
+}
+
+static const llrdma_path_profile_t *path_profile(const mca_btl_llrdma_module_t *m, int p)
+{
+    return LLRDMA_PATH_LL == p ? &m->profile->ll : &m->profile->bw;
+}
+
+/* ------------------------------------------------------------ resources */
+
+static int post_recv(mca_btl_llrdma_module_t *m, int p, mca_btl_llrdma_frag_t *frag)
+{
+    struct ibv_sge sge = {.addr = (uintptr_t)frag->hdr,
+                          .length = frag->pool->buf_bytes,
+                          .lkey = frag->lkey};
+    /* Bit 0 marks a receive: send wr_ids point to 8-byte aligned ring entries. */
+    struct ibv_recv_wr wr = {.wr_id = (uintptr_t)frag | 1u, .sg_list = &sge, .num_sge = 1};
+    struct ibv_recv_wr *bad = NULL;
+    return mca_btl_llrdma_verbs.post_srq_recv(m->path[p].srq, &wr, &bad);
+}
+
+int mca_btl_llrdma_module_repost(mca_btl_llrdma_module_t *m, int p, mca_btl_llrdma_frag_t *frag)
+{
+    return post_recv(m, p, frag);
+}
+
+void mca_btl_llrdma_module_qp_attr(const mca_btl_llrdma_module_t *m, int p,
+                                   struct ibv_qp_init_attr *attr)
+{
+    const llrdma_path_profile_t *pp = path_profile(m, p);
+    uint32_t depth = pp->sq_depth;
+
+    if (0 != m->port.max_qp_wr && depth > m->port.max_qp_wr) {
+        depth = m->port.max_qp_wr;
+    }
+    memset(attr, 0, sizeof(*attr));
+    attr->send_cq = m->path[p].cq;
+    attr->recv_cq = m->path[p].cq;
+    attr->srq = m->path[p].srq;
+    attr->qp_type = IBV_QPT_RC;
+    attr->sq_sig_all = 0; /* selective signalling */
+    attr->cap.max_send_wr = depth;
+    attr->cap.max_send_sge = 1;
+    attr->cap.max_recv_sge = 1;
+    attr->cap.max_inline_data = m->inline_req[p];
+}
+
+int mca_btl_llrdma_module_reserve_cq(mca_btl_llrdma_module_t *m, int p)
+{
+    mca_btl_llrdma_path_t *path = &m->path[p];
+    uint32_t need = path->cq_reserved + m->lim.sq_depth[p];
+
+    if (need > (uint32_t)path->cq->cqe) {
+        uint32_t want = need > 2u * (uint32_t)path->cq->cqe ? need : 2u * (uint32_t)path->cq->cqe;
+        if (0 != m->port.max_cqe && want > m->port.max_cqe) {
+            want = m->port.max_cqe;
+        }
+        if (want < need || 0 != mca_btl_llrdma_verbs.resize_cq(path->cq, (int)want)) {
+            return OPAL_ERR_OUT_OF_RESOURCE;
+        }
+    }
+    path->cq_reserved = need;
+    return OPAL_SUCCESS;
+}
+
+void mca_btl_llrdma_module_release_cq(mca_btl_llrdma_module_t *m, int p)
+{
+    m->path[p].cq_reserved -= m->lim.sq_depth[p];
+}
+
+static void path_destroy(mca_btl_llrdma_module_t *m, int p)
+{
+    mca_btl_llrdma_path_t *path = &m->path[p];
+    /* Destroying the SRQ first releases the receive buffers from the NIC. */
+    if (NULL != path->srq) {
+        (void)mca_btl_llrdma_verbs.destroy_srq(path->srq);
+        path->srq = NULL;
+    }
+    mca_btl_llrdma_pool_destruct(&path->send_pool);
+    mca_btl_llrdma_pool_destruct(&path->recv_pool);
+    if (NULL != path->cq) {
+        (void)mca_btl_llrdma_verbs.destroy_cq(path->cq);
+        path->cq = NULL;
+    }
+}
+
+static int path_create(mca_btl_llrdma_module_t *m, int p)
+{
+    const llrdma_path_profile_t *pp = path_profile(m, p);
+    mca_btl_llrdma_path_t *path = &m->path[p];
+    struct ibv_srq_init_attr sattr;
+    struct ibv_srq_attr sq;
+    uint32_t depth = pp->rq_depth, cqe, send_frags;
+
+    if (0 != m->port.max_srq_wr && depth > m->port.max_srq_wr) {
+        depth = m->port.max_srq_wr;
+    }
+    cqe = depth + LLRDMA_CQ_INITIAL_CONNS * pp->sq_depth;
+    if (0 != m->port.max_cqe && cqe > m->port.max_cqe) {
+        cqe = m->port.max_cqe;
+    }
+    send_frags = LLRDMA_SEND_POOL_BYTES / pp->recv_buf_bytes;
+    mca_btl_llrdma_pool_construct(&path->recv_pool, m, p, pp->recv_buf_bytes, depth, depth);
+    mca_btl_llrdma_pool_construct(&path->send_pool, m, p, pp->recv_buf_bytes,
+                                  pp->sq_depth < 64 ? pp->sq_depth : 64,
+                                  send_frags > 16 ? send_frags : 16);
+
+    path->cq = mca_btl_llrdma_verbs.create_cq(m->ctx, (int)cqe, NULL, NULL, 0);
+    if (NULL == path->cq) {
+        goto fail_pools;
+    }
+    path->cq_moderation = -1;
+    if (0 != pp->cq_mod_count || 0 != pp->cq_mod_usec) {
+        struct ibv_modify_cq_attr ma = {.attr_mask = IBV_CQ_ATTR_MODERATE,
+                                        .moderate = {.cq_count = (uint16_t)pp->cq_mod_count,
+                                                     .cq_period = (uint16_t)pp->cq_mod_usec}};
+        path->cq_moderation = 0 == mca_btl_llrdma_verbs.modify_cq(path->cq, &ma) ? 1 : 0;
+    }
+
+    memset(&sattr, 0, sizeof(sattr));
+    sattr.attr.max_wr = depth;
+    sattr.attr.max_sge = 1;
+    path->srq = mca_btl_llrdma_verbs.create_srq(m->pd, &sattr);
+    if (NULL == path->srq) {
+        goto fail_cq;
+    }
+    path->srq_depth = depth;
+    if (0 == mca_btl_llrdma_verbs.query_srq(path->srq, &sq) && sq.max_wr < depth) {
+        path->srq_depth = sq.max_wr;
+    }
+    path->recv_pool.max_frags = path->srq_depth;
+    path->recv_pool.slab_frags = path->srq_depth;
+    if (OPAL_SUCCESS != mca_btl_llrdma_pool_grow(&path->recv_pool)) {
+        goto fail_srq;
+    }
+    for (;;) {
+        mca_btl_llrdma_frag_t *f =
+            (mca_btl_llrdma_frag_t *)opal_list_remove_first(&path->recv_pool.free);
+        if (NULL == f) {
+            break;
+        }
+        if (0 != post_recv(m, p, f)) {
+            mca_btl_llrdma_pool_put(f);
+            goto fail_srq;
+        }
+    }
+    path->cq_reserved = path->srq_depth;
+    return OPAL_SUCCESS;
+
+    /* Each label undoes what was created before its goto; the SRQ owns the
+     * posted receive buffers, so it goes before the pools. */
+fail_srq:
+    (void)mca_btl_llrdma_verbs.destroy_srq(path->srq);
+    path->srq = NULL;
+fail_cq:
+    (void)mca_btl_llrdma_verbs.destroy_cq(path->cq);
+    path->cq = NULL;
+fail_pools:
+    mca_btl_llrdma_pool_destruct(&path->send_pool);
+    mca_btl_llrdma_pool_destruct(&path->recv_pool);
+    return OPAL_ERR_OUT_OF_RESOURCE;
+}
+
+/* Create a QP as connections will, read back what the device granted, and
+ * destroy it.  A device that rejects the inline size is asked for half as
+ * much until it accepts (0 = no inline): that is what "granted" means. */
+static int probe_path(mca_btl_llrdma_module_t *m, int p)
+{
+    struct ibv_qp_init_attr attr, init;
+    struct ibv_qp_attr qa;
+    struct ibv_qp *qp = NULL;
+
+    m->inline_req[p] = path_profile(m, p)->inline_bytes;
+    for (;;) {
+        mca_btl_llrdma_module_qp_attr(m, p, &attr);
+        qp = mca_btl_llrdma_verbs.create_qp(m->pd, &attr);
+        if (NULL != qp || 0 == m->inline_req[p]) {
+            break;
+        }
+        m->inline_req[p] /= 2;
+    }
+    if (NULL == qp) {
+        return OPAL_ERR_NOT_AVAILABLE;
+    }
+    m->granted.inline_bytes[p] = attr.cap.max_inline_data;
+    m->granted.sq_depth[p] = attr.cap.max_send_wr;
+    if (0 == mca_btl_llrdma_verbs.query_qp(qp, &qa, IBV_QP_CAP, &init)) {
+        m->granted.inline_bytes[p] = init.cap.max_inline_data;
+        m->granted.sq_depth[p] = init.cap.max_send_wr;
+    }
+    (void)mca_btl_llrdma_verbs.destroy_qp(qp);
+    return OPAL_SUCCESS;
+}
+
+static int find_cm_context(mca_btl_llrdma_module_t *m)
+{
+    int n = 0;
+    struct ibv_context **list = mca_btl_llrdma_verbs.cm_get_devices(&n);
+
+    m->ctx = NULL;
+    if (NULL == list) {
+        return OPAL_ERR_NOT_AVAILABLE;
+    }
+    for (int i = 0; i < n && NULL == m->ctx; ++i) {
+        const char *name = mca_btl_llrdma_verbs.get_device_name(list[i]->device);
+        if (NULL != name && 0 == strcmp(name, m->port.dev)) {
+            m->ctx = list[i];
+        }
+    }
+    mca_btl_llrdma_verbs.cm_free_devices(list);
+    return NULL == m->ctx ? OPAL_ERR_NOT_AVAILABLE : OPAL_SUCCESS;
+}
+
+static int listen_create(mca_btl_llrdma_module_t *m)
+{
+    struct sockaddr_in sin;
+
+    m->cm_channel = mca_btl_llrdma_verbs.cm_create_event_channel();
+    if (NULL == m->cm_channel) {
+        goto fail;
+    }
+    if (0 != mca_btl_llrdma_verbs.cm_create_id(m->cm_channel, &m->listen_id, m, RDMA_PS_TCP)) {
+        goto fail_channel;
+    }
+    memset(&sin, 0, sizeof(sin));
+    sin.sin_family = AF_INET;
+    sin.sin_addr = m->port.ipv4;
+    if (0 != mca_btl_llrdma_verbs.cm_bind_addr(m->listen_id, (struct sockaddr *)&sin) ||
+        0 != mca_btl_llrdma_verbs.cm_listen(m->listen_id, 128)) {
+        goto fail_id;
+    }
+    memset(&m->addr, 0, sizeof(m->addr));
+    m->addr.ipv4 = m->port.ipv4.s_addr;
+    m->addr.cm_port = mca_btl_llrdma_verbs.cm_get_src_port(m->listen_id);
+    m->addr.ib_port = (uint8_t)m->port.port;
+    m->addr.link_layer = (uint8_t)m->port.link_layer;
+    snprintf(m->addr.dev, sizeof(m->addr.dev), "%.23s", m->port.dev);
+    return OPAL_SUCCESS;
+
+fail_id:
+    (void)mca_btl_llrdma_verbs.cm_destroy_id(m->listen_id);
+    m->listen_id = NULL;
+fail_channel:
+    mca_btl_llrdma_verbs.cm_destroy_event_channel(m->cm_channel);
+    m->cm_channel = NULL;
+fail:
+    return OPAL_ERR_NOT_AVAILABLE;
+}
+
+/* ----------------------------------------------------- ob1 functions */
+
+static int llrdma_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
+                            struct opal_proc_t **procs, struct mca_btl_base_endpoint_t **peers,
+                            opal_bitmap_t *reachable)
+{
+    mca_btl_llrdma_module_t *m = (mca_btl_llrdma_module_t *)btl;
+    opal_proc_t *me = opal_proc_local_get();
+
+    for (size_t i = 0; i < nprocs; ++i) {
+        mca_btl_llrdma_endpoint_t *ep;
+        if (procs[i] == me) {
+            continue; /* btl/self */
+        }
+        ep = mca_btl_llrdma_endpoint_lookup(m, &procs[i]->proc_name, 1);
+        if (NULL == ep) {
+            continue; /* the peer published no llrdma address: not reachable */
+        }
+        ep->in_add_procs = 1;
+        peers[i] = ep;
+        if (NULL != reachable) {
+            opal_bitmap_set_bit(reachable, (int)i);
+        }
+        opal_output_verbose(50, mca_btl_llrdma_component.output,
+                            "btl:llrdma: %s reachable at %s:%u", OPAL_NAME_PRINT(procs[i]->proc_name),
+                            ep->addr.dev, (unsigned)ntohs(ep->addr.cm_port));
+    }
+    return OPAL_SUCCESS;
+}
+
+/* Endpoints stay until finalize: a peer may still be connected to us. */
+static int llrdma_del_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
+                            struct opal_proc_t **procs, struct mca_btl_base_endpoint_t **peers)
+{
+    (void)btl;
+    (void)procs;
+    for (size_t i = 0; i < nprocs; ++i) {
+        if (NULL != peers[i]) {
+            peers[i]->in_add_procs = 0;
+        }
+    }
+    return OPAL_SUCCESS;
+}
+
+static mca_btl_llrdma_frag_t *frag_alloc(mca_btl_llrdma_module_t *m,
+                                         struct mca_btl_base_endpoint_t *ep, size_t size,
+                                         uint32_t flags)
+{
+    int p = llrdma_btl_path_for(&m->lim, size);
+    mca_btl_llrdma_frag_t *frag;
+
+    if (p < 0 || !m->path_used[p]) {
+        return NULL;
+    }
+    frag = mca_btl_llrdma_pool_get(&m->path[p].send_pool);
+    if (NULL == frag) {
+        return NULL; /* ob1 queues the request and retries from progress */
+    }
+    frag->endpoint = ep;
+    frag->segment.seg_addr.pval = mca_btl_llrdma_frag_payload(frag);
+    frag->segment.seg_len = size;
+    frag->base.des_segments = &frag->segment;
+    frag->base.des_segment_count = 1;
+    frag->base.des_flags = flags;
+    frag->base.des_cbfunc = NULL;
+    frag->base.des_cbdata = NULL;
+    frag->base.order = MCA_BTL_NO_ORDER;
+    return frag;
+}
+
+static mca_btl_base_descriptor_t *llrdma_alloc(struct mca_btl_base_module_t *btl,
+                                               struct mca_btl_base_endpoint_t *ep, uint8_t order,
+                                               size_t size, uint32_t flags)
+{
+    mca_btl_llrdma_frag_t *frag = frag_alloc((mca_btl_llrdma_module_t *)btl, ep, size, flags);
+    (void)order;
+    return NULL == frag ? NULL : &frag->base;
+}
+
+static int llrdma_free(struct mca_btl_base_module_t *btl, mca_btl_base_descriptor_t *des)
+{
+    (void)btl;
+    mca_btl_llrdma_pool_put((mca_btl_llrdma_frag_t *)des);
+    return OPAL_SUCCESS;
+}
+
+/* Always a copy into a registered fragment: no user-memory registration
+ * until RDMA put/get exists (a later issue). */
+static mca_btl_base_descriptor_t *llrdma_prepare_src(struct mca_btl_base_module_t *btl,
+                                                     struct mca_btl_base_endpoint_t *ep,
+                                                     struct opal_convertor_t *conv,
+                                                     uint8_t order, size_t reserve, size_t *size,
+                                                     uint32_t flags)
+{
+    mca_btl_llrdma_module_t *m = (mca_btl_llrdma_module_t *)btl;
+    size_t max = m->lim.frag_max[LLRDMA_PATH_BW];
+    mca_btl_llrdma_frag_t *frag;
+    struct iovec iov;
+    uint32_t count = 1;
+    size_t max_data;
+
+    (void)order;
+    if (reserve >= max) {
+        return NULL;
+    }
+    if (reserve + *size > max) {
+        *size = max - reserve;
+    }
+    frag = frag_alloc(m, ep, reserve + *size, flags);
+    if (NULL == frag) {
+        return NULL;
+    }
+    iov.iov_base = (char *)mca_btl_llrdma_frag_payload(frag) + reserve;
+    iov.iov_len = max_data = *size;
+    if (opal_convertor_pack(conv, &iov, &count, &max_data) < 0) {
+        mca_btl_llrdma_pool_put(frag);
+        return NULL;
+    }
+    *size = max_data;
+    frag->segment.seg_len = reserve + max_data;
+    return &frag->base;
+}
+
+static int llrdma_send(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+                       struct mca_btl_base_descriptor_t *des, mca_btl_base_tag_t tag)
+{
+    mca_btl_llrdma_frag_t *frag = (mca_btl_llrdma_frag_t *)des;
+    int rc;
+
+    (void)btl;
+    frag->tag = tag;
+    rc = mca_btl_llrdma_endpoint_send(ep, frag);
+    if (1 == rc) {
+        /* Inline: the data left with the post; nothing will complete later. */
+        int own = des->des_flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP;
+        if ((des->des_flags & MCA_BTL_DES_SEND_ALWAYS_CALLBACK) && NULL != des->des_cbfunc) {
+            des->des_cbfunc(btl, ep, des, OPAL_SUCCESS);
+        }
+        if (own) {
+            mca_btl_llrdma_pool_put(frag);
+        }
+    }
+    return rc;
+}
+
+static int llrdma_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+                        struct opal_convertor_t *conv, void *header, size_t header_size,
+                        size_t payload_size, uint8_t order, uint32_t flags,
+                        mca_btl_base_tag_t tag, mca_btl_base_descriptor_t **descriptor)
+{
+    mca_btl_llrdma_module_t *m = (mca_btl_llrdma_module_t *)btl;
+    size_t total = header_size + payload_size;
+    int p = llrdma_btl_path_for(&m->lim, total);
+    mca_btl_llrdma_conn_t *conn = (p >= 0) ? ep->conn[p] : NULL;
+    mca_btl_llrdma_frag_t *frag;
+    int rc;
+
+    (void)order;
+    if (NULL != descriptor) {
+        *descriptor = NULL;
+    }
+    /* Immediate only: connected, nothing queued ahead, a free slot.  Else
+     * hand ob1 a descriptor for its regular path (it gives up on the message
+     * without one), which queues in order behind the rest. */
+    if (NULL == conn || LLRDMA_CONN_ESTABLISHED != conn->state || total > m->lim.eager_limit ||
+        !opal_list_is_empty(&ep->pending[p]) || 0 == llrdma_sq_free_slots(&conn->sq)) {
+        if (NULL != descriptor && total <= m->lim.eager_limit) {
+            frag = frag_alloc(m, ep, total, flags);
+            *descriptor = NULL == frag ? NULL : &frag->base;
+        }
+        return OPAL_ERR_RESOURCE_BUSY;
+    }
+    frag = frag_alloc(m, ep, total, flags | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP);
+    if (NULL == frag) {
+        return OPAL_ERR_RESOURCE_BUSY;
+    }
+    memcpy(mca_btl_llrdma_frag_payload(frag), header, header_size);
+    if (0 != payload_size) {
+        struct iovec iov = {.iov_base = (char *)mca_btl_llrdma_frag_payload(frag) + header_size,
+                            .iov_len = payload_size};
+        uint32_t count = 1;
+        size_t max_data = payload_size;
+        if (opal_convertor_pack(conv, &iov, &count, &max_data) < 0) {
+            mca_btl_llrdma_pool_put(frag);
+            return OPAL_ERROR;
+        }
+    }
+    frag->tag = tag;
+    rc = mca_btl_llrdma_endpoint_send(ep, frag);
+    if (1 == rc) {
+        mca_btl_llrdma_pool_put(frag);
+        return OPAL_SUCCESS;
+    }
+    return rc; /* posted: the fragment returns to its pool on completion */
+}
+
+static int llrdma_register_error(struct mca_btl_base_module_t *btl,
+                                 mca_btl_base_module_error_cb_fn_t cbfunc)
+{
+    ((mca_btl_llrdma_module_t *)btl)->error_cb = cbfunc;
+    return OPAL_SUCCESS;
+}
+
+static void module_destroy(mca_btl_llrdma_module_t *m)
+{
+    opal_list_item_t *item;
+
+    /* QPs before the CQs and SRQs they use; ids after their QPs. */
+    while (NULL != (item = opal_list_remove_first(&m->conns))) {
+        mca_btl_llrdma_conn_destroy((mca_btl_llrdma_conn_t *)item);
+        OBJ_RELEASE(item);
+    }
+    while (NULL != (item = opal_list_remove_first(&m->endpoints))) {
+        OBJ_RELEASE(item);
+    }
+    if (NULL != m->listen_id) {
+        (void)mca_btl_llrdma_verbs.cm_destroy_id(m->listen_id);
+    }
+    if (NULL != m->cm_channel) {
+        mca_btl_llrdma_verbs.cm_destroy_event_channel(m->cm_channel);
+    }
+    for (int p = LLRDMA_NPATHS - 1; p >= 0; --p) {
+        if (m->path_used[p]) {
+            path_destroy(m, p);
+        }
+    }
+    (void)mca_btl_llrdma_verbs.dealloc_pd(m->pd);
+    OBJ_DESTRUCT(&m->conns);
+    OBJ_DESTRUCT(&m->endpoints);
+    free(m);
+}
+
+static int llrdma_finalize(struct mca_btl_base_module_t *btl)
+{
+    mca_btl_llrdma_component_t *c = &mca_btl_llrdma_component;
+    for (int i = 0; i < c->nmodules; ++i) {
+        if (c->modules[i] == (mca_btl_llrdma_module_t *)btl) {
+            c->modules[i] = NULL;
+        }
+    }
+    module_destroy((mca_btl_llrdma_module_t *)btl);
+    return OPAL_SUCCESS;
+}
+
+/* ------------------------------------------------------------- create */
+
+int mca_btl_llrdma_module_create(const mca_btl_llrdma_port_t *port, const llrdma_profile_t *prof,
+                                 mca_btl_llrdma_module_t **out)
+{
+    mca_btl_llrdma_module_t *m;
+    int rc = OPAL_ERR_OUT_OF_RESOURCE, created = 0;
+
+    *out = NULL;
+    m = calloc(1, sizeof(*m));
+    if (NULL == m) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    m->super = mca_btl_llrdma_module_template;
+    m->super.btl_component = &mca_btl_llrdma_component.super;
+    m->port = *port;
+    m->profile = prof;
+    m->path_used[LLRDMA_PATH_LL] = !prof->generic;
+    m->path_used[LLRDMA_PATH_BW] = 1;
+    OBJ_CONSTRUCT(&m->endpoints, opal_list_t);
+    OBJ_CONSTRUCT(&m->conns, opal_list_t);
+
+    rc = find_cm_context(m);
+    if (OPAL_SUCCESS != rc) {
+        goto fail_free_module;
+    }
+    m->pd = mca_btl_llrdma_verbs.alloc_pd(m->ctx);
+    if (NULL == m->pd) {
+        rc = OPAL_ERR_OUT_OF_RESOURCE;
+        goto fail_free_module;
+    }
+    for (created = 0; created < LLRDMA_NPATHS; ++created) {
+        if (!m->path_used[created]) {
+            continue;
+        }
+        rc = path_create(m, created);
+        if (OPAL_SUCCESS != rc) {
+            goto fail_destroy_paths;
+        }
+        rc = probe_path(m, created);
+        if (OPAL_SUCCESS != rc) {
+            ++created; /* this path's CQ and SRQ exist */
+            goto fail_destroy_paths;
+        }
+    }
+    if (LLRDMA_OK != llrdma_btl_plan_limits(prof, sizeof(mca_btl_llrdma_hdr_t), &m->granted,
+                                            &m->lim)) {
+        rc = OPAL_ERR_BAD_PARAM;
+        goto fail_destroy_paths;
+    }
+    rc = listen_create(m);
+    if (OPAL_SUCCESS != rc) {
+        goto fail_destroy_paths;
+    }
+
+    m->super.btl_eager_limit = m->lim.eager_limit;
+    m->super.btl_rndv_eager_limit = m->lim.rndv_eager_limit;
+    m->super.btl_max_send_size = m->lim.max_send_size;
+    m->super.btl_flags = MCA_BTL_FLAGS_SEND;
+    m->super.btl_registration_handle_size = 0;
+    m->super.btl_add_procs = llrdma_add_procs;
+    m->super.btl_del_procs = llrdma_del_procs;
+    m->super.btl_register = NULL;
+    m->super.btl_finalize = llrdma_finalize;
+    m->super.btl_alloc = llrdma_alloc;
+    m->super.btl_free = llrdma_free;
+    m->super.btl_prepare_src = llrdma_prepare_src;
+    m->super.btl_send = llrdma_send;
+    m->super.btl_sendi = llrdma_sendi;
+    m->super.btl_register_error = llrdma_register_error;
+    *out = m;
+    return OPAL_SUCCESS;
+
+fail_destroy_paths:
+    while (created-- > 0) {
+        if (m->path_used[created]) {
+            path_destroy(m, created);
+        }
+    }
+    (void)mca_btl_llrdma_verbs.dealloc_pd(m->pd);
+fail_free_module:
+    OBJ_DESTRUCT(&m->conns);
+    OBJ_DESTRUCT(&m->endpoints);
+    free(m);
+    return rc;
+}
+
+int mca_btl_llrdma_module_granted(const mca_btl_llrdma_module_t *m, llrdma_device_info_t *dev,
+                                  char *why, size_t whylen)
+{
+    int misses = 0;
+    size_t used = 0;
+
+    why[0] = '\0';
+    snprintf(dev->name, sizeof(dev->name), "%s", m->port.dev);
+    dev->port = m->port.port;
+    dev->max_inline_granted_ll = m->granted.inline_bytes[LLRDMA_PATH_LL];
+    dev->max_inline_granted_bw = m->granted.inline_bytes[LLRDMA_PATH_BW];
+    dev->sq_depth_granted_ll = m->granted.sq_depth[LLRDMA_PATH_LL];
+    dev->sq_depth_granted_bw = m->granted.sq_depth[LLRDMA_PATH_BW];
+    dev->cq_moderation_supported = m->path[LLRDMA_PATH_BW].cq_moderation;
+    dev->gid_index = m->port.gid_index;
+    dev->rq_depth_granted_ll = m->path_used[LLRDMA_PATH_LL] ? m->path[LLRDMA_PATH_LL].srq_depth : 0;
+    dev->rq_depth_granted_bw = m->path[LLRDMA_PATH_BW].srq_depth;
+
+    for (int p = 0; p < LLRDMA_NPATHS; ++p) {
+        const llrdma_path_profile_t *pp = path_profile(m, p);
+        const mca_btl_llrdma_path_t *path = &m->path[p];
+        if (!m->path_used[p]) {
+            continue;
+        }
+        /* More than requested is fine (the BTL uses what it asked for). */
+        if (m->granted.inline_bytes[p] < pp->inline_bytes) {
+            used += (size_t)snprintf(why + used, used < whylen ? whylen - used : 0,
+                                     "%s inline %u of %u bytes; ", path_name(p),
+                                     m->granted.inline_bytes[p], pp->inline_bytes);
+            ++misses;
+        }
+        if (m->granted.sq_depth[p] < pp->sq_depth) {
+            used += (size_t)snprintf(why + used, used < whylen ? whylen - used : 0,
+                                     "%s send queue %u of %u WRs; ", path_name(p),
+                                     m->granted.sq_depth[p], pp->sq_depth);
+            ++misses;
+        }
+        if (path->srq_depth < pp->rq_depth) {
+            used += (size_t)snprintf(why + used, used < whylen ? whylen - used : 0,
+                                     "%s receive queue %u of %u buffers; ", path_name(p),
+                                     path->srq_depth, pp->rq_depth);
+            ++misses;
+        }
+        if (0 == path->cq_moderation) {
+            used += (size_t)snprintf(why + used, used < whylen ? whylen - used : 0,
+                                     "%s CQ moderation (%u completions / %u us) not supported "
+                                     "by the device; ",
+                                     path_name(p), pp->cq_mod_count, pp->cq_mod_usec);
+            ++misses;
+        }
+    }
+    return misses;
+}

@@ -1,0 +1,129 @@
+/*
+ * btl/llrdma progress: completion queues (LL first, then BW), receive
+ * dispatch to ob1, and the rdma_cm channel.  Called from opal_progress.
+ */
+#include "opal_config.h"
+
+#include <stdio.h>
+
+#include "opal/util/output.h"
+
+#include "btl_llrdma.h"
+#include "llrdma_mca_common.h"
+
+/* Completions taken per CQ per call: bounded so one busy path cannot starve
+ * the other or the rest of opal_progress. */
+#define LLRDMA_POLL_BATCH 16
+
+static mca_btl_llrdma_conn_t *conn_by_qp_num(mca_btl_llrdma_module_t *m, uint32_t qp_num)
+{
+    mca_btl_llrdma_conn_t *conn;
+    OPAL_LIST_FOREACH (conn, &m->conns, mca_btl_llrdma_conn_t) {
+        if (NULL != conn->qp && conn->qp->qp_num == qp_num) {
+            return conn;
+        }
+    }
+    return NULL;
+}
+
+void mca_btl_llrdma_module_fatal(mca_btl_llrdma_module_t *m, opal_proc_t *proc,
+                                 const char *detail)
+{
+    if (NULL == proc) {
+        if (m->failed) {
+            return;
+        }
+        m->failed = 1;
+    }
+    llrdma_mca_warn("transport error", detail);
+    if (NULL != m->error_cb) {
+        m->error_cb(&m->super, MCA_BTL_ERROR_FLAGS_FATAL, proc, (char *)detail);
+    } else {
+        llrdma_mca_abort(detail);
+    }
+}
+
+static void recv_done(mca_btl_llrdma_module_t *m, int p, const struct ibv_wc *wc)
+{
+    mca_btl_llrdma_frag_t *frag = (mca_btl_llrdma_frag_t *)(uintptr_t)(wc->wr_id & ~(uint64_t)1);
+    mca_btl_llrdma_hdr_t *hdr = frag->hdr;
+    const mca_btl_active_message_callback_t *reg;
+    char detail[256];
+
+    if (IBV_WC_SUCCESS != wc->status) {
+        mca_btl_llrdma_conn_t *conn = conn_by_qp_num(m, wc->qp_num);
+        if (NULL != conn && LLRDMA_CONN_CLOSED != conn->state) {
+            mca_btl_llrdma_endpoint_fail(conn->endpoint, "a receive failed",
+                                         mca_btl_llrdma_verbs.wc_status_str(wc->status));
+        } else if (NULL == conn) {
+            snprintf(detail, sizeof(detail), "btl/llrdma: a receive on %s:%d failed: %s",
+                     m->port.dev, m->port.port, mca_btl_llrdma_verbs.wc_status_str(wc->status));
+            mca_btl_llrdma_module_fatal(m, NULL, detail);
+        }
+    } else if (wc->byte_len < sizeof(*hdr) || MCA_BTL_LLRDMA_HDR_MAGIC != hdr->magic ||
+               hdr->len != wc->byte_len - sizeof(*hdr)) {
+        snprintf(detail, sizeof(detail),
+                 "btl/llrdma: malformed fragment of %u bytes received on %s:%d (qp %u)",
+                 wc->byte_len, m->port.dev, m->port.port, wc->qp_num);
+        mca_btl_llrdma_module_fatal(m, NULL, detail);
+    } else {
+        frag->segment.seg_addr.pval = hdr + 1;
+        frag->segment.seg_len = hdr->len;
+        frag->base.des_segments = &frag->segment;
+        frag->base.des_segment_count = 1;
+        reg = mca_btl_base_active_message_trigger + hdr->tag;
+        if (NULL != reg->cbfunc) {
+            reg->cbfunc(&m->super, hdr->tag, &frag->base, reg->cbdata);
+        }
+    }
+    /* ob1 copied what it needs inside the callback: the buffer goes back now. */
+    if (0 != mca_btl_llrdma_module_repost(m, p, frag)) {
+        snprintf(detail, sizeof(detail),
+                 "btl/llrdma: reposting a receive buffer on %s:%d failed (ibv_post_srq_recv)",
+                 m->port.dev, m->port.port);
+        mca_btl_llrdma_pool_put(frag);
+        mca_btl_llrdma_module_fatal(m, NULL, detail);
+    }
+}
+
+static int poll_path(mca_btl_llrdma_module_t *m, int p)
+{
+    struct ibv_wc wc[LLRDMA_POLL_BATCH];
+    int n = mca_btl_llrdma_verbs.poll_cq(m->path[p].cq, LLRDMA_POLL_BATCH, wc);
+
+    if (n < 0) {
+        char detail[160];
+        snprintf(detail, sizeof(detail), "btl/llrdma: ibv_poll_cq failed on %s:%d (%d)",
+                 m->port.dev, m->port.port, n);
+        mca_btl_llrdma_module_fatal(m, NULL, detail);
+        return 0;
+    }
+    for (int i = 0; i < n; ++i) {
+        if (wc[i].wr_id & 1u) {
+            recv_done(m, p, &wc[i]);
+        } else {
+            mca_btl_llrdma_conn_send_done((mca_btl_llrdma_wr_t *)(uintptr_t)wc[i].wr_id,
+                                          wc[i].status);
+        }
+    }
+    return n;
+}
+
+int mca_btl_llrdma_module_progress(mca_btl_llrdma_module_t *m)
+{
+    int count = 0;
+
+    for (int p = 0; p < LLRDMA_NPATHS; ++p) {
+        if (m->path_used[p]) {
+            count += poll_path(m, p);
+        }
+    }
+    /* The CM channel costs a system call: every call while connections are
+     * being set up, otherwise every cm_poll_every calls (a peer's first
+     * connection request waits at most that long). */
+    if (m->connecting > 0 || ++m->cm_tick >= mca_btl_llrdma_component.cm_poll_every) {
+        m->cm_tick = 0;
+        count += mca_btl_llrdma_cm_progress(m);
+    }
+    return count;
+}

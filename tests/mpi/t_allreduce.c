@@ -1,0 +1,300 @@
+/*
+ * MPI_Allreduce through coll/llrdma against a locally computed reference:
+ * integer results exactly, floating point identical on every rank and close to
+ * the reference; awkward counts, MPI_IN_PLACE, every op on representative
+ * datatypes, pair types with ties, sub-communicators (including permuted
+ * ranks), repeated calls, and calls that must fall back (user op, derived type).
+ * Prints "t_allreduce: PASS" on rank 0 or fails with the first problems.
+ */
+#include <mpi.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int rank, fails;
+
+#define FAIL(...)                                                                                  \
+    do {                                                                                           \
+        if (fails++ < 10) {                                                                        \
+            fprintf(stderr, "t_allreduce rank %d: FAIL: ", rank);                                  \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fputc('\n', stderr);                                                                   \
+        }                                                                                          \
+    } while (0)
+
+static uint64_t mix(uint64_t x)
+{
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
+static uint64_t h(int r, long i, int salt)
+{
+    return mix(((uint64_t)salt << 48) ^ ((uint64_t)r << 32) ^ (uint64_t)i);
+}
+
+/* ---------------------------------------------------------- integers */
+
+static int64_t ival(MPI_Op op, int r, long i, int salt)
+{
+    uint64_t x = h(r, i, salt);
+    if (op == MPI_PROD)
+        return (int64_t)(1 + x % 3) * ((x & 8) ? -1 : 1);
+    if (op == MPI_LAND)
+        return x % 5 ? 1 : 0;
+    if (op == MPI_LOR)
+        return x % 5 ? 0 : 1;
+    return (int64_t)x;
+}
+
+static int32_t iop(MPI_Op op, int32_t a, int32_t b)
+{
+    uint32_t ua = (uint32_t)a, ub = (uint32_t)b;
+    if (op == MPI_SUM)
+        return (int32_t)(ua + ub);
+    if (op == MPI_PROD)
+        return (int32_t)(ua * ub);
+    if (op == MPI_MIN)
+        return a < b ? a : b;
+    if (op == MPI_MAX)
+        return a > b ? a : b;
+    if (op == MPI_LAND)
+        return a && b;
+    if (op == MPI_LOR)
+        return a || b;
+    if (op == MPI_LXOR)
+        return !a != !b;
+    if (op == MPI_BAND)
+        return a & b;
+    if (op == MPI_BOR)
+        return a | b;
+    return a ^ b;
+}
+
+static void test_int32(MPI_Comm comm, MPI_Op op, const char *name, long n, int inplace, int salt)
+{
+    int me, p;
+    MPI_Comm_rank(comm, &me);
+    MPI_Comm_size(comm, &p);
+    int32_t *in = malloc((n + 1) * sizeof *in), *out = malloc((n + 1) * sizeof *out);
+    for (long i = 0; i < n; ++i)
+        in[i] = (int32_t)ival(op, me, i, salt);
+    if (inplace) {
+        memcpy(out, in, n * sizeof *in);
+        MPI_Allreduce(MPI_IN_PLACE, out, (int)n, MPI_INT, op, comm);
+    } else {
+        MPI_Allreduce(in, out, (int)n, MPI_INT, op, comm);
+    }
+    for (long i = 0; i < n; ++i) {
+        int32_t want = (int32_t)ival(op, 0, i, salt);
+        for (int r = 1; r < p; ++r)
+            want = iop(op, want, (int32_t)ival(op, r, i, salt));
+        if (out[i] != want) {
+            FAIL("int %s n=%ld inplace=%d p=%d: [%ld] = %d, want %d", name, n, inplace, p, i,
+                 out[i], want);
+            break;
+        }
+    }
+    free(in);
+    free(out);
+}
+
+static void test_other_ints(MPI_Comm comm, long n)
+{
+    int me, p;
+    MPI_Comm_rank(comm, &me);
+    MPI_Comm_size(comm, &p);
+    uint8_t *a = malloc(n + 1), *b = malloc(n + 1);
+    int64_t *c = malloc((n + 1) * 8), *d = malloc((n + 1) * 8);
+    for (long i = 0; i < n; ++i) {
+        a[i] = (uint8_t)h(me, i, 7);
+        c[i] = (int64_t)h(me, i, 8);
+    }
+    MPI_Allreduce(a, b, (int)n, MPI_UNSIGNED_CHAR, MPI_SUM, comm);
+    MPI_Allreduce(c, d, (int)n, MPI_LONG_LONG, MPI_MAX, comm);
+    for (long i = 0; i < n; ++i) {
+        uint8_t s = 0;
+        int64_t m = INT64_MIN;
+        for (int r = 0; r < p; ++r) {
+            s = (uint8_t)(s + (uint8_t)h(r, i, 7));
+            int64_t v = (int64_t)h(r, i, 8);
+            m = v > m ? v : m;
+        }
+        if (b[i] != s || d[i] != m) {
+            FAIL("uchar sum / long long max n=%ld [%ld]", n, i);
+            break;
+        }
+    }
+    free(a), free(b), free(c), free(d);
+}
+
+/* ----------------------------------------------------- floating point */
+
+static void test_double(MPI_Comm comm, MPI_Op op, long n, int inplace)
+{
+    int me, p;
+    MPI_Comm_rank(comm, &me);
+    MPI_Comm_size(comm, &p);
+    double *in = malloc((n + 1) * 8), *out = malloc((n + 1) * 8), *r0 = malloc((n + 1) * 8);
+    for (long i = 0; i < n; ++i)
+        in[i] = 0.5 + (double)(h(me, i, 3) % 100003) / 100003.0;
+    memcpy(out, in, n * 8);
+    MPI_Allreduce(inplace ? MPI_IN_PLACE : in, out, (int)n, MPI_DOUBLE, op, comm);
+    memcpy(r0, out, n * 8);
+    MPI_Bcast(r0, (int)n, MPI_DOUBLE, 0, comm);
+    if (n > 0 && memcmp(r0, out, n * 8) != 0)
+        FAIL("double n=%ld p=%d: result differs from rank 0's bits", n, p);
+    for (long i = 0; i < n; ++i) {
+        double want = op == MPI_MAX ? -1e300 : op == MPI_PROD ? 1.0 : 0.0;
+        for (int r = 0; r < p; ++r) {
+            double v = 0.5 + (double)(h(r, i, 3) % 100003) / 100003.0;
+            want = op == MPI_SUM ? want + v : op == MPI_PROD ? want * v : (v > want ? v : want);
+        }
+        if (fabs(out[i] - want) > 1e-12 * fabs(want)) {
+            FAIL("double n=%ld p=%d: [%ld] = %.17g, want %.17g", n, p, i, out[i], want);
+            break;
+        }
+    }
+    free(in), free(out), free(r0);
+}
+
+/* ------------------------------------------------------- pair types */
+
+static void test_pairs(MPI_Comm comm, long n)
+{
+    int me, p;
+    MPI_Comm_rank(comm, &me);
+    MPI_Comm_size(comm, &p);
+    struct {
+        double v;
+        int k;
+    } *a = malloc((n + 1) * sizeof *a), *b = malloc((n + 1) * sizeof *b);
+    struct {
+        short v;
+        int k;
+    } *s = malloc((n + 1) * sizeof *s), *t = malloc((n + 1) * sizeof *t);
+    for (long i = 0; i < n; ++i) {
+        a[i].v = (double)(h(me, i, 4) % 3); /* ties across ranks */
+        a[i].k = (int)(h(me, i, 5) % 100);
+        s[i].v = (short)(h(me, i, 6) % 3);
+        s[i].k = me;
+    }
+    MPI_Allreduce(a, b, (int)n, MPI_DOUBLE_INT, MPI_MAXLOC, comm);
+    MPI_Allreduce(s, t, (int)n, MPI_SHORT_INT, MPI_MINLOC, comm);
+    for (long i = 0; i < n; ++i) {
+        double mv = -1;
+        int mk = 0;
+        short sv = 100;
+        int sk = 0;
+        for (int r = 0; r < p; ++r) {
+            double v = (double)(h(r, i, 4) % 3);
+            int k = (int)(h(r, i, 5) % 100);
+            if (v > mv || (v == mv && k < mk))
+                mv = v, mk = k;
+            short w = (short)(h(r, i, 6) % 3);
+            if (w < sv)
+                sv = w, sk = r;
+        }
+        if (b[i].v != mv || b[i].k != mk || t[i].v != sv || t[i].k != sk) {
+            FAIL("maxloc/minloc n=%ld [%ld]: (%g,%d) (%d,%d), want (%g,%d) (%d,%d)", n, i, b[i].v,
+                 b[i].k, t[i].v, t[i].k, mv, mk, sv, sk);
+            break;
+        }
+    }
+    free(a), free(b), free(s), free(t);
+}
+
+/* -------------------------------------------------------- fallbacks */
+
+static void my_sum(void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+    (void)dt;
+    for (int i = 0; i < *len; ++i)
+        ((int *)inout)[i] += ((int *)in)[i];
+}
+
+static void my_sum5(void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+    int n = 5 * *len;
+    my_sum(in, inout, &n, dt);
+}
+
+static void test_fallbacks(MPI_Comm comm)
+{
+    int me, p, x[5], y[5];
+    long double lx = 1.5L, ly = 0;
+    MPI_Comm_rank(comm, &me);
+    MPI_Comm_size(comm, &p);
+    MPI_Op op, op5;
+    MPI_Datatype five;
+    MPI_Op_create(my_sum, 1, &op);
+    MPI_Op_create(my_sum5, 1, &op5);
+    MPI_Type_contiguous(5, MPI_INT, &five);
+    MPI_Type_commit(&five);
+    for (int i = 0; i < 5; ++i)
+        x[i] = me + i;
+    MPI_Allreduce(x, y, 5, MPI_INT, op, comm);
+    for (int i = 0; i < 5; ++i)
+        if (y[i] != p * (p - 1) / 2 + p * i)
+            FAIL("user op [%d] = %d", i, y[i]);
+    MPI_Allreduce(x, y, 1, five, op5, comm);
+    for (int i = 0; i < 5; ++i)
+        if (y[i] != p * (p - 1) / 2 + p * i)
+            FAIL("derived type [%d] = %d", i, y[i]);
+    MPI_Allreduce(&lx, &ly, 1, MPI_LONG_DOUBLE, MPI_SUM, comm);
+    if (ly != 1.5L * p)
+        FAIL("long double sum %Lg", ly);
+    MPI_Type_free(&five);
+    MPI_Op_free(&op5);
+    MPI_Op_free(&op);
+}
+
+static void suite(MPI_Comm comm)
+{
+    int p;
+    MPI_Comm_size(comm, &p);
+    long counts[] = {0, 1, 2, 3, p - 1, p, p + 1, 1000, 4097, 300000};
+    MPI_Op ops[] = {MPI_SUM, MPI_PROD, MPI_MIN,  MPI_MAX, MPI_LAND,
+                    MPI_LOR, MPI_LXOR, MPI_BAND, MPI_BOR, MPI_BXOR};
+    const char *names[] = {"sum", "prod", "min",  "max", "land",
+                           "lor", "lxor", "band", "bor", "bxor"};
+    for (int c = 0; c < 10; ++c) {
+        long n = counts[c];
+        for (int o = 0; o < 10; ++o)
+            if (n < 10000 || o % 4 == 0)
+                test_int32(comm, ops[o], names[o], n, (c + o) % 2, c * 16 + o);
+        test_other_ints(comm, n);
+        test_double(comm, MPI_SUM, n, c % 2);
+        test_double(comm, c % 2 ? MPI_MAX : MPI_PROD, n, 1 - c % 2);
+        test_pairs(comm, n);
+    }
+    for (int i = 0; i < 50; ++i) /* repeated small calls, no barrier between */
+        test_int32(comm, MPI_SUM, "sum", 1 + i % 7, i % 2, 99);
+    test_fallbacks(comm);
+}
+
+int main(int argc, char **argv)
+{
+    int size;
+    MPI_Comm half, rev;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    suite(MPI_COMM_WORLD);
+    MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);
+    suite(half);
+    MPI_Comm_split(MPI_COMM_WORLD, 0, size - rank, &rev); /* ranks permuted */
+    suite(rev);
+    MPI_Comm_free(&half);
+    MPI_Comm_free(&rev);
+    int total = 0;
+    MPI_Allreduce(&fails, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Finalize();
+    if (0 == rank)
+        printf("t_allreduce: %s (%d ranks)\n", total ? "FAIL" : "PASS", size);
+    return total ? 1 : 0;
+}

@@ -1,0 +1,597 @@
+// The Allreduce core's memory hooks (llrdma_ar_comm_t copy/reduce/alloc/free),
+// the contract the GPU path relies on: with hooks set, no algorithm may read or
+// write a buffer except through the hooks and the transport.
+//
+// "Device memory" here is a PROT_NONE address range: the handles passed to
+// llrdma_ar_run point into it, so any direct access by the core faults, and the
+// hooks and the transport wrapper translate handles to a host backing store,
+// checking that every range lies inside one live allocation.  Every algorithm
+// run through the hooks must give the same bits as the host path on the same
+// simulated communicator (same schedule, same reduction order), balance alloc
+// and free, and copy only when not in place.  Hook failures end the call with
+// LLRDMA_AR_ERR_MEMORY and leave no request behind.
+#define BOOST_TEST_MODULE test_allreduce_hooks
+#include <boost/test/unit_test.hpp>
+
+#include "llrdma_allreduce.h"
+#include "test_allreduce_simcomm.h"
+
+#include <sys/mman.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace
+{
+
+using Bytes = std::vector<unsigned char>;
+
+// A fake device address space: handles in [base_, base_ + kSpan) are never
+// mapped, their contents live at the same offset in back_.
+class DeviceHeap
+{
+  public:
+    static constexpr size_t kSpan = size_t(1) << 32;
+
+    DeviceHeap()
+    {
+        void *b =
+            mmap(nullptr, kSpan, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        void *k = mmap(nullptr, kSpan, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        BOOST_REQUIRE(b != MAP_FAILED && k != MAP_FAILED);
+        base_ = static_cast<unsigned char *>(b);
+        back_ = static_cast<unsigned char *>(k);
+    }
+    ~DeviceHeap()
+    {
+        munmap(base_, kSpan);
+        munmap(back_, kSpan);
+    }
+    DeviceHeap(const DeviceHeap &) = delete;
+    DeviceHeap &operator=(const DeviceHeap &) = delete;
+
+    // Odd offsets on purpose: the core must not assume alignment.
+    void *alloc(size_t bytes, size_t misalign = 0)
+    {
+        std::lock_guard<std::mutex> g(m_);
+        size_t off = (next_ + 63) / 64 * 64 + misalign;
+        if (off + bytes + 64 > kSpan)
+            return nullptr;
+        next_ = off + bytes + 64; // a gap: an overrun lands outside every allocation
+        live_[off] = bytes;
+        return base_ + off;
+    }
+    bool free(void *h)
+    {
+        std::lock_guard<std::mutex> g(m_);
+        auto it = live_.find(static_cast<unsigned char *>(h) - base_);
+        if (!in_span(h) || it == live_.end())
+            return false;
+        madvise(back_ + (it->first & ~size_t(4095)), it->second + 4096, MADV_DONTNEED);
+        live_.erase(it);
+        return true;
+    }
+    // Host view of [h, h + bytes), or nullptr when not inside one live allocation.
+    unsigned char *real(const void *h, size_t bytes)
+    {
+        std::lock_guard<std::mutex> g(m_);
+        if (!in_span(h))
+            return nullptr;
+        size_t off = static_cast<const unsigned char *>(h) - base_;
+        auto it = live_.upper_bound(off);
+        if (it == live_.begin())
+            return nullptr;
+        --it;
+        if (off + bytes > it->first + it->second)
+            return nullptr;
+        return back_ + off;
+    }
+    size_t nlive()
+    {
+        std::lock_guard<std::mutex> g(m_);
+        return live_.size();
+    }
+
+  private:
+    bool in_span(const void *h) const
+    {
+        auto p = static_cast<const unsigned char *>(h);
+        return p >= base_ && p < base_ + kSpan;
+    }
+    std::mutex m_;
+    unsigned char *base_ = nullptr, *back_ = nullptr;
+    size_t next_ = 0;
+    std::map<size_t, size_t> live_;
+};
+
+enum HookKind { kNone = 0, kCopy = 1, kReduce = 2, kAlloc = 3 };
+
+// One rank's hooked transport: the sim comm underneath, handles translated.
+struct Hooked {
+    llrdma_ar_comm_t inner{};
+    DeviceHeap *heap = nullptr;
+    int fail_kind = kNone; // fail the fail_at-th call of this hook
+    long fail_at = 0;
+    long ncopy = 0, nreduce = 0, nalloc = 0, nfree = 0, nsend = 0, nrecv = 0;
+    std::vector<std::string> problems;
+
+    llrdma_ar_comm_t comm(bool with_alloc)
+    {
+        llrdma_ar_comm_t c = inner;
+        c.ctx = this;
+        c.isend = s_isend;
+        c.irecv = s_irecv;
+        c.waitall = s_waitall;
+        c.cancel = s_cancel;
+        c.copy = s_copy;
+        c.reduce = s_reduce;
+        if (with_alloc) {
+            c.alloc = s_alloc;
+            c.free = s_free;
+        }
+        return c;
+    }
+
+  private:
+    static Hooked *of(void *ctx) { return static_cast<Hooked *>(ctx); }
+    bool inject(int kind, long n) { return fail_kind == kind && n == fail_at; }
+    unsigned char *real(const char *what, const void *h, size_t bytes)
+    {
+        unsigned char *p = heap->real(h, bytes);
+        if (!p) {
+            std::ostringstream s;
+            s << what << ": " << bytes << " bytes at " << h << " outside device memory";
+            problems.push_back(s.str());
+        }
+        return p;
+    }
+    static int s_isend(void *ctx, const void *buf, size_t bytes, int peer, int tag, void **req)
+    {
+        Hooked *k = of(ctx);
+        ++k->nsend;
+        unsigned char *p = k->real("isend", buf, bytes);
+        return p ? k->inner.isend(k->inner.ctx, p, bytes, peer, tag, req) : -1;
+    }
+    static int s_irecv(void *ctx, void *buf, size_t bytes, int peer, int tag, void **req)
+    {
+        Hooked *k = of(ctx);
+        ++k->nrecv;
+        unsigned char *p = k->real("irecv", buf, bytes);
+        return p ? k->inner.irecv(k->inner.ctx, p, bytes, peer, tag, req) : -1;
+    }
+    static int s_waitall(void *ctx, int n, void **reqs)
+    {
+        return of(ctx)->inner.waitall(of(ctx)->inner.ctx, n, reqs);
+    }
+    static int s_cancel(void *ctx, void *req)
+    {
+        return of(ctx)->inner.cancel(of(ctx)->inner.ctx, req);
+    }
+    static int s_copy(void *ctx, void *dst, const void *src, size_t bytes)
+    {
+        Hooked *k = of(ctx);
+        if (k->inject(kCopy, ++k->ncopy))
+            return -1;
+        unsigned char *d = k->real("copy dst", dst, bytes);
+        unsigned char *s = k->real("copy src", src, bytes);
+        if (!d || !s)
+            return -1;
+        std::memmove(d, s, bytes);
+        return 0;
+    }
+    // out = a OP b with out aliasing a, b or neither, from llrdma_reduce_local's
+    // inout = in OP inout.
+    static int s_reduce(void *ctx, int op, int dtype, const void *a, const void *b, void *out,
+                        size_t count)
+    {
+        Hooked *k = of(ctx);
+        if (k->inject(kReduce, ++k->nreduce))
+            return -1;
+        size_t n = count * llrdma_ar_dtype_size(dtype);
+        unsigned char *pa = k->real("reduce a", a, n), *pb = k->real("reduce b", b, n);
+        unsigned char *po = k->real("reduce out", out, n);
+        if (!pa || !pb || !po)
+            return -1;
+        Bytes tmp(pb, pb + n);
+        if (llrdma_reduce_local(op, dtype, pa, tmp.data(), count) != LLRDMA_AR_OK)
+            return -1;
+        std::memcpy(po, tmp.data(), n);
+        return 0;
+    }
+    static void *s_alloc(void *ctx, size_t bytes)
+    {
+        Hooked *k = of(ctx);
+        if (k->inject(kAlloc, ++k->nalloc))
+            return nullptr;
+        return k->heap->alloc(bytes, 3);
+    }
+    static void s_free(void *ctx, void *p)
+    {
+        Hooked *k = of(ctx);
+        ++k->nfree;
+        if (!k->heap->free(p))
+            k->problems.push_back("free of an unknown pointer");
+    }
+};
+
+// Valid inputs for every datatype: bool 0/1, finite floats with many ties and
+// signed zeros, pairs with tied values.
+Bytes input(int dt, size_t count, uint64_t seed)
+{
+    size_t es = llrdma_ar_dtype_size(dt);
+    Bytes b(count * es, 0);
+    std::mt19937_64 g(seed);
+    for (size_t i = 0; i < count; ++i) {
+        unsigned char *d = &b[i * es];
+        uint64_t h = g();
+        float f = static_cast<float>(static_cast<int>(h % 41) - 20) / 8.0f;
+        double x = static_cast<double>(static_cast<int>(h % 2001) - 1000) / 16.0;
+        int k = static_cast<int>((h >> 20) % 50), v = static_cast<int>(h % 4) - 2;
+        long lv = v;
+        short sv = static_cast<short>(v);
+        switch (dt) {
+        case LLRDMA_DT_BOOL:
+            d[0] = h & 1;
+            break;
+        case LLRDMA_DT_FLOAT:
+            std::memcpy(d, &f, 4);
+            break;
+        case LLRDMA_DT_DOUBLE:
+            std::memcpy(d, &x, 8);
+            break;
+        case LLRDMA_DT_FLOAT_INT:
+            f = static_cast<float>(v);
+            std::memcpy(d, &f, 4);
+            std::memcpy(d + 4, &k, 4);
+            break;
+        case LLRDMA_DT_DOUBLE_INT:
+            x = v;
+            std::memcpy(d, &x, 8);
+            std::memcpy(d + 8, &k, 4);
+            break;
+        case LLRDMA_DT_LONG_INT:
+            std::memcpy(d, &lv, sizeof lv);
+            std::memcpy(d + sizeof lv, &k, 4);
+            break;
+        case LLRDMA_DT_2INT:
+            std::memcpy(d, &v, 4);
+            std::memcpy(d + 4, &k, 4);
+            break;
+        case LLRDMA_DT_SHORT_INT:
+            std::memcpy(d, &sv, 2);
+            std::memcpy(d + 4, &k, 4);
+            break;
+        default:
+            for (size_t j = 0; j < es; ++j)
+                d[j] = static_cast<unsigned char>(h >> (8 * j));
+        }
+    }
+    return b;
+}
+
+// Padding of the pair types is not part of the result.
+void clear_padding(int dt, Bytes &b)
+{
+    size_t es = llrdma_ar_dtype_size(dt), vb = 0, koff = 0;
+    switch (dt) {
+    case LLRDMA_DT_DOUBLE_INT:
+        vb = 8, koff = 8;
+        break;
+    case LLRDMA_DT_LONG_INT:
+        vb = sizeof(long), koff = sizeof(long);
+        break;
+    case LLRDMA_DT_SHORT_INT:
+        vb = 2, koff = 4;
+        break;
+    default:
+        return;
+    }
+    for (size_t i = 0; i + es <= b.size(); i += es) {
+        std::memset(&b[i + vb], 0, koff - vb);
+        std::memset(&b[i + koff + 4], 0, es - koff - 4);
+    }
+}
+
+struct Case {
+    int alg, dt, op;
+    size_t count;
+    int inplace; // 0: separate sendbuf, 1: sendbuf NULL, 2: sendbuf == recvbuf
+    size_t seg;
+    int window;
+    int scratch; // 0: alloc hook, 1: caller's device scratch
+    uint64_t seed;
+};
+
+std::string describe(const Case &k, int p)
+{
+    std::ostringstream s;
+    s << llrdma_ar_alg_name(k.alg) << " p=" << p << " count=" << k.count << " "
+      << llrdma_ar_dtype_name(k.dt) << " " << llrdma_ar_op_name(k.op) << " inplace=" << k.inplace
+      << " seg=" << k.seg << " window=" << k.window << " scratch=" << k.scratch;
+    return s.str();
+}
+
+// Host path: the reference every hooked run must equal bit for bit.
+std::vector<Bytes> run_host(int p, const Case &k, sim::Options opt)
+{
+    sim::World w(p, opt);
+    std::vector<Bytes> out(p);
+    std::vector<std::thread> th;
+    for (int r = 0; r < p; ++r)
+        th.emplace_back([&, r] {
+            llrdma_ar_comm_t c = w.comm(r);
+            llrdma_ar_plan_t plan{k.alg, k.seg, k.window, "test"};
+            out[r] = input(k.dt, k.count, k.seed + r);
+            if (llrdma_ar_run(&plan, &c, nullptr, out[r].data(), k.count, k.dt, k.op, nullptr, 0) !=
+                LLRDMA_AR_OK)
+                out[r].clear();
+            clear_padding(k.dt, out[r]);
+        });
+    for (auto &t : th)
+        t.join();
+    return out;
+}
+
+struct RankResult {
+    int rc = 0;
+    Bytes out;
+    Hooked h;
+    int live = 0;
+};
+
+std::vector<RankResult> run_hooked(int p, const Case &k, sim::Options opt, DeviceHeap &heap,
+                                   int fail_rank = -1, int fail_kind = kNone, long fail_at = 0)
+{
+    sim::World w(p, opt);
+    std::vector<RankResult> res(p);
+    std::vector<std::thread> th;
+    for (int r = 0; r < p; ++r)
+        th.emplace_back([&, r] {
+            RankResult &rr = res[r];
+            rr.h.inner = w.comm(r);
+            rr.h.heap = &heap;
+            if (r == fail_rank) {
+                rr.h.fail_kind = fail_kind;
+                rr.h.fail_at = fail_at;
+            }
+            llrdma_ar_comm_t c = rr.h.comm(k.scratch == 0);
+            llrdma_ar_plan_t plan{k.alg, k.seg, k.window, "test"};
+            size_t bytes = k.count * llrdma_ar_dtype_size(k.dt);
+            Bytes in = input(k.dt, k.count, k.seed + r);
+            void *recv = heap.alloc(bytes + 1, r % 4);
+            void *send = k.inplace ? recv : heap.alloc(bytes + 1, (r + 1) % 4);
+            std::memcpy(heap.real(k.inplace ? recv : send, bytes), in.data(), bytes);
+            size_t sbytes = llrdma_ar_scratch_bytes(&plan, k.count, k.dt, p);
+            void *scratch = k.scratch ? heap.alloc(sbytes + 1, 1) : nullptr;
+            rr.rc = llrdma_ar_run(&plan, &c, k.inplace == 1 ? nullptr : send, recv, k.count, k.dt,
+                                  k.op, scratch, k.scratch ? sbytes : 0);
+            rr.live = w.live(r);
+            unsigned char *got = heap.real(recv, bytes);
+            rr.out.assign(got, got + bytes);
+            clear_padding(k.dt, rr.out);
+            if (k.inplace == 0 && std::memcmp(heap.real(send, bytes), in.data(), bytes) != 0)
+                rr.h.problems.push_back("sendbuf modified");
+            heap.free(recv);
+            if (!k.inplace)
+                heap.free(send);
+            if (scratch)
+                heap.free(scratch);
+        });
+    for (auto &t : th)
+        t.join();
+    for (const std::string &s : w.problems())
+        res[0].h.problems.push_back("sim: " + s);
+    return res;
+}
+
+const int kAlgs[] = {LLRDMA_AR_RECURSIVE_DOUBLING, LLRDMA_AR_RABENSEIFNER, LLRDMA_AR_RING};
+
+std::vector<std::pair<int, int>> all_combos()
+{
+    std::vector<std::pair<int, int>> v;
+    for (int dt = 0; dt < LLRDMA_DT_COUNT; ++dt)
+        for (int op = 0; op < LLRDMA_OP_COUNT; ++op)
+            if (llrdma_ar_supported(dt, op))
+                v.push_back({dt, op});
+    return v;
+}
+
+// Runs one case both ways and checks the hook contract; returns failures.
+std::vector<std::string> check_case(int p, const Case &k, sim::Options opt, DeviceHeap &heap)
+{
+    std::vector<std::string> errs;
+    std::vector<Bytes> ref = run_host(p, k, opt);
+    std::vector<RankResult> res = run_hooked(p, k, opt, heap);
+    llrdma_ar_plan_t plan{k.alg, k.seg, k.window, "test"};
+    bool needs_scratch = llrdma_ar_scratch_bytes(&plan, k.count, k.dt, p) > 0;
+    long reduces = 0;
+    for (int r = 0; r < p; ++r) {
+        const RankResult &rr = res[r];
+        std::ostringstream e;
+        if (rr.rc != LLRDMA_AR_OK)
+            e << "rc " << rr.rc << "; ";
+        if (rr.live != 0)
+            e << rr.live << " requests left; ";
+        if (rr.out != ref[r])
+            e << "result differs from the host path; ";
+        if (rr.h.nalloc != rr.h.nfree)
+            e << rr.h.nalloc << " allocs, " << rr.h.nfree << " frees; ";
+        if (rr.h.nalloc != (k.scratch == 0 && needs_scratch && k.count > 0 ? 1 : 0))
+            e << "alloc called " << rr.h.nalloc << " times; ";
+        if (rr.h.ncopy != (k.inplace == 0 && k.count > 0 ? 1 : 0))
+            e << "copy called " << rr.h.ncopy << " times; ";
+        for (const std::string &s : rr.h.problems)
+            e << s << "; ";
+        reduces += rr.h.nreduce;
+        if (!e.str().empty())
+            errs.push_back(describe(k, p) + ": rank " + std::to_string(r) + ": " + e.str());
+    }
+    if (p > 1 && k.count > 0 && reduces == 0)
+        errs.push_back(describe(k, p) + ": no reduce went through the hook");
+    return errs;
+}
+
+void report(const std::vector<std::string> &errs)
+{
+    for (size_t i = 0; i < errs.size() && i < 10; ++i)
+        BOOST_ERROR(errs[i]);
+    BOOST_CHECK_MESSAGE(errs.empty(), errs.size() << " failures");
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(every_algorithm_through_hooks)
+{
+    // Sizes 1..9 and 16, awkward counts, rotating through every op x datatype,
+    // in-place modes, segments, windows and both scratch sources.
+    static const auto combos = all_combos();
+    DeviceHeap heap;
+    std::vector<std::string> errs;
+    size_t rot = 0, runs = 0;
+    for (int p : {1, 2, 3, 4, 5, 6, 7, 8, 9, 16}) {
+        sim::Options opt;
+        opt.eager_limit = p % 2 ? 0 : 4096;
+        opt.single_tag = p % 2 == 1;
+        std::vector<size_t> counts = {0,    1,   3, size_t(p - 1 > 0 ? p - 1 : 2), size_t(p + 1),
+                                      1000, 4097};
+        for (int alg : kAlgs)
+            for (size_t n : counts) {
+                size_t i = rot++;
+                auto [dt, op] = combos[i % combos.size()];
+                size_t es = llrdma_ar_dtype_size(dt);
+                size_t segs[] = {es, 3 * es, 4096 / es * es, 65536 / es * es};
+                Case k{alg,        dt, op, n, static_cast<int>(i % 3), segs[i % 4], 1 + int(i % 8),
+                       int(i % 2), i};
+                auto e = check_case(p, k, opt, heap);
+                errs.insert(errs.end(), e.begin(), e.end());
+                ++runs;
+            }
+    }
+    BOOST_TEST_MESSAGE(runs << " cases");
+    BOOST_CHECK_EQUAL(heap.nlive(), 0u);
+    report(errs);
+}
+
+BOOST_AUTO_TEST_CASE(every_op_and_dtype_through_hooks)
+{
+    DeviceHeap heap;
+    std::vector<std::string> errs;
+    size_t i = 0;
+    for (int alg : kAlgs)
+        for (auto [dt, op] : all_combos()) {
+            int p = 3 + int(i % 3);
+            Case k{alg,        dt,
+                   op,         size_t(2 * p + 3),
+                   int(i % 3), 2 * llrdma_ar_dtype_size(dt),
+                   2,          int(i % 2),
+                   500 + i};
+            auto e = check_case(p, k, sim::Options{}, heap);
+            errs.insert(errs.end(), e.begin(), e.end());
+            ++i;
+        }
+    report(errs);
+}
+
+BOOST_AUTO_TEST_CASE(large_ring_through_hooks)
+{
+    // ~1 MB, many segments in flight: the schedule the GPU path pipelines.
+    DeviceHeap heap;
+    for (int p : {2, 5}) {
+        Case k{LLRDMA_AR_RING, LLRDMA_DT_FLOAT, LLRDMA_OP_SUM, (1 << 18) + 5, 0, 8192, 8, 0, 7};
+        report(check_case(p, k, sim::Options{}, heap));
+    }
+}
+
+BOOST_AUTO_TEST_CASE(hook_arguments)
+{
+    sim::World w(2, sim::Options{});
+    DeviceHeap heap;
+    Hooked h;
+    h.inner = w.comm(0);
+    h.heap = &heap;
+    llrdma_ar_plan_t plan{LLRDMA_AR_RING, 64, 2, "test"};
+    void *buf = heap.alloc(32);
+    // copy without reduce, alloc without free: rejected before anything runs
+    llrdma_ar_comm_t c = h.comm(true);
+    c.reduce = nullptr;
+    BOOST_CHECK_EQUAL(
+        llrdma_ar_run(&plan, &c, nullptr, buf, 4, LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM, nullptr, 0),
+        LLRDMA_AR_ERR_INVALID);
+    c = h.comm(true);
+    c.free = nullptr;
+    BOOST_CHECK_EQUAL(
+        llrdma_ar_run(&plan, &c, nullptr, buf, 4, LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM, nullptr, 0),
+        LLRDMA_AR_ERR_INVALID);
+    // hooks without an alloc hook need the caller's scratch
+    c = h.comm(false);
+    BOOST_CHECK_EQUAL(
+        llrdma_ar_run(&plan, &c, nullptr, buf, 4, LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM, nullptr, 0),
+        LLRDMA_AR_ERR_INVALID);
+    // count 0 touches nothing
+    c = h.comm(true);
+    BOOST_CHECK_EQUAL(
+        llrdma_ar_run(&plan, &c, nullptr, nullptr, 0, LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM, nullptr, 0),
+        LLRDMA_AR_OK);
+    BOOST_CHECK_EQUAL(h.ncopy + h.nreduce + h.nalloc + h.nsend + h.nrecv, 0);
+    BOOST_CHECK(w.quiescent());
+    heap.free(buf);
+}
+
+BOOST_AUTO_TEST_CASE(hook_failures)
+{
+    // A failing hook ends that rank's call with LLRDMA_AR_ERR_MEMORY, its
+    // requests cancelled and waited and its scratch freed.  Its peers wait for
+    // messages that never come, as after any rank's failure in MPI: the sim's
+    // short timeout breaks the world, so they return an error (or finish, when
+    // the failure came late).
+    DeviceHeap heap;
+    int fired = 0, runs = 0;
+    for (int alg : kAlgs)
+        for (int p : {3, 4})
+            for (int kind : {kCopy, kReduce, kAlloc})
+                for (long at : {1L, 2L, 5L}) {
+                    Case k{alg, LLRDMA_DT_INT32, LLRDMA_OP_SUM, 1000, 0, 256, 3, 0, 11};
+                    sim::Options opt;
+                    opt.timeout = std::chrono::milliseconds(300);
+                    auto res = run_hooked(p, k, opt, heap, p - 1, kind, at);
+                    std::string ctx = describe(k, p) + " hook " + std::to_string(kind) + " at " +
+                                      std::to_string(at);
+                    const RankResult &f = res[p - 1];
+                    bool hit = (kind == kCopy     ? f.h.ncopy
+                                : kind == kReduce ? f.h.nreduce
+                                                  : f.h.nalloc) >= at;
+                    ++runs;
+                    if (hit) {
+                        ++fired;
+                        BOOST_CHECK_MESSAGE(
+                            f.rc == (kind == kAlloc ? LLRDMA_AR_ERR_NOMEM : LLRDMA_AR_ERR_MEMORY),
+                            ctx << ": rc " << f.rc);
+                    } else {
+                        BOOST_CHECK_MESSAGE(f.rc == LLRDMA_AR_OK, ctx << ": rc " << f.rc);
+                    }
+                    for (int r = 0; r < p; ++r) {
+                        const RankResult &rr = res[r];
+                        BOOST_CHECK_MESSAGE(rr.live == 0, ctx << ": rank " << r << " left "
+                                                              << rr.live << " requests");
+                        BOOST_CHECK_MESSAGE(rr.h.nalloc - (r == p - 1 && hit && kind == kAlloc) ==
+                                                rr.h.nfree,
+                                            ctx << ": rank " << r << " alloc/free unbalanced");
+                        BOOST_CHECK_MESSAGE(rr.rc == LLRDMA_AR_OK ||
+                                                rr.rc == LLRDMA_AR_ERR_TRANSPORT || r == p - 1,
+                                            ctx << ": rank " << r << " rc " << rr.rc);
+                    }
+                }
+    BOOST_TEST_MESSAGE(fired << " of " << runs << " runs failed a hook");
+    BOOST_CHECK(fired > runs / 3);
+    BOOST_CHECK_EQUAL(heap.nlive(), 0u);
+}

@@ -1,0 +1,347 @@
+// test_allreduce_simcomm.h -- an in-process simulated communicator for the
+// Allreduce core: one thread per rank, messages matched per (src, dst, tag) in
+// posting order, like MPI.  Sends are eager (copied at once, complete at once) up
+// to eager_limit bytes and rendezvous above it: a rendezvous send completes only
+// when a receive matches it, and its data is read from the sender's buffer at
+// that moment, so an algorithm that reuses a send buffer too early gets wrong
+// results.  Failure injection breaks the whole world on the Nth call of one
+// rank: that call fails, every pending request completes with an error and
+// every later call fails, which is how a real transport error surfaces on all
+// ranks.  A wait that takes longer than `timeout` is reported as a hang.
+#ifndef TEST_ALLREDUCE_SIMCOMM_H
+#define TEST_ALLREDUCE_SIMCOMM_H
+
+#include "llrdma_allreduce.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace sim
+{
+
+constexpr int kErr = -77; // what the simulated transport returns on failure
+
+enum FailKind { kFailIsend = 1, kFailIrecv = 2, kFailWaitall = 4, kFailAny = 7 };
+
+struct Options {
+    size_t eager_limit = 4096; // 0: every send is rendezvous
+    bool single_tag = false;   // map all tags onto one (what the Open MPI glue does)
+    int fail_rank = -1;        // inject on this rank ...
+    long fail_at = 0;          // ... at its fail_at-th call (1-based) of kind fail_kind
+    int fail_kind = kFailAny;
+    std::chrono::milliseconds timeout{20000};
+};
+
+struct Req {
+    bool send = false;
+    int src = 0, dst = 0, tag = 0;
+    const void *sbuf = nullptr;
+    void *rbuf = nullptr;
+    size_t bytes = 0;
+    bool done = false;
+    int status = 0;
+    int owner = 0; // rank whose live count it holds
+};
+
+// A message not yet received: eager data, or a rendezvous send still pending.
+struct Msg {
+    std::vector<unsigned char> data;
+    Req *rdv = nullptr;
+};
+
+class World;
+
+struct RankCtx {
+    World *w;
+    int rank;
+};
+
+class World
+{
+  public:
+    World(int n, Options o) : n_(n), opt_(o), cv_(n), live_(n, 0), calls_(n, 0), ctx_(n)
+    {
+        for (int r = 0; r < n; ++r)
+            ctx_[r] = RankCtx{this, r};
+    }
+    ~World()
+    {
+        for (auto &kv : unexpected_)
+            for (Msg *m : kv.second)
+                delete m;
+    }
+
+    llrdma_ar_comm_t comm(int rank)
+    {
+        llrdma_ar_comm_t c{};
+        c.ctx = &ctx_[rank];
+        c.rank = rank;
+        c.size = n_;
+        c.isend = &World::s_isend;
+        c.irecv = &World::s_irecv;
+        c.waitall = &World::s_waitall;
+        c.cancel = &World::s_cancel;
+        return c;
+    }
+
+    int live(int rank)
+    {
+        std::lock_guard<std::mutex> g(m_);
+        return live_[rank];
+    }
+    bool quiescent() // no message or receive left anywhere
+    {
+        std::lock_guard<std::mutex> g(m_);
+        for (auto &kv : unexpected_)
+            if (!kv.second.empty())
+                return false;
+        for (auto &kv : posted_)
+            if (!kv.second.empty())
+                return false;
+        return true;
+    }
+    bool broken()
+    {
+        std::lock_guard<std::mutex> g(m_);
+        return broken_;
+    }
+    bool fired()
+    {
+        std::lock_guard<std::mutex> g(m_);
+        return fired_;
+    }
+    std::vector<std::string> problems()
+    {
+        std::lock_guard<std::mutex> g(m_);
+        return problems_;
+    }
+
+  private:
+    using Key = std::tuple<int, int, int>;
+
+    static World *of(void *ctx, int *rank)
+    {
+        RankCtx *c = static_cast<RankCtx *>(ctx);
+        *rank = c->rank;
+        return c->w;
+    }
+    static int s_isend(void *ctx, const void *buf, size_t bytes, int peer, int tag, void **req)
+    {
+        int r;
+        World *w = of(ctx, &r);
+        return w->post(true, r, peer, tag, const_cast<void *>(buf), bytes, req);
+    }
+    static int s_irecv(void *ctx, void *buf, size_t bytes, int peer, int tag, void **req)
+    {
+        int r;
+        World *w = of(ctx, &r);
+        return w->post(false, r, peer, tag, buf, bytes, req);
+    }
+    static int s_waitall(void *ctx, int n, void **reqs)
+    {
+        int r;
+        World *w = of(ctx, &r);
+        return w->waitall(r, n, reqs);
+    }
+    static int s_cancel(void *ctx, void *req)
+    {
+        int r;
+        World *w = of(ctx, &r);
+        return w->cancel(static_cast<Req *>(req));
+    }
+
+    void problem(const std::string &s) { problems_.push_back(s); }
+
+    // Caller holds m_.  Returns true when this call must fail.
+    bool inject(int rank, int kind)
+    {
+        if (rank != opt_.fail_rank || !(opt_.fail_kind & kind))
+            return false;
+        if (++calls_[rank] != opt_.fail_at)
+            return false;
+        fired_ = true;
+        break_world();
+        return true;
+    }
+
+    // Wakes only the owner: one condition variable per rank keeps 16 threads
+    // from all waking on every message.
+    void complete(Req *q, int status)
+    {
+        q->done = true;
+        q->status = status;
+        cv_[q->owner].notify_one();
+    }
+
+    void break_world()
+    {
+        broken_ = true;
+        for (auto &kv : posted_)
+            for (Req *q : kv.second)
+                complete(q, kErr);
+        posted_.clear();
+        for (auto &kv : unexpected_)
+            for (Msg *m : kv.second) {
+                if (m->rdv)
+                    complete(m->rdv, kErr);
+                delete m;
+            }
+        unexpected_.clear();
+        for (auto &cv : cv_)
+            cv.notify_all();
+    }
+
+    void deliver(Req *recv, const void *data, size_t bytes)
+    {
+        if (bytes != recv->bytes) {
+            problem("size mismatch " + std::to_string(recv->src) + "->" +
+                    std::to_string(recv->dst) + " tag " + std::to_string(recv->tag) + ": sent " +
+                    std::to_string(bytes) + " expected " + std::to_string(recv->bytes));
+            complete(recv, kErr);
+            return;
+        }
+        std::memcpy(recv->rbuf, data, bytes);
+        complete(recv, 0);
+    }
+
+    int post(bool send, int rank, int peer, int tag, void *buf, size_t bytes, void **out)
+    {
+        std::lock_guard<std::mutex> g(m_);
+        *out = nullptr;
+        if (inject(rank, send ? kFailIsend : kFailIrecv) || broken_)
+            return kErr;
+        if (peer < 0 || peer >= n_ || peer == rank || tag < 0 || tag >= LLRDMA_AR_TAG_MAX ||
+            bytes == 0 || !buf) {
+            problem("bad call from rank " + std::to_string(rank) + ": peer " +
+                    std::to_string(peer) + " tag " + std::to_string(tag) + " bytes " +
+                    std::to_string(bytes));
+            return kErr;
+        }
+        Req *q = new Req;
+        q->send = send;
+        q->src = send ? rank : peer;
+        q->dst = send ? peer : rank;
+        q->tag = opt_.single_tag ? 0 : tag;
+        q->bytes = bytes;
+        q->owner = rank;
+        if (send)
+            q->sbuf = buf;
+        else
+            q->rbuf = buf;
+        ++live_[rank];
+        Key k{q->src, q->dst, q->tag};
+        if (send) {
+            auto &pq = posted_[k];
+            if (!pq.empty()) {
+                Req *recv = pq.front();
+                pq.pop_front();
+                deliver(recv, buf, bytes);
+                complete(q, 0);
+            } else {
+                Msg *m = new Msg;
+                if (bytes <= opt_.eager_limit) {
+                    m->data.assign(static_cast<unsigned char *>(buf),
+                                   static_cast<unsigned char *>(buf) + bytes);
+                    complete(q, 0);
+                } else {
+                    m->rdv = q;
+                }
+                unexpected_[k].push_back(m);
+            }
+        } else {
+            auto &uq = unexpected_[k];
+            if (!uq.empty()) {
+                Msg *m = uq.front();
+                uq.pop_front();
+                if (m->rdv) {
+                    deliver(q, m->rdv->sbuf, m->rdv->bytes);
+                    complete(m->rdv, 0);
+                } else {
+                    deliver(q, m->data.data(), m->data.size());
+                }
+                delete m;
+            } else {
+                posted_[k].push_back(q);
+            }
+        }
+        *out = q;
+        return 0;
+    }
+
+    int waitall(int rank, int n, void **reqs)
+    {
+        std::unique_lock<std::mutex> g(m_);
+        int rc = inject(rank, kFailWaitall) ? kErr : 0;
+        auto all_done = [&] {
+            for (int i = 0; i < n; ++i)
+                if (!static_cast<Req *>(reqs[i])->done)
+                    return false;
+            return true;
+        };
+        if (!cv_[rank].wait_for(g, opt_.timeout, all_done)) {
+            problem("rank " + std::to_string(rank) + " hung in waitall");
+            break_world();
+        }
+        for (int i = 0; i < n; ++i) {
+            Req *q = static_cast<Req *>(reqs[i]);
+            if (q->owner != rank)
+                problem("rank " + std::to_string(rank) + " waited a foreign request");
+            if (q->status != 0 && rc == 0)
+                rc = q->status;
+            --live_[q->owner];
+            delete q;
+            reqs[i] = nullptr;
+        }
+        return rc;
+    }
+
+    int cancel(Req *q)
+    {
+        std::lock_guard<std::mutex> g(m_);
+        if (q->done)
+            return 0;
+        Key k{q->src, q->dst, q->tag};
+        if (!q->send) {
+            auto &pq = posted_[k];
+            for (auto it = pq.begin(); it != pq.end(); ++it)
+                if (*it == q) {
+                    pq.erase(it);
+                    break;
+                }
+        } else {
+            auto &uq = unexpected_[k];
+            for (auto it = uq.begin(); it != uq.end(); ++it)
+                if ((*it)->rdv == q) {
+                    delete *it;
+                    uq.erase(it);
+                    break;
+                }
+        }
+        complete(q, 0); // cancelled: completes without error, like MPI
+        return 0;
+    }
+
+    int n_;
+    Options opt_;
+    std::mutex m_;
+    std::vector<std::condition_variable> cv_;
+    std::map<Key, std::deque<Msg *>> unexpected_;
+    std::map<Key, std::deque<Req *>> posted_;
+    std::vector<int> live_;
+    std::vector<long> calls_;
+    std::vector<RankCtx> ctx_;
+    std::vector<std::string> problems_;
+    bool broken_ = false;
+    bool fired_ = false;
+};
+
+} // namespace sim
+
+#endif
