@@ -106,6 +106,9 @@ std::string to_json(const llrdma_rank_config_t &c)
     put_path(o, "ll", c.profile.ll);
     put_path(o, "bw", c.profile.bw);
     put_u64(o, "coll_segment_bytes", c.profile.coll_segment_bytes);
+    put_u64(o, "coll_hint", c.coll_hint);
+    put_i64(o, "coll_algorithm", c.coll_algorithm);
+    put_u64(o, "coll_segment_knob", c.coll_segment_knob);
     put_str(o, "btl_status", from_fixed(c.btl_status, sizeof c.btl_status));
     put_i64(o, "devices", c.ndevices);
     put_key(o, "device");
@@ -289,6 +292,9 @@ bool from_json(const char *json, llrdma_rank_config_t &c)
     if (const JValue *v = r.obj("bw"); v != nullptr && !read_path(*v, c.profile.bw))
         return false;
     r.unsig("coll_segment_bytes", c.profile.coll_segment_bytes, UINT64_MAX);
+    r.unsig("coll_hint", c.coll_hint, UINT64_MAX);
+    r.integer("coll_algorithm", c.coll_algorithm, 0, 64);
+    r.unsig("coll_segment_knob", c.coll_segment_knob, UINT64_MAX);
     r.str("btl_status", c.btl_status, sizeof c.btl_status);
     r.integer("devices", c.ndevices, INT32_MIN, INT32_MAX);
     if (const JValue *v = r.obj("device")) {

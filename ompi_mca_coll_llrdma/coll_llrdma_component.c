@@ -183,6 +183,9 @@ int mca_coll_llrdma_init_query(bool enable_progress_threads, bool enable_mpi_thr
             cfg.profile.coll_segment_bytes = plan.segment_bytes;
         }
     }
+    cfg.coll_hint = c->hint;
+    cfg.coll_algorithm = c->algorithm;
+    cfg.coll_segment_knob = c->segment_bytes;
     llrdma_state_freeze();
     llrdma_state_publish(&cfg);
     return OMPI_SUCCESS;

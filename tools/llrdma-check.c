@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "llrdma.h"
+#include "llrdma_allreduce.h"
 #include "llrdma_core.h"
 
 #define CFG_MAX 8192
@@ -59,6 +60,33 @@ static void print_row(const llrdma_rank_config_t *c)
            c->profile.ll.sq_depth, c->profile.bw.sq_depth, c->profile.ll.inline_bytes, seg,
            c->device.name[0] ? c->device.name : "-", c->btl_status);
     printf("      origin: %s\n", c->hint.origin);
+}
+
+/* The coll/llrdma planner's choice per message size for this job, from rank 0's
+ * coll settings (all ranks agree when the hint check passed). */
+static void print_plan(const llrdma_rank_config_t *c, int nranks)
+{
+    static const size_t sizes[] = {8,          256,         4096,         32768,
+                                   256 * 1024, 2 * 1048576, 16 * 1048576, 64 * 1048576};
+    char hint[32], sz[32], seg[32];
+
+    llrdma_format_size(c->coll_hint, hint, sizeof(hint));
+    printf("\ncoll/llrdma Allreduce plan for %d ranks, MPI_DOUBLE, coll hint %s%s:\n", nranks, hint,
+           c->coll_algorithm ? " (algorithm forced)" : "");
+    printf("%10s  %-19s %9s %9s  %s\n", "bytes", "algorithm", "segment", "in-flight", "rule");
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); ++i) {
+        llrdma_ar_plan_t plan;
+        llrdma_format_size(sizes[i], sz, sizeof(sz));
+        if (LLRDMA_AR_OK != llrdma_ar_plan(sizes[i], 8, nranks, c->coll_hint, c->coll_algorithm,
+                                           (size_t)c->coll_segment_knob, &plan)) {
+            printf("%10s  (planner rejected)\n", sz);
+            continue;
+        }
+        llrdma_format_size(plan.segment_bytes, seg, sizeof(seg));
+        printf("%10s  %-19s %9s %9d  %s\n", sz, llrdma_ar_alg_name(plan.alg),
+               LLRDMA_AR_RING == plan.alg ? seg : "-",
+               LLRDMA_AR_RING == plan.alg ? plan.nsegments_in_flight : 1, plan.why);
+    }
 }
 
 int main(int argc, char **argv)
@@ -171,6 +199,9 @@ int main(int argc, char **argv)
             rc = 1;
         } else if (!json) {
             char hint[32];
+            if (!quiet) {
+                print_plan(&cfgs[0], size);
+            }
             llrdma_format_size(cons.majority_bytes, hint, sizeof(hint));
             printf("llrdma-check: all %d ranks agree: size hint %s (%llu bytes)\n", size, hint,
                    (unsigned long long)cons.majority_bytes);

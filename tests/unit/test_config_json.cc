@@ -38,6 +38,9 @@ llrdma_rank_config_t sample(uint64_t hint)
     c.device.rq_depth_granted_ll = 128;
     c.device.rq_depth_granted_bw = 64;
     std::snprintf(c.btl_status, sizeof c.btl_status, "active");
+    c.coll_hint = hint / 2;
+    c.coll_algorithm = 3;
+    c.coll_segment_knob = 4096;
     return c;
 }
 
@@ -272,6 +275,8 @@ BOOST_AUTO_TEST_CASE(worst_case_fits_json_max)
     c.device.rq_depth_granted_ll = c.device.rq_depth_granted_bw = UINT32_MAX;
     c.device.gid_index = INT32_MIN;
     c.hint.bytes = c.profile.coll_segment_bytes = UINT64_MAX;
+    c.coll_hint = c.coll_segment_knob = UINT64_MAX;
+    c.coll_algorithm = 64;
     c.rank = c.size = c.ndevices = c.device.port = c.device.cq_moderation_supported = INT32_MIN;
     c.pid = LONG_MIN;
     c.hint.source = LLRDMA_SRC_OVERRIDE;
