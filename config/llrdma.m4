@@ -85,12 +85,15 @@ AC_DEFUN([LLRDMA_FIND_OMPI], [
   AC_SUBST([LLRDMA_COMPONENT_DIR])
 ])
 
-# LLRDMA_FIND_VERBS: rdma-core's libibverbs and librdmacm (required).
+# LLRDMA_FIND_VERBS: rdma-core's libibverbs and librdmacm, for btl/llrdma.
+# Default: build the BTL when found, otherwise warn and build the rest (coll,
+# library, tools); --with-verbs[=DIR] makes it mandatory.
 AC_DEFUN([LLRDMA_FIND_VERBS], [
   VERBS_CPPFLAGS=
   VERBS_LDFLAGS=
+  llrdma_have_verbs=yes
   AS_CASE(["$with_verbs"],
-    [no], [AC_MSG_ERROR([btl/llrdma is an RDMA transport: --without-verbs is not possible])],
+    [no], [llrdma_have_verbs=no],
     [""|yes], [],
     [VERBS_CPPFLAGS="-I$with_verbs/include"
      VERBS_LDFLAGS="-L$with_verbs/lib -L$with_verbs/lib64"])
@@ -99,17 +102,26 @@ AC_DEFUN([LLRDMA_FIND_VERBS], [
   CPPFLAGS="$CPPFLAGS $VERBS_CPPFLAGS"
   LDFLAGS="$LDFLAGS $VERBS_LDFLAGS"
   llrdma_verbs_fix="apt-get install libibverbs-dev librdmacm-dev, or --with-verbs=DIR"
-  AC_CHECK_HEADER([infiniband/verbs.h], [], [AC_MSG_ERROR([rdma-core headers missing (infiniband/verbs.h); $llrdma_verbs_fix])])
-  AC_CHECK_HEADER([rdma/rdma_cma.h], [], [AC_MSG_ERROR([librdmacm headers missing (rdma/rdma_cma.h); $llrdma_verbs_fix])])
-  AC_CHECK_LIB([ibverbs], [ibv_open_device], [:], [AC_MSG_ERROR([libibverbs not linkable; $llrdma_verbs_fix])])
-  AC_CHECK_LIB([rdmacm], [rdma_create_id], [:], [AC_MSG_ERROR([librdmacm not linkable; $llrdma_verbs_fix])])
-  AC_CHECK_DECLS([ibv_reg_dmabuf_mr], [], [], [[#include <infiniband/verbs.h>]])
+  llrdma_verbs_missing=
+  AS_IF([test $llrdma_have_verbs = yes], [
+    AC_CHECK_HEADER([infiniband/verbs.h], [], [llrdma_verbs_missing="infiniband/verbs.h"])
+    AC_CHECK_HEADER([rdma/rdma_cma.h], [], [llrdma_verbs_missing="$llrdma_verbs_missing rdma/rdma_cma.h"])
+    AC_CHECK_LIB([ibverbs], [ibv_open_device], [:], [llrdma_verbs_missing="$llrdma_verbs_missing libibverbs"])
+    AC_CHECK_LIB([rdmacm], [rdma_create_id], [:], [llrdma_verbs_missing="$llrdma_verbs_missing librdmacm"])
+    AC_CHECK_DECLS([ibv_reg_dmabuf_mr], [], [], [[#include <infiniband/verbs.h>]])
+  ])
   CPPFLAGS=$llrdma_save_CPPFLAGS
   LDFLAGS=$llrdma_save_LDFLAGS
+  AS_IF([test -n "$llrdma_verbs_missing"], [
+    AS_IF([test -n "$with_verbs"],
+      [AC_MSG_ERROR([--with-verbs: rdma-core incomplete (missing$llrdma_verbs_missing); $llrdma_verbs_fix])])
+    AC_MSG_WARN([rdma-core incomplete (missing$llrdma_verbs_missing): btl/llrdma will NOT be built ($llrdma_verbs_fix)])
+    llrdma_have_verbs=no])
   VERBS_LIBS="-libverbs -lrdmacm"
   AC_SUBST([VERBS_CPPFLAGS])
   AC_SUBST([VERBS_LDFLAGS])
   AC_SUBST([VERBS_LIBS])
+  AM_CONDITIONAL([BUILD_BTL], [test $llrdma_have_verbs = yes])
 ])
 
 # LLRDMA_FIND_BOOST_TEST: unit tests only.
