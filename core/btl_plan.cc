@@ -68,6 +68,7 @@ extern "C" void llrdma_sq_init(llrdma_sq_t *sq, uint32_t depth, uint32_t interva
     sq->interval = std::max<uint32_t>(1, std::min(interval, depth));
     sq->posted = 0;
     sq->unsignalled = 0;
+    sq->owed = 0;
 }
 
 extern "C" uint32_t llrdma_sq_free_slots(const llrdma_sq_t *sq)
@@ -78,8 +79,10 @@ extern "C" uint32_t llrdma_sq_free_slots(const llrdma_sq_t *sq)
 extern "C" int llrdma_sq_post(llrdma_sq_t *sq, int needs_completion, int more_queued)
 {
     ++sq->posted;
-    bool sig = sq->unsignalled + 1 >= sq->interval || (needs_completion && !more_queued);
+    bool owed = sq->owed || needs_completion;
+    bool sig = sq->unsignalled + 1 >= sq->interval || (owed && !more_queued);
     sq->unsignalled = sig ? 0 : sq->unsignalled + 1;
+    sq->owed = sig ? 0 : owed;
     return sig ? 1 : 0;
 }
 

@@ -24,9 +24,9 @@ typedef struct {
     uint32_t inline_max[LLRDMA_NPATHS]; /* inline threshold (wire bytes) = min(requested,
                                            granted) */
     uint32_t sq_depth[LLRDMA_NPATHS];   /* send WRs the BTL keeps posted = min(req, granted) */
-    uint64_t eager_limit;      /* btl_eager_limit: one fragment, no rendezvous */
-    uint64_t rndv_eager_limit; /* data carried by ob1's rendezvous header */
-    uint64_t max_send_size;    /* fragments of ob1's send pipeline */
+    uint64_t eager_limit;               /* btl_eager_limit: one fragment, no rendezvous */
+    uint64_t rndv_eager_limit;          /* data carried by ob1's rendezvous header */
+    uint64_t max_send_size;             /* fragments of ob1's send pipeline */
 } llrdma_btl_limits_t;
 
 /* Granted device values per path, read back after creating a QP. */
@@ -55,15 +55,17 @@ typedef struct {
     uint32_t interval;    /* at least one signalled WR in every `interval` posts */
     uint32_t posted;      /* posted, not retired */
     uint32_t unsignalled; /* posted since the last signalled one */
+    int owed;             /* one of those needs a completion */
 } llrdma_sq_t;
 
 void llrdma_sq_init(llrdma_sq_t *sq, uint32_t depth, uint32_t interval);
 uint32_t llrdma_sq_free_slots(const llrdma_sq_t *sq);
 /* Account one post and say whether it must be signalled (1) or not (0).
  * needs_completion: the WR's buffer or callback waits for it (not inline);
- * more_queued: another WR will be posted right after this one.  A WR that
- * needs a completion and has nothing behind it is signalled, so no callback
- * waits for traffic that may never come; otherwise the cadence decides. */
+ * more_queued: another WR will be posted right after this one.  The last WR
+ * of a burst is signalled when it or any unsignalled WR before it needs a
+ * completion, so no callback waits for traffic that may never come;
+ * otherwise the cadence decides. */
 int llrdma_sq_post(llrdma_sq_t *sq, int needs_completion, int more_queued);
 /* `n` WRs retired (a signalled completion covering them). */
 void llrdma_sq_retire(llrdma_sq_t *sq, uint32_t n);

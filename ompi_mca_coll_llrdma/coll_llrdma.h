@@ -10,6 +10,7 @@
 
 #include "ompi/mca/coll/coll.h"
 
+#include "llrdma_allreduce.h"
 #include "llrdma_core.h"
 
 BEGIN_C_DECLS
@@ -69,6 +70,37 @@ int mca_coll_llrdma_agree(mca_coll_llrdma_module_t *m, struct ompi_communicator_
 int mca_coll_llrdma_allreduce(const void *sbuf, void *rbuf, int count,
                               struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                               struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
+
+/* The PML transport of the core (llrdma_ar_comm_t), shared with the GPU
+ * staging transport.  ctx: the first Open MPI error, returned to the caller
+ * instead of the core's generic LLRDMA_AR_ERR_TRANSPORT. */
+typedef struct {
+    struct ompi_communicator_t *comm;
+    int err;
+} mca_coll_llrdma_pml_ctx_t;
+int mca_coll_llrdma_pml_isend(void *ctx, const void *buf, size_t bytes, int peer, int tag,
+                              void **req);
+int mca_coll_llrdma_pml_irecv(void *ctx, void *buf, size_t bytes, int peer, int tag, void **req);
+int mca_coll_llrdma_pml_waitall(void *ctx, int n, void **reqs);
+int mca_coll_llrdma_pml_cancel(void *ctx, void *req);
+/* Open MPI code for llrdma_ar_run's result. */
+int mca_coll_llrdma_ar_status(int rc, int pml_err, struct ompi_communicator_t *comm);
+
+/* coll_llrdma_gpu.c: GPU buffers (see there). */
+int mca_coll_llrdma_gpu_kind(const void *p, int *device); /* LLRDMA_MEM_*, per call */
+int mca_coll_llrdma_allreduce_gpu(const llrdma_ar_plan_t *plan, const void *sbuf, void *rbuf,
+                                  size_t count, int dt, int lop, struct ompi_communicator_t *comm,
+                                  int device);
+int mca_coll_llrdma_gpu_copy_sync(void *dst, const void *src, size_t bytes,
+                                  struct ompi_communicator_t *comm);
+int mca_coll_llrdma_gpu_fallback(const void *sbuf, void *rbuf, int count,
+                                 struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                 struct ompi_communicator_t *comm, mca_coll_llrdma_module_t *m,
+                                 int skind, int rkind);
+void mca_coll_llrdma_gpu_finalize(void);
+/* 1 when this process may load libllrdma_cuda.so (built with CUDA, or
+ * LLRDMA_CUDA_LIB set); loads nothing. */
+int mca_coll_llrdma_gpu_possible(void);
 
 END_C_DECLS
 #endif

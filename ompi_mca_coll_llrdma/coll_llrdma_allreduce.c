@@ -2,12 +2,14 @@
  * coll/llrdma MPI_Allreduce: map the call onto the C++ core
  * (core/llrdma_allreduce.h), which plans from the size hint and runs the
  * algorithm over the PML vtable below.  Whatever the core does not handle goes
- * to the module below us, unchanged.
+ * to the module below us, unchanged (GPU buffers as host copies).  GPU
+ * buffers take the same schedule with CUDA staging (coll_llrdma_gpu.c).
  *
- * Every decision here depends only on arguments MPI requires to agree across
- * the communicator (datatype, op, count) and on process-wide settings (hint,
- * algorithm and segment knobs) that must be equal on all ranks: a rank that
- * chose differently would wait for messages that never come.
+ * Every decision that shapes the schedule depends only on arguments MPI
+ * requires to agree across the communicator (datatype, op, count) and on
+ * process-wide settings (hint, algorithm and segment knobs) that must be equal
+ * on all ranks: a rank that chose differently would wait for messages that
+ * never come.  Where the buffers live may differ between ranks.
  */
 #include "ompi_config.h"
 
@@ -22,19 +24,12 @@
 #include "ompi/mca/pml/pml.h"
 #include "ompi/request/request.h"
 #include "opal/util/output.h"
-#if OPAL_CUDA_SUPPORT
-#include "opal/datatype/opal_datatype_cuda.h"
-#endif
 
 #include "coll_llrdma.h"
+#include "coll_llrdma_cuptr.h"
 #include "llrdma_allreduce.h"
 
-/* Per-call transport state: the first Open MPI error, returned to the caller
- * instead of the core's generic LLRDMA_AR_ERR_TRANSPORT. */
-typedef struct {
-    struct ompi_communicator_t *comm;
-    int err;
-} pml_ctx_t;
+typedef mca_coll_llrdma_pml_ctx_t pml_ctx_t;
 
 static int signed_by_size(size_t n)
 {
@@ -168,7 +163,8 @@ static int record(pml_ctx_t *c, int rc)
 /* All core tags share MCA_COLL_BASE_TAG_ALLREDUCE: the core keeps, per ordered
  * pair of ranks, the same order of sends and receives, and every message of a
  * call is received within that call. */
-static int pml_isend(void *ctx, const void *buf, size_t bytes, int peer, int tag, void **req)
+int mca_coll_llrdma_pml_isend(void *ctx, const void *buf, size_t bytes, int peer, int tag,
+                              void **req)
 {
     pml_ctx_t *c = (pml_ctx_t *)ctx;
     ompi_request_t *r = MPI_REQUEST_NULL;
@@ -184,7 +180,7 @@ static int pml_isend(void *ctx, const void *buf, size_t bytes, int peer, int tag
     return 0;
 }
 
-static int pml_irecv(void *ctx, void *buf, size_t bytes, int peer, int tag, void **req)
+int mca_coll_llrdma_pml_irecv(void *ctx, void *buf, size_t bytes, int peer, int tag, void **req)
 {
     pml_ctx_t *c = (pml_ctx_t *)ctx;
     ompi_request_t *r = MPI_REQUEST_NULL;
@@ -203,7 +199,7 @@ static int pml_irecv(void *ctx, void *buf, size_t bytes, int peer, int tag, void
  * ompi_request_wait_all may leave requests pending after a failure
  * (MPI_ERR_PENDING), so wait them one by one; a request that failed is not
  * freed by the wait and is freed here. */
-static int pml_waitall(void *ctx, int n, void **reqs)
+int mca_coll_llrdma_pml_waitall(void *ctx, int n, void **reqs)
 {
     pml_ctx_t *c = (pml_ctx_t *)ctx;
     int i, rc, first = OMPI_SUCCESS;
@@ -225,13 +221,38 @@ static int pml_waitall(void *ctx, int n, void **reqs)
     return 0;
 }
 
-static int pml_cancel(void *ctx, void *req)
+int mca_coll_llrdma_pml_cancel(void *ctx, void *req)
 {
     (void)ctx;
     return ompi_request_cancel((ompi_request_t *)req);
 }
 
 /* ------------------------------------------------------------- entry */
+
+int mca_coll_llrdma_ar_status(int rc, int pml_err, struct ompi_communicator_t *comm)
+{
+    mca_coll_llrdma_component_t *c = &mca_coll_llrdma_component;
+
+    switch (rc) {
+    case LLRDMA_AR_OK:
+        return OMPI_SUCCESS;
+    case LLRDMA_AR_ERR_TRANSPORT:
+        opal_output_verbose(1, c->output, "coll:llrdma: allreduce on %s failed in the PML: %d",
+                            comm->c_name, pml_err);
+        return OMPI_SUCCESS != pml_err ? pml_err : OMPI_ERROR;
+    case LLRDMA_AR_ERR_NOMEM:
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    default:
+        opal_output_verbose(1, c->output, "coll:llrdma: allreduce on %s: core error %d",
+                            comm->c_name, rc);
+        return OMPI_ERROR;
+    }
+}
+
+static const char *where(int kind)
+{
+    return LLRDMA_MEM_DEVICE == kind ? "GPU" : LLRDMA_MEM_MANAGED == kind ? "managed" : "host";
+}
 
 int mca_coll_llrdma_allreduce(const void *sbuf, void *rbuf, int count,
                               struct ompi_datatype_t *dtype, struct ompi_op_t *op,
@@ -241,12 +262,21 @@ int mca_coll_llrdma_allreduce(const void *sbuf, void *rbuf, int count,
     mca_coll_llrdma_component_t *c = &mca_coll_llrdma_component;
     const char *why = NULL;
     int dt = -1, lop = -1, rc;
+    int skind = LLRDMA_MEM_HOST, rkind = LLRDMA_MEM_HOST, device = -1, sdevice = -1;
     ptrdiff_t lb = 0, extent = 0;
     size_t esize = 0;
     llrdma_ar_plan_t plan;
     pml_ctx_t ctx;
     llrdma_ar_comm_t tc;
 
+    /* Where the buffers live decides how data moves, never the schedule (ranks
+     * may differ).  Asked per call: nothing is cached per pointer. */
+    if (count > 0) {
+        rkind = mca_coll_llrdma_gpu_kind(rbuf, &device);
+        if (MPI_IN_PLACE != sbuf) {
+            skind = mca_coll_llrdma_gpu_kind(sbuf, &sdevice);
+        }
+    }
     dt = map_dtype(dtype);
     lop = map_op(op);
     if (OMPI_COMM_IS_INTER(comm)) {
@@ -257,14 +287,6 @@ int mca_coll_llrdma_allreduce(const void *sbuf, void *rbuf, int count,
         why = "negative count";
     } else if (dt < 0) {
         why = "datatype not handled";
-#if OPAL_CUDA_SUPPORT
-    } else if ((MPI_IN_PLACE != sbuf && opal_cuda_check_bufs((char *)sbuf, NULL)) ||
-               opal_cuda_check_bufs((char *)rbuf, NULL)) {
-        /* The core reduces with the CPU.  In CUDA builds coll/cuda (higher
-         * priority) stages device buffers to the host before calling us, so this
-         * is a safety net only. */
-        why = "GPU buffer";
-#endif
     } else if (lop < 0) {
         why = "operation not handled";
     } else if (!llrdma_ar_supported(dt, lop)) {
@@ -288,17 +310,36 @@ int mca_coll_llrdma_allreduce(const void *sbuf, void *rbuf, int count,
                             "previous module",
                             count, dtype->name, lop >= 0 ? llrdma_ar_op_name(lop) : "other",
                             comm->c_name, why);
+        if (LLRDMA_MEM_HOST != rkind || LLRDMA_MEM_HOST != skind) {
+            return mca_coll_llrdma_gpu_fallback(sbuf, rbuf, count, dtype, op, comm, m, skind,
+                                                rkind);
+        }
         return m->previous_allreduce(sbuf, rbuf, count, dtype, op, comm,
                                      m->previous_allreduce_module);
     }
 
     opal_output_verbose(10, c->output,
                         "coll:llrdma: allreduce %lu bytes (%s %s) on %s, %d ranks, hint %lu: %s, "
-                        "segment %lu, %d in flight (%s)",
+                        "segment %lu, %d in flight (%s); %s buffers",
                         (unsigned long)((size_t)count * esize), llrdma_ar_dtype_name(dt),
                         llrdma_ar_op_name(lop), comm->c_name, ompi_comm_size(comm),
                         (unsigned long)m->hint, llrdma_ar_alg_name(plan.alg),
-                        (unsigned long)plan.segment_bytes, plan.nsegments_in_flight, plan.why);
+                        (unsigned long)plan.segment_bytes, plan.nsegments_in_flight, plan.why,
+                        LLRDMA_MEM_HOST != rkind ? where(rkind) : where(skind));
+
+    if (LLRDMA_MEM_HOST != rkind) {
+        /* Result on the GPU (device or managed memory): reduce there. */
+        return mca_coll_llrdma_allreduce_gpu(&plan, MPI_IN_PLACE == sbuf ? NULL : sbuf, rbuf,
+                                             (size_t)count, dt, lop, comm, device);
+    }
+    if (LLRDMA_MEM_HOST != skind) {
+        /* Result in host memory: bring the input over, then the host path. */
+        rc = mca_coll_llrdma_gpu_copy_sync(rbuf, sbuf, (size_t)count * esize, comm);
+        if (OMPI_SUCCESS != rc) {
+            return rc;
+        }
+        sbuf = MPI_IN_PLACE;
+    }
 
     ctx.comm = comm;
     ctx.err = OMPI_SUCCESS;
@@ -306,25 +347,12 @@ int mca_coll_llrdma_allreduce(const void *sbuf, void *rbuf, int count,
     tc.ctx = &ctx;
     tc.rank = ompi_comm_rank(comm);
     tc.size = ompi_comm_size(comm);
-    tc.isend = pml_isend;
-    tc.irecv = pml_irecv;
-    tc.waitall = pml_waitall;
-    tc.cancel = pml_cancel;
+    tc.isend = mca_coll_llrdma_pml_isend;
+    tc.irecv = mca_coll_llrdma_pml_irecv;
+    tc.waitall = mca_coll_llrdma_pml_waitall;
+    tc.cancel = mca_coll_llrdma_pml_cancel;
 
     rc = llrdma_ar_run(&plan, &tc, MPI_IN_PLACE == sbuf ? NULL : sbuf, rbuf, (size_t)count, dt, lop,
                        NULL, 0);
-    switch (rc) {
-    case LLRDMA_AR_OK:
-        return OMPI_SUCCESS;
-    case LLRDMA_AR_ERR_TRANSPORT:
-        opal_output_verbose(1, c->output, "coll:llrdma: allreduce on %s failed in the PML: %d",
-                            comm->c_name, ctx.err);
-        return OMPI_SUCCESS != ctx.err ? ctx.err : OMPI_ERROR;
-    case LLRDMA_AR_ERR_NOMEM:
-        return OMPI_ERR_OUT_OF_RESOURCE;
-    default:
-        opal_output_verbose(1, c->output, "coll:llrdma: allreduce on %s: core error %d",
-                            comm->c_name, rc);
-        return OMPI_ERROR;
-    }
+    return mca_coll_llrdma_ar_status(rc, ctx.err, comm);
 }

@@ -100,6 +100,7 @@ static int llrdma_open(void)
 
 static int llrdma_close(void)
 {
+    mca_coll_llrdma_gpu_finalize(); /* pinned and device caches, if CUDA was used */
     if (mca_coll_llrdma_component.output >= 0) {
         opal_output_close(mca_coll_llrdma_component.output);
         mca_coll_llrdma_component.output = -1;

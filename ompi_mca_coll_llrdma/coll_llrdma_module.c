@@ -96,5 +96,11 @@ mca_coll_base_module_t *mca_coll_llrdma_comm_query(struct ompi_communicator_t *c
     m->super.coll_module_enable = module_enable;
     m->super.coll_allreduce = mca_coll_llrdma_allreduce;
     *priority = mca_coll_llrdma_component.priority;
+    /* coll/self (priority 75) serves one-rank communicators with a host memcpy
+     * that would crash on GPU buffers: where the GPU path exists, take their
+     * Allreduce (the others stay coll/self's). */
+    if (1 == ompi_comm_size(comm) && *priority < 76 && mca_coll_llrdma_gpu_possible()) {
+        *priority = 76;
+    }
     return &m->super;
 }

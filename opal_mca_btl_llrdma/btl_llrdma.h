@@ -54,7 +54,7 @@ typedef struct mca_btl_llrdma_module_t {
     mca_btl_llrdma_port_t port;
     struct ibv_context *ctx; /* librdmacm's context for the device: not owned */
     struct ibv_pd *pd;
-    int npaths_used;    /* paths with a queue pair: LL (if hinted) and BW */
+    int npaths_used; /* paths with a queue pair: LL (if hinted) and BW */
     int path_used[LLRDMA_NPATHS];
     mca_btl_llrdma_path_t path[LLRDMA_NPATHS];
     const llrdma_profile_t *profile;
@@ -68,7 +68,8 @@ typedef struct mca_btl_llrdma_module_t {
     opal_list_t conns; /* every connection, live or closed, until finalize */
     int connecting;    /* connections in set-up: poll the CM channel on every progress */
     unsigned cm_tick;
-    int failed; /* a module-wide fatal error was reported */
+    int failed;  /* a module-wide fatal error was reported */
+    int running; /* creation finished: errors now go to ob1 */
     mca_btl_base_module_error_cb_fn_t error_cb;
 } mca_btl_llrdma_module_t;
 
@@ -84,7 +85,7 @@ typedef struct mca_btl_llrdma_component_t {
     char *if_exclude;
     unsigned ovr_ll_sq_depth, ovr_bw_sq_depth, ovr_ll_inline, ovr_bw_signal;
     unsigned ovr_bw_cq_count, ovr_bw_cq_usec;
-    int cm_timeout_ms;     /* rdma_cm address/route resolution */
+    int cm_timeout_ms;      /* rdma_cm address/route resolution */
     unsigned cm_poll_every; /* progress calls between CM polls when idle of set-ups */
 
     int output;                  /* opal_output stream for verbose messages */
@@ -120,15 +121,13 @@ int mca_btl_llrdma_module_granted(const mca_btl_llrdma_module_t *m, llrdma_devic
 int mca_btl_llrdma_module_progress(mca_btl_llrdma_module_t *m);
 /* A fatal error not tied to one peer (or with `proc` named): report it once
  * and hand it to ob1's error callback. */
-void mca_btl_llrdma_module_fatal(mca_btl_llrdma_module_t *m, opal_proc_t *proc,
-                                 const char *detail);
+void mca_btl_llrdma_module_fatal(mca_btl_llrdma_module_t *m, opal_proc_t *proc, const char *detail);
 /* Completion-queue entries for one more connection on `path` (resizing the
  * CQ when the device allows); OPAL_ERR_OUT_OF_RESOURCE when it cannot. */
 int mca_btl_llrdma_module_reserve_cq(mca_btl_llrdma_module_t *m, int path);
 void mca_btl_llrdma_module_release_cq(mca_btl_llrdma_module_t *m, int path);
 /* Give a receive buffer back to the path's shared receive queue. */
-int mca_btl_llrdma_module_repost(mca_btl_llrdma_module_t *m, int path,
-                                 mca_btl_llrdma_frag_t *frag);
+int mca_btl_llrdma_module_repost(mca_btl_llrdma_module_t *m, int path, mca_btl_llrdma_frag_t *frag);
 /* QP attributes for a path (shared by the probe QP and real connections). */
 void mca_btl_llrdma_module_qp_attr(const mca_btl_llrdma_module_t *m, int path,
                                    struct ibv_qp_init_attr *attr);

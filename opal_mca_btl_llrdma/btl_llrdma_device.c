@@ -215,8 +215,7 @@ int mca_btl_llrdma_discover(llrdma_rank_config_t *cfg)
             ++c->nports;
             opal_output_verbose(10, c->output, "btl:llrdma: %s:%d active (%s, GID index %d, %s)",
                                 name, p,
-                                IBV_LINK_LAYER_ETHERNET == pattr.link_layer ? "RoCE"
-                                                                            : "InfiniBand",
+                                IBV_LINK_LAYER_ETHERNET == pattr.link_layer ? "RoCE" : "InfiniBand",
                                 pt->gid_index, inet_ntoa(pt->ipv4));
         }
     next_close_device:

@@ -116,7 +116,8 @@ mca_btl_llrdma_endpoint_t *mca_btl_llrdma_endpoint_lookup(mca_btl_llrdma_module_
     mca_btl_llrdma_endpoint_t *ep;
     opal_proc_t *proc;
 
-    OPAL_LIST_FOREACH (ep, &m->endpoints, mca_btl_llrdma_endpoint_t) {
+    OPAL_LIST_FOREACH(ep, &m->endpoints, mca_btl_llrdma_endpoint_t)
+    {
         if (same_name(&ep->proc->proc_name, name)) {
             return ep;
         }
@@ -447,9 +448,8 @@ int mca_btl_llrdma_endpoint_connect(mca_btl_llrdma_endpoint_t *ep)
         }
     }
     ep->state = LLRDMA_EP_CONNECTING;
-    opal_output_verbose(20, mca_btl_llrdma_component.output,
-                        "btl:llrdma: connecting to %s on %s", OPAL_NAME_PRINT(ep->proc->proc_name),
-                        ep->addr.dev);
+    opal_output_verbose(20, mca_btl_llrdma_component.output, "btl:llrdma: connecting to %s on %s",
+                        OPAL_NAME_PRINT(ep->proc->proc_name), ep->addr.dev);
     return OPAL_SUCCESS;
 }
 
@@ -619,8 +619,8 @@ int mca_btl_llrdma_cm_progress(mca_btl_llrdma_module_t *m)
                  status);
         switch (type) {
         case RDMA_CM_EVENT_ADDR_RESOLVED:
-            if (0 != mca_btl_llrdma_verbs.cm_resolve_route(
-                         id, mca_btl_llrdma_component.cm_timeout_ms)) {
+            if (0 !=
+                mca_btl_llrdma_verbs.cm_resolve_route(id, mca_btl_llrdma_component.cm_timeout_ms)) {
                 conn_setup_failed(conn, "rdma_resolve_route failed", strerror(errno));
             }
             break;
@@ -651,7 +651,11 @@ int mca_btl_llrdma_cm_progress(mca_btl_llrdma_module_t *m)
             }
             break;
         case RDMA_CM_EVENT_DISCONNECTED:
-            conn_disconnected(conn);
+            if (LLRDMA_CONN_ESTABLISHED == conn->state) {
+                conn_disconnected(conn);
+            } else {
+                conn_setup_failed(conn, "connection set-up failed", why);
+            }
             break;
         default:
             break; /* TIMEWAIT_EXIT, ADDR_CHANGE, ...: nothing to do */

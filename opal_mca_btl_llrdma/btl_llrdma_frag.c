@@ -3,6 +3,8 @@
  */
 #include "opal_config.h"
 
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,9 +62,18 @@ int mca_btl_llrdma_pool_grow(mca_btl_llrdma_pool_t *pool)
     if (0 != posix_memalign(&slab->mem, 4096, bytes)) {
         goto fail_free_frags;
     }
-    slab->mr = mca_btl_llrdma_verbs.reg_mr(pool->module->pd, slab->mem, bytes,
-                                           IBV_ACCESS_LOCAL_WRITE);
+    slab->mr =
+        mca_btl_llrdma_verbs.reg_mr(pool->module->pd, slab->mem, bytes, IBV_ACCESS_LOCAL_WRITE);
     if (NULL == slab->mr) {
+        /* Once the module runs, ob1 would retry a NULL alloc forever: a
+         * registration that fails is an error it must hear about. */
+        if (pool->module->running) {
+            char detail[256];
+            snprintf(detail, sizeof(detail),
+                     "btl/llrdma: registering %zu bytes of send buffers on %s:%d failed (%s)",
+                     bytes, pool->module->port.dev, pool->module->port.port, strerror(errno));
+            mca_btl_llrdma_module_fatal(pool->module, NULL, detail);
+        }
         goto fail_free_mem;
     }
     slab->nfrags = n;

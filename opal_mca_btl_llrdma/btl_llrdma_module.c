@@ -41,9 +41,8 @@ static const llrdma_path_profile_t *path_profile(const mca_btl_llrdma_module_t *
 
 static int post_recv(mca_btl_llrdma_module_t *m, int p, mca_btl_llrdma_frag_t *frag)
 {
-    struct ibv_sge sge = {.addr = (uintptr_t)frag->hdr,
-                          .length = frag->pool->buf_bytes,
-                          .lkey = frag->lkey};
+    struct ibv_sge sge = {
+        .addr = (uintptr_t)frag->hdr, .length = frag->pool->buf_bytes, .lkey = frag->lkey};
     /* Bit 0 marks a receive: send wr_ids point to 8-byte aligned ring entries. */
     struct ibv_recv_wr wr = {.wr_id = (uintptr_t)frag | 1u, .sg_list = &sge, .num_sge = 1};
     struct ibv_recv_wr *bad = NULL;
@@ -301,9 +300,9 @@ static int llrdma_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
         if (NULL != reachable) {
             opal_bitmap_set_bit(reachable, (int)i);
         }
-        opal_output_verbose(50, mca_btl_llrdma_component.output,
-                            "btl:llrdma: %s reachable at %s:%u", OPAL_NAME_PRINT(procs[i]->proc_name),
-                            ep->addr.dev, (unsigned)ntohs(ep->addr.cm_port));
+        opal_output_verbose(
+            50, mca_btl_llrdma_component.output, "btl:llrdma: %s reachable at %s:%u",
+            OPAL_NAME_PRINT(procs[i]->proc_name), ep->addr.dev, (unsigned)ntohs(ep->addr.cm_port));
     }
     return OPAL_SUCCESS;
 }
@@ -368,9 +367,8 @@ static int llrdma_free(struct mca_btl_base_module_t *btl, mca_btl_base_descripto
  * until RDMA put/get exists (a later issue). */
 static mca_btl_base_descriptor_t *llrdma_prepare_src(struct mca_btl_base_module_t *btl,
                                                      struct mca_btl_base_endpoint_t *ep,
-                                                     struct opal_convertor_t *conv,
-                                                     uint8_t order, size_t reserve, size_t *size,
-                                                     uint32_t flags)
+                                                     struct opal_convertor_t *conv, uint8_t order,
+                                                     size_t reserve, size_t *size, uint32_t flags)
 {
     mca_btl_llrdma_module_t *m = (mca_btl_llrdma_module_t *)btl;
     size_t max = m->lim.frag_max[LLRDMA_PATH_BW];
@@ -425,8 +423,8 @@ static int llrdma_send(struct mca_btl_base_module_t *btl, struct mca_btl_base_en
 
 static int llrdma_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
                         struct opal_convertor_t *conv, void *header, size_t header_size,
-                        size_t payload_size, uint8_t order, uint32_t flags,
-                        mca_btl_base_tag_t tag, mca_btl_base_descriptor_t **descriptor)
+                        size_t payload_size, uint8_t order, uint32_t flags, mca_btl_base_tag_t tag,
+                        mca_btl_base_descriptor_t **descriptor)
 {
     mca_btl_llrdma_module_t *m = (mca_btl_llrdma_module_t *)btl;
     size_t total = header_size + payload_size;
@@ -567,8 +565,8 @@ int mca_btl_llrdma_module_create(const mca_btl_llrdma_port_t *port, const llrdma
             goto fail_destroy_paths;
         }
     }
-    if (LLRDMA_OK != llrdma_btl_plan_limits(prof, sizeof(mca_btl_llrdma_hdr_t), &m->granted,
-                                            &m->lim)) {
+    if (LLRDMA_OK !=
+        llrdma_btl_plan_limits(prof, sizeof(mca_btl_llrdma_hdr_t), &m->granted, &m->lim)) {
         rc = OPAL_ERR_BAD_PARAM;
         goto fail_destroy_paths;
     }
@@ -592,6 +590,7 @@ int mca_btl_llrdma_module_create(const mca_btl_llrdma_port_t *port, const llrdma
     m->super.btl_send = llrdma_send;
     m->super.btl_sendi = llrdma_sendi;
     m->super.btl_register_error = llrdma_register_error;
+    m->running = 1;
     *out = m;
     return OPAL_SUCCESS;
 

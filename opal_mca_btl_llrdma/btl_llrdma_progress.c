@@ -18,7 +18,8 @@
 static mca_btl_llrdma_conn_t *conn_by_qp_num(mca_btl_llrdma_module_t *m, uint32_t qp_num)
 {
     mca_btl_llrdma_conn_t *conn;
-    OPAL_LIST_FOREACH (conn, &m->conns, mca_btl_llrdma_conn_t) {
+    OPAL_LIST_FOREACH(conn, &m->conns, mca_btl_llrdma_conn_t)
+    {
         if (NULL != conn->qp && conn->qp->qp_num == qp_num) {
             return conn;
         }
@@ -26,8 +27,7 @@ static mca_btl_llrdma_conn_t *conn_by_qp_num(mca_btl_llrdma_module_t *m, uint32_
     return NULL;
 }
 
-void mca_btl_llrdma_module_fatal(mca_btl_llrdma_module_t *m, opal_proc_t *proc,
-                                 const char *detail)
+void mca_btl_llrdma_module_fatal(mca_btl_llrdma_module_t *m, opal_proc_t *proc, const char *detail)
 {
     if (NULL == proc) {
         if (m->failed) {

@@ -9,11 +9,26 @@
 
 #include "btl_llrdma_verbs.h"
 
-static struct ibv_device **real_get_device_list(int *n) { return ibv_get_device_list(n); }
-static void real_free_device_list(struct ibv_device **l) { ibv_free_device_list(l); }
-static const char *real_get_device_name(struct ibv_device *d) { return ibv_get_device_name(d); }
-static struct ibv_context *real_open_device(struct ibv_device *d) { return ibv_open_device(d); }
-static int real_close_device(struct ibv_context *c) { return ibv_close_device(c); }
+static struct ibv_device **real_get_device_list(int *n)
+{
+    return ibv_get_device_list(n);
+}
+static void real_free_device_list(struct ibv_device **l)
+{
+    ibv_free_device_list(l);
+}
+static const char *real_get_device_name(struct ibv_device *d)
+{
+    return ibv_get_device_name(d);
+}
+static struct ibv_context *real_open_device(struct ibv_device *d)
+{
+    return ibv_open_device(d);
+}
+static int real_close_device(struct ibv_context *c)
+{
+    return ibv_close_device(c);
+}
 
 static int real_query_device(struct ibv_context *c, struct ibv_device_attr *a)
 {
@@ -40,15 +55,24 @@ static int real_query_gid_type(struct ibv_context *c, uint8_t p, int i, unsigned
     return rc;
 }
 
-static struct ibv_pd *real_alloc_pd(struct ibv_context *c) { return ibv_alloc_pd(c); }
-static int real_dealloc_pd(struct ibv_pd *pd) { return ibv_dealloc_pd(pd); }
+static struct ibv_pd *real_alloc_pd(struct ibv_context *c)
+{
+    return ibv_alloc_pd(c);
+}
+static int real_dealloc_pd(struct ibv_pd *pd)
+{
+    return ibv_dealloc_pd(pd);
+}
 
 static struct ibv_mr *real_reg_mr(struct ibv_pd *pd, void *addr, size_t len, int access)
 {
     return ibv_reg_mr(pd, addr, len, access);
 }
 
-static int real_dereg_mr(struct ibv_mr *mr) { return ibv_dereg_mr(mr); }
+static int real_dereg_mr(struct ibv_mr *mr)
+{
+    return ibv_dereg_mr(mr);
+}
 
 static struct ibv_cq *real_create_cq(struct ibv_context *c, int cqe, void *ctx,
                                      struct ibv_comp_channel *ch, int vec)
@@ -56,21 +80,33 @@ static struct ibv_cq *real_create_cq(struct ibv_context *c, int cqe, void *ctx,
     return ibv_create_cq(c, cqe, ctx, ch, vec);
 }
 
-static int real_destroy_cq(struct ibv_cq *cq) { return ibv_destroy_cq(cq); }
+static int real_destroy_cq(struct ibv_cq *cq)
+{
+    return ibv_destroy_cq(cq);
+}
 static int real_modify_cq(struct ibv_cq *cq, struct ibv_modify_cq_attr *a)
 {
     return ibv_modify_cq(cq, a);
 }
 
-static int real_resize_cq(struct ibv_cq *cq, int cqe) { return ibv_resize_cq(cq, cqe); }
+static int real_resize_cq(struct ibv_cq *cq, int cqe)
+{
+    return ibv_resize_cq(cq, cqe);
+}
 
 static struct ibv_srq *real_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *a)
 {
     return ibv_create_srq(pd, a);
 }
 
-static int real_query_srq(struct ibv_srq *s, struct ibv_srq_attr *a) { return ibv_query_srq(s, a); }
-static int real_destroy_srq(struct ibv_srq *s) { return ibv_destroy_srq(s); }
+static int real_query_srq(struct ibv_srq *s, struct ibv_srq_attr *a)
+{
+    return ibv_query_srq(s, a);
+}
+static int real_destroy_srq(struct ibv_srq *s)
+{
+    return ibv_destroy_srq(s);
+}
 
 static struct ibv_qp *real_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a)
 {
@@ -83,7 +119,10 @@ static int real_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask,
     return ibv_query_qp(qp, a, mask, init);
 }
 
-static int real_destroy_qp(struct ibv_qp *qp) { return ibv_destroy_qp(qp); }
+static int real_destroy_qp(struct ibv_qp *qp)
+{
+    return ibv_destroy_qp(qp);
+}
 
 static int real_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
@@ -95,11 +134,23 @@ static int real_post_srq_recv(struct ibv_srq *s, struct ibv_recv_wr *wr, struct 
     return ibv_post_srq_recv(s, wr, bad);
 }
 
-static int real_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc) { return ibv_poll_cq(cq, n, wc); }
-static const char *real_wc_status_str(enum ibv_wc_status s) { return ibv_wc_status_str(s); }
+static int real_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
+{
+    return ibv_poll_cq(cq, n, wc);
+}
+static const char *real_wc_status_str(enum ibv_wc_status s)
+{
+    return ibv_wc_status_str(s);
+}
 
-static struct ibv_context **real_cm_get_devices(int *n) { return rdma_get_devices(n); }
-static void real_cm_free_devices(struct ibv_context **l) { rdma_free_devices(l); }
+static struct ibv_context **real_cm_get_devices(int *n)
+{
+    return rdma_get_devices(n);
+}
+static void real_cm_free_devices(struct ibv_context **l)
+{
+    rdma_free_devices(l);
+}
 
 /* The BTL polls the channel from opal_progress: its fd must never block. */
 static struct rdma_event_channel *real_cm_create_event_channel(void)
@@ -128,10 +179,22 @@ static int real_cm_create_id(struct rdma_event_channel *ch, struct rdma_cm_id **
     return rdma_create_id(ch, id, ctx, ps);
 }
 
-static int real_cm_destroy_id(struct rdma_cm_id *id) { return rdma_destroy_id(id); }
-static int real_cm_bind_addr(struct rdma_cm_id *id, struct sockaddr *a) { return rdma_bind_addr(id, a); }
-static int real_cm_listen(struct rdma_cm_id *id, int backlog) { return rdma_listen(id, backlog); }
-static uint16_t real_cm_get_src_port(struct rdma_cm_id *id) { return rdma_get_src_port(id); }
+static int real_cm_destroy_id(struct rdma_cm_id *id)
+{
+    return rdma_destroy_id(id);
+}
+static int real_cm_bind_addr(struct rdma_cm_id *id, struct sockaddr *a)
+{
+    return rdma_bind_addr(id, a);
+}
+static int real_cm_listen(struct rdma_cm_id *id, int backlog)
+{
+    return rdma_listen(id, backlog);
+}
+static uint16_t real_cm_get_src_port(struct rdma_cm_id *id)
+{
+    return rdma_get_src_port(id);
+}
 
 static int real_cm_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src, struct sockaddr *dst,
                                 int ms)
@@ -139,14 +202,20 @@ static int real_cm_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src, str
     return rdma_resolve_addr(id, src, dst, ms);
 }
 
-static int real_cm_resolve_route(struct rdma_cm_id *id, int ms) { return rdma_resolve_route(id, ms); }
+static int real_cm_resolve_route(struct rdma_cm_id *id, int ms)
+{
+    return rdma_resolve_route(id, ms);
+}
 
 static int real_cm_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_qp_init_attr *a)
 {
     return rdma_create_qp(id, pd, a);
 }
 
-static void real_cm_destroy_qp(struct rdma_cm_id *id) { rdma_destroy_qp(id); }
+static void real_cm_destroy_qp(struct rdma_cm_id *id)
+{
+    rdma_destroy_qp(id);
+}
 
 static int real_cm_connect(struct rdma_cm_id *id, struct rdma_conn_param *p)
 {
@@ -163,27 +232,35 @@ static int real_cm_reject(struct rdma_cm_id *id, const void *d, uint8_t len)
     return rdma_reject(id, d, len);
 }
 
-static int real_cm_disconnect(struct rdma_cm_id *id) { return rdma_disconnect(id); }
+static int real_cm_disconnect(struct rdma_cm_id *id)
+{
+    return rdma_disconnect(id);
+}
 
 static int real_cm_get_event(struct rdma_event_channel *ch, struct rdma_cm_event **ev)
 {
     return rdma_get_cm_event(ch, ev);
 }
 
-static int real_cm_ack_event(struct rdma_cm_event *ev) { return rdma_ack_cm_event(ev); }
-static const char *real_cm_event_str(enum rdma_cm_event_type t) { return rdma_event_str(t); }
+static int real_cm_ack_event(struct rdma_cm_event *ev)
+{
+    return rdma_ack_cm_event(ev);
+}
+static const char *real_cm_event_str(enum rdma_cm_event_type t)
+{
+    return rdma_event_str(t);
+}
 
 #define LLRDMA_REAL_OPS                                                                            \
     {                                                                                              \
-        .get_device_list = real_get_device_list, .free_device_list = real_free_device_list,       \
+        .get_device_list = real_get_device_list, .free_device_list = real_free_device_list,        \
         .get_device_name = real_get_device_name, .open_device = real_open_device,                  \
         .close_device = real_close_device, .query_device = real_query_device,                      \
         .query_port = real_query_port, .query_gid = real_query_gid,                                \
         .query_gid_type = real_query_gid_type, .alloc_pd = real_alloc_pd,                          \
         .dealloc_pd = real_dealloc_pd, .reg_mr = real_reg_mr, .dereg_mr = real_dereg_mr,           \
         .create_cq = real_create_cq, .destroy_cq = real_destroy_cq, .modify_cq = real_modify_cq,   \
-        .resize_cq = real_resize_cq,  \
-        .create_srq = real_create_srq, .query_srq = real_query_srq,                                \
+        .resize_cq = real_resize_cq, .create_srq = real_create_srq, .query_srq = real_query_srq,   \
         .destroy_srq = real_destroy_srq, .create_qp = real_create_qp, .query_qp = real_query_qp,   \
         .destroy_qp = real_destroy_qp, .post_send = real_post_send,                                \
         .post_srq_recv = real_post_srq_recv, .poll_cq = real_poll_cq,                              \

@@ -26,8 +26,7 @@ typedef struct mca_btl_llrdma_verbs_ops_t {
     int (*query_port)(struct ibv_context *context, uint8_t port, struct ibv_port_attr *attr);
     int (*query_gid)(struct ibv_context *context, uint8_t port, int index, union ibv_gid *gid);
     /* gid_type: IBV_GID_TYPE_IB / ROCE_V1 / ROCE_V2; returns 0 or an errno */
-    int (*query_gid_type)(struct ibv_context *context, uint8_t port, int index,
-                          unsigned *gid_type);
+    int (*query_gid_type)(struct ibv_context *context, uint8_t port, int index, unsigned *gid_type);
 
     /* resources */
     struct ibv_pd *(*alloc_pd)(struct ibv_context *context);

@@ -60,6 +60,23 @@ static void print_row(const llrdma_rank_config_t *c)
            c->profile.ll.sq_depth, c->profile.bw.sq_depth, c->profile.ll.inline_bytes, seg,
            c->device.name[0] ? c->device.name : "-", c->btl_status);
     printf("      origin: %s\n", c->hint.origin);
+    if (c->device.name[0] && 0 == strcmp(c->btl_status, "active")) {
+        /* Requested (the profile) / granted (read back from the device). */
+        const char *mod = c->device.cq_moderation_supported > 0    ? "applied"
+                          : c->device.cq_moderation_supported == 0 ? "NOT SUPPORTED"
+                                                                   : "not requested";
+        if (!c->profile.generic) {
+            printf("      ll requested/granted: inline %u/%u  sq %u/%u  rq %u/%u\n",
+                   c->profile.ll.inline_bytes, c->device.max_inline_granted_ll,
+                   c->profile.ll.sq_depth, c->device.sq_depth_granted_ll, c->profile.ll.rq_depth,
+                   c->device.rq_depth_granted_ll);
+        }
+        printf("      bw requested/granted: inline %u/%u  sq %u/%u  rq %u/%u  "
+               "cq moderation %u/%uus %s\n",
+               c->profile.bw.inline_bytes, c->device.max_inline_granted_bw, c->profile.bw.sq_depth,
+               c->device.sq_depth_granted_bw, c->profile.bw.rq_depth, c->device.rq_depth_granted_bw,
+               c->profile.bw.cq_mod_count, c->profile.bw.cq_mod_usec, mod);
+    }
 }
 
 /* The coll/llrdma planner's choice per message size for this job, from rank 0's

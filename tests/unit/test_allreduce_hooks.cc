@@ -77,7 +77,11 @@ class DeviceHeap
         auto it = live_.find(static_cast<unsigned char *>(h) - base_);
         if (!in_span(h) || it == live_.end())
             return false;
-        madvise(back_ + (it->first & ~size_t(4095)), it->second + 4096, MADV_DONTNEED);
+        // Give back the pages no other allocation shares.
+        size_t lo = (it->first + 4095) & ~size_t(4095),
+               hi = (it->first + it->second) & ~size_t(4095);
+        if (hi > lo)
+            madvise(back_ + lo, hi - lo, MADV_DONTNEED);
         live_.erase(it);
         return true;
     }

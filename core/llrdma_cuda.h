@@ -1,0 +1,89 @@
+/*
+ * llrdma_cuda.h -- C API of libllrdma_cuda.so, the GPU half of coll/llrdma's
+ * Allreduce (core/cuda/).  No CUDA type appears here: the coll component is
+ * built without CUDA headers and dlopen()s this library the first time it sees
+ * a device buffer, then takes every entry point from llrdma_cuda_api().
+ *
+ * One Allreduce on device buffers is one session: begin() makes the buffers'
+ * device current and takes a stream; every copy, reduction kernel and
+ * host<->device staging copy of the call is enqueued on that stream, so stream
+ * order alone orders them (a staged-in segment is on the device before the
+ * kernel that reduces it, with no host wait); end() waits for the stream.
+ * Only stage_out() waits, and only for its own copy (an event), because the
+ * PML reads the bounce buffer as soon as the send starts.
+ *
+ * Bounce buffers are pinned host memory (cudaHostAlloc, portable) from a
+ * process-wide cache that keeps up to LLRDMA_CUDA_CACHE_BYTES between calls;
+ * a bounce used for a receive goes back to the cache only once the
+ * host-to-device copy that reads it has run.  Device scratch comes from a
+ * stream-ordered memory pool per device.
+ *
+ * Errors: entry points return 0 or -1 (alloc: NULL).  The first error of a
+ * session is sticky (later calls fail at once) and is described by error(),
+ * naming the CUDA call, e.g. "cudaMemcpyAsync (device to host, 65536 bytes):
+ * an illegal memory access was encountered".  end() and bounce_put() always
+ * release what they are given.  Sessions of several threads may run at once.
+ */
+#ifndef LLRDMA_CUDA_H
+#define LLRDMA_CUDA_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LLRDMA_CUDA_API_VERSION 1
+#define LLRDMA_CUDA_LIB_NAME "libllrdma_cuda.so"
+#define LLRDMA_CUDA_CACHE_BYTES ((size_t)64 << 20)
+
+typedef struct llrdma_cuda_session llrdma_cuda_session_t;
+
+typedef struct llrdma_cuda_api {
+    int version; /* LLRDMA_CUDA_API_VERSION */
+
+    /* device < 0: the calling thread's current device.  On failure *out is
+     * NULL and err holds the reason. */
+    int (*begin)(int device, llrdma_cuda_session_t **out, char *err, size_t errlen);
+    /* Waits for the stream, releases everything the session holds, restores
+     * the caller's device.  Returns the session's first error (in err) or the
+     * stream's. */
+    int (*end)(llrdma_cuda_session_t *s, char *err, size_t errlen);
+
+    /* Enqueued on the session's stream (any memory CUDA can address). */
+    int (*copy)(llrdma_cuda_session_t *s, void *dst, const void *src, size_t bytes);
+    /* out[i] = a[i] OP b[i], llrdma_reduce_local's semantics and bits; out may
+     * alias a or b; no alignment needed. */
+    int (*reduce)(llrdma_cuda_session_t *s, int op, int dtype, const void *a, const void *b,
+                  void *out, size_t count);
+    void *(*alloc)(llrdma_cuda_session_t *s, size_t bytes);
+    void (*free)(llrdma_cuda_session_t *s, void *p);
+
+    /* Send side: copies src (device) into a bounce buffer and waits for that
+     * copy; the caller sends *bounce, then gives it back with bounce_put. */
+    int (*stage_out)(llrdma_cuda_session_t *s, const void *src, size_t bytes, void **bounce);
+    /* Receive side: a bounce buffer to receive into; once the data is there,
+     * stage_in enqueues its copy to dst and takes the bounce back (also on
+     * failure); a receive that did not complete returns it with bounce_put. */
+    int (*bounce_get)(llrdma_cuda_session_t *s, size_t bytes, void **bounce);
+    int (*stage_in)(llrdma_cuda_session_t *s, void *dst, void *bounce, size_t bytes);
+    void (*bounce_put)(llrdma_cuda_session_t *s, void *bounce);
+
+    const char *(*error)(const llrdma_cuda_session_t *s); /* "" when none */
+
+    /* Blocking copy outside a session (device send buffer, host receive
+     * buffer: the host path then runs in place). */
+    int (*copy_sync)(void *dst, const void *src, size_t bytes, char *err, size_t errlen);
+
+    /* Frees the caches, pools and idle streams; sessions must be ended.  Errors
+     * are ignored (CUDA may already be shutting down). */
+    void (*finalize)(void);
+} llrdma_cuda_api_t;
+
+/* NULL when the library does not implement `version`. */
+const llrdma_cuda_api_t *llrdma_cuda_api(int version);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

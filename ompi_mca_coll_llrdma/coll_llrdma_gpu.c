@@ -1,0 +1,382 @@
+/*
+ * coll/llrdma MPI_Allreduce on GPU buffers, for Open MPI builds that are not
+ * CUDA-aware: no device pointer ever reaches the PML.
+ *
+ * The core runs the very schedule of the host path (so ranks with host and
+ * ranks with device buffers still match, and the bits agree: the GPU kernels
+ * reduce in the same order with the same IEEE operations).  Only the memory
+ * hooks differ: copies and reductions are enqueued on one CUDA stream, and
+ * the transport below stages every message through pinned bounce buffers:
+ *   isend: device -> bounce (waits for that copy only), PML send of the bounce;
+ *   irecv: PML receive into a bounce; once it completed (waitall), the
+ *          bounce -> device copy is enqueued on the stream, ahead of the
+ *          kernel that reduces it, with no host wait.
+ * With the ring's several segments in flight, one segment's copy and
+ * reduction overlap the next ones' transfers.  The stream is drained before
+ * the call returns.
+ *
+ * The CUDA part lives in libllrdma_cuda.so (core/cuda/), dlopen()ed the first
+ * time a device buffer shows up, so the component itself has no CUDA
+ * dependency.  Buffers are classified per call through libcuda
+ * (coll_llrdma_cuptr.c), which never initialises CUDA.
+ */
+#include "ompi_config.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mpi.h"
+#include "ompi/communicator/communicator.h"
+#include "ompi/constants.h"
+#include "ompi/datatype/ompi_datatype.h"
+#include "opal/util/output.h"
+
+#include "coll_llrdma.h"
+#include "coll_llrdma_cuptr.h"
+#include "llrdma_allreduce.h"
+#include "llrdma_cuda.h"
+
+static pthread_once_t detect_once = PTHREAD_ONCE_INIT;
+static llrdma_cuptr_t detector;
+
+static pthread_once_t lib_once = PTHREAD_ONCE_INIT;
+static const llrdma_cuda_api_t *cuda_api;
+static char lib_error[512];
+
+static void detect_init(void)
+{
+    llrdma_cuptr_open(&detector, NULL);
+}
+
+int mca_coll_llrdma_gpu_kind(const void *p, int *device)
+{
+    pthread_once(&detect_once, detect_init);
+    return (int)llrdma_cuptr_kind(&detector, p, device);
+}
+
+/* LLRDMA_CUDA_LIB (build tree, tests) overrides the installed path. */
+static void lib_init(void)
+{
+    const char *path = getenv("LLRDMA_CUDA_LIB");
+    const llrdma_cuda_api_t *(*get)(int);
+    void *h;
+
+#ifdef LLRDMA_CUDA_LIBPATH
+    if (NULL == path || '\0' == path[0]) {
+        path = LLRDMA_CUDA_LIBPATH;
+    }
+#endif
+    if (NULL == path || '\0' == path[0]) {
+        snprintf(lib_error, sizeof(lib_error),
+                 "llrdma was built without CUDA (configure found no CUDA Toolkit), and "
+                 "LLRDMA_CUDA_LIB names no " LLRDMA_CUDA_LIB_NAME);
+        return;
+    }
+    /* Never unloaded: it holds the CUDA runtime, whose teardown at dlclose is
+     * not safe while the application still uses CUDA. */
+    h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+    if (NULL == h) {
+        snprintf(lib_error, sizeof(lib_error), "cannot load %s: %s", path, dlerror());
+        return;
+    }
+    *(void **)&get = dlsym(h, "llrdma_cuda_api");
+    if (NULL == get || NULL == (cuda_api = get(LLRDMA_CUDA_API_VERSION))) {
+        snprintf(lib_error, sizeof(lib_error), "%s does not provide API version %d", path,
+                 LLRDMA_CUDA_API_VERSION);
+        cuda_api = NULL;
+    }
+}
+
+/* The library, or NULL with the reason logged.  (CUDA-aware Open MPI builds
+ * never get here with device buffers: coll/cuda, above us, stages them.) */
+static const llrdma_cuda_api_t *load_api(struct ompi_communicator_t *comm)
+{
+    pthread_once(&lib_once, lib_init);
+    if (NULL == cuda_api) {
+        opal_output(0,
+                    "coll:llrdma: MPI_Allreduce on %s got GPU buffers, but the GPU path is "
+                    "unavailable: %s",
+                    comm->c_name, lib_error);
+    }
+    return cuda_api;
+}
+
+int mca_coll_llrdma_gpu_possible(void)
+{
+#ifdef LLRDMA_CUDA_LIBPATH
+    return 1;
+#else
+    const char *path = getenv("LLRDMA_CUDA_LIB");
+    return NULL != path && '\0' != path[0];
+#endif
+}
+
+void mca_coll_llrdma_gpu_finalize(void)
+{
+    /* Only if it was loaded: never load CUDA just to clean up. */
+    if (NULL != cuda_api) {
+        cuda_api->finalize();
+    }
+}
+
+/* --------------------------------------------------- staging transport */
+
+typedef struct {
+    mca_coll_llrdma_pml_ctx_t pml;
+    const llrdma_cuda_api_t *api;
+    llrdma_cuda_session_t *s;
+    int cuda_failed; /* the session holds the message */
+    int cancelling;  /* after an error: receives are not copied in */
+} gpu_ctx_t;
+
+typedef struct {
+    void *r;      /* PML request */
+    void *bounce; /* pinned host buffer the PML reads or writes */
+    void *dst;    /* receives: device destination */
+    size_t bytes;
+} gpu_req_t;
+
+static int no_memory(gpu_ctx_t *g)
+{
+    if (OMPI_SUCCESS == g->pml.err) {
+        g->pml.err = OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    return -1;
+}
+
+static int gpu_isend(void *ctx, const void *buf, size_t bytes, int peer, int tag, void **req)
+{
+    gpu_ctx_t *g = (gpu_ctx_t *)ctx;
+    gpu_req_t *q = calloc(1, sizeof(*q));
+
+    if (NULL == q) {
+        return no_memory(g);
+    }
+    if (0 != g->api->stage_out(g->s, buf, bytes, &q->bounce)) {
+        g->cuda_failed = 1;
+        goto free_req;
+    }
+    if (0 != mca_coll_llrdma_pml_isend(&g->pml, q->bounce, bytes, peer, tag, &q->r)) {
+        goto put_bounce;
+    }
+    *req = q;
+    return 0;
+
+put_bounce:
+    g->api->bounce_put(g->s, q->bounce);
+free_req:
+    free(q);
+    return -1;
+}
+
+static int gpu_irecv(void *ctx, void *buf, size_t bytes, int peer, int tag, void **req)
+{
+    gpu_ctx_t *g = (gpu_ctx_t *)ctx;
+    gpu_req_t *q = calloc(1, sizeof(*q));
+
+    if (NULL == q) {
+        return no_memory(g);
+    }
+    if (0 != g->api->bounce_get(g->s, bytes, &q->bounce)) {
+        g->cuda_failed = 1;
+        goto free_req;
+    }
+    if (0 != mca_coll_llrdma_pml_irecv(&g->pml, q->bounce, bytes, peer, tag, &q->r)) {
+        goto put_bounce;
+    }
+    q->dst = buf;
+    q->bytes = bytes;
+    *req = q;
+    return 0;
+
+put_bounce:
+    g->api->bounce_put(g->s, q->bounce);
+free_req:
+    free(q);
+    return -1;
+}
+
+/* Completes and releases every request (the core's contract), copying in the
+ * receives that completed while nothing has failed. */
+static int gpu_waitall(void *ctx, int n, void **reqs)
+{
+    gpu_ctx_t *g = (gpu_ctx_t *)ctx;
+    int i, failed = 0;
+
+    for (i = 0; i < n; ++i) {
+        gpu_req_t *q = (gpu_req_t *)reqs[i];
+        if (NULL == q) {
+            continue;
+        }
+        if (0 != mca_coll_llrdma_pml_waitall(&g->pml, 1, &q->r)) {
+            failed = 1;
+        } else if (NULL != q->dst && !g->cancelling && !g->cuda_failed &&
+                   OMPI_SUCCESS == g->pml.err) {
+            if (0 != g->api->stage_in(g->s, q->dst, q->bounce, q->bytes)) {
+                g->cuda_failed = failed = 1;
+            }
+            q->bounce = NULL; /* stage_in took it, also on failure */
+        }
+        if (NULL != q->bounce) {
+            g->api->bounce_put(g->s, q->bounce);
+        }
+        free(q);
+        reqs[i] = NULL;
+    }
+    return failed ? -1 : 0;
+}
+
+static int gpu_cancel(void *ctx, void *req)
+{
+    gpu_ctx_t *g = (gpu_ctx_t *)ctx;
+    g->cancelling = 1;
+    return mca_coll_llrdma_pml_cancel(&g->pml, ((gpu_req_t *)req)->r);
+}
+
+static int gpu_copy(void *ctx, void *dst, const void *src, size_t bytes)
+{
+    gpu_ctx_t *g = (gpu_ctx_t *)ctx;
+    if (0 != g->api->copy(g->s, dst, src, bytes)) {
+        g->cuda_failed = 1;
+        return -1;
+    }
+    return 0;
+}
+
+static int gpu_reduce(void *ctx, int op, int dtype, const void *a, const void *b, void *out,
+                      size_t count)
+{
+    gpu_ctx_t *g = (gpu_ctx_t *)ctx;
+    if (0 != g->api->reduce(g->s, op, dtype, a, b, out, count)) {
+        g->cuda_failed = 1;
+        return -1;
+    }
+    return 0;
+}
+
+static void *gpu_alloc(void *ctx, size_t bytes)
+{
+    gpu_ctx_t *g = (gpu_ctx_t *)ctx;
+    void *p = g->api->alloc(g->s, bytes);
+    if (NULL == p) {
+        g->cuda_failed = 1;
+    }
+    return p;
+}
+
+static void gpu_free(void *ctx, void *p)
+{
+    gpu_ctx_t *g = (gpu_ctx_t *)ctx;
+    g->api->free(g->s, p);
+}
+
+/* ------------------------------------------------------------- entries */
+
+int mca_coll_llrdma_allreduce_gpu(const llrdma_ar_plan_t *plan, const void *sbuf, void *rbuf,
+                                  size_t count, int dt, int lop, struct ompi_communicator_t *comm,
+                                  int device)
+{
+    gpu_ctx_t g;
+    llrdma_ar_comm_t tc;
+    char err[512];
+    int rc;
+
+    memset(&g, 0, sizeof(g));
+    if (NULL == (g.api = load_api(comm))) {
+        return OMPI_ERR_NOT_SUPPORTED;
+    }
+    if (0 != g.api->begin(device, &g.s, err, sizeof(err))) {
+        opal_output(0, "coll:llrdma: MPI_Allreduce on %s (GPU buffers): %s", comm->c_name, err);
+        return OMPI_ERROR;
+    }
+    g.pml.comm = comm;
+    g.pml.err = OMPI_SUCCESS;
+    memset(&tc, 0, sizeof(tc));
+    tc.ctx = &g;
+    tc.rank = ompi_comm_rank(comm);
+    tc.size = ompi_comm_size(comm);
+    tc.isend = gpu_isend;
+    tc.irecv = gpu_irecv;
+    tc.waitall = gpu_waitall;
+    tc.cancel = gpu_cancel;
+    tc.copy = gpu_copy;
+    tc.reduce = gpu_reduce;
+    tc.alloc = gpu_alloc;
+    tc.free = gpu_free;
+
+    rc = llrdma_ar_run(plan, &tc, sbuf, rbuf, count, dt, lop, NULL, 0);
+    /* Always: waits for the stream and releases the session. */
+    if (0 != g.api->end(g.s, err, sizeof(err))) {
+        opal_output(0, "coll:llrdma: MPI_Allreduce on %s (GPU buffers) failed: %s", comm->c_name,
+                    err);
+        return OMPI_ERROR;
+    }
+    return mca_coll_llrdma_ar_status(rc, g.pml.err, comm);
+}
+
+int mca_coll_llrdma_gpu_copy_sync(void *dst, const void *src, size_t bytes,
+                                  struct ompi_communicator_t *comm)
+{
+    const llrdma_cuda_api_t *api = load_api(comm);
+    char err[512];
+
+    if (NULL == api) {
+        return OMPI_ERR_NOT_SUPPORTED;
+    }
+    if (0 != api->copy_sync(dst, src, bytes, err, sizeof(err))) {
+        opal_output(0, "coll:llrdma: MPI_Allreduce on %s (GPU buffers) failed: %s", comm->c_name,
+                    err);
+        return OMPI_ERROR;
+    }
+    return OMPI_SUCCESS;
+}
+
+/* What the core does not handle, on GPU buffers: the module below gets host
+ * copies (as coll/cuda does in CUDA-aware builds), never device pointers. */
+int mca_coll_llrdma_gpu_fallback(const void *sbuf, void *rbuf, int count,
+                                 struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                 struct ompi_communicator_t *comm, mca_coll_llrdma_module_t *m,
+                                 int skind, int rkind)
+{
+    ptrdiff_t gap = 0;
+    size_t span = (size_t)opal_datatype_span(&dtype->super, (size_t)count, &gap);
+    char *hs = NULL, *hr = NULL;
+    const void *s = sbuf;
+    void *r = rbuf;
+    int rc = OMPI_ERR_OUT_OF_RESOURCE;
+
+    if (LLRDMA_MEM_HOST != rkind) {
+        if (NULL == (hr = malloc(span))) {
+            goto done;
+        }
+        r = hr - gap;
+        if (MPI_IN_PLACE == sbuf && OMPI_SUCCESS != (rc = mca_coll_llrdma_gpu_copy_sync(
+                                                         hr, (char *)rbuf + gap, span, comm))) {
+            goto free_recv;
+        }
+    }
+    if (MPI_IN_PLACE != sbuf && LLRDMA_MEM_HOST != skind) {
+        if (NULL == (hs = malloc(span))) {
+            rc = OMPI_ERR_OUT_OF_RESOURCE;
+            goto free_recv;
+        }
+        s = hs - gap;
+        if (OMPI_SUCCESS !=
+            (rc = mca_coll_llrdma_gpu_copy_sync(hs, (const char *)sbuf + gap, span, comm))) {
+            goto free_send;
+        }
+    }
+    rc = m->previous_allreduce(s, r, count, dtype, op, comm, m->previous_allreduce_module);
+    if (OMPI_SUCCESS == rc && NULL != hr) {
+        rc = mca_coll_llrdma_gpu_copy_sync((char *)rbuf + gap, hr, span, comm);
+    }
+free_send:
+    free(hs);
+free_recv:
+    free(hr);
+done:
+    return rc;
+}

@@ -1,0 +1,308 @@
+/*
+ * A fake GPU for testing coll/llrdma's GPU path without one: one shared
+ * library that is both "libcuda.so.1" (cuPointerGetAttributes, through a
+ * symlink) and libllrdma_cuda.so (llrdma_cuda_api, through LLRDMA_CUDA_LIB).
+ *
+ * "Device memory" is a PROT_NONE address range whose contents live in a
+ * separate backing mapping: the CPU -- Open MPI's PML, the host core, a
+ * module below -- faults on any access, so a device pointer that leaks past
+ * the staging transport kills the test.  "Managed memory" is ordinary memory
+ * the fake driver reports as managed.  The API does with memcpy and
+ * llrdma_reduce_local what the real one does with CUDA, checks its contract
+ * (sends and receives staged only for GPU-side memory, every bounce buffer
+ * returned, every session ended) and counts calls for the test.
+ * FAKEGPU_FAIL_AT=N fails the N-th stage_out of the process.
+ */
+#include "llrdma_allreduce.h"
+#include "llrdma_cuda.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#define SPAN ((size_t)1 << 34)
+#define EXPORT __attribute__((visibility("default")))
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static unsigned char *dev_base, *dev_back, *man_base;
+static size_t dev_next, man_next;
+static long counters[10]; /* see fakegpu_counters() */
+enum { C_BEGIN, C_END, C_STAGE_OUT, C_STAGE_IN, C_REDUCE, C_COPY, C_ALLOC, C_FREE, C_SYNC, C_ERR };
+
+static void init(void)
+{
+    int f = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+    dev_base = mmap(NULL, SPAN, PROT_NONE, f, -1, 0);
+    dev_back = mmap(NULL, SPAN, PROT_READ | PROT_WRITE, f, -1, 0);
+    man_base = mmap(NULL, SPAN, PROT_READ | PROT_WRITE, f, -1, 0);
+    if (MAP_FAILED == dev_base || MAP_FAILED == dev_back || MAP_FAILED == man_base) {
+        abort();
+    }
+}
+
+static int in_dev(const void *p)
+{
+    return (const unsigned char *)p >= dev_base && (const unsigned char *)p < dev_base + SPAN;
+}
+static int in_man(const void *p)
+{
+    return (const unsigned char *)p >= man_base && (const unsigned char *)p < man_base + SPAN;
+}
+static void *real(const void *p)
+{
+    return in_dev(p) ? dev_back + ((const unsigned char *)p - dev_base) : (void *)p;
+}
+static void count(int c)
+{
+    pthread_mutex_lock(&lock);
+    ++counters[c];
+    pthread_mutex_unlock(&lock);
+}
+
+/* ----------------------------------------------------- for the test program */
+
+EXPORT void *fakegpu_malloc(size_t bytes, int managed)
+{
+    size_t *next = managed ? &man_next : &dev_next, off;
+    pthread_once(&once, init);
+    pthread_mutex_lock(&lock);
+    off = (*next + 255) / 256 * 256;
+    *next = off + bytes + 256;
+    pthread_mutex_unlock(&lock);
+    return (managed ? man_base : dev_base) + off;
+}
+
+EXPORT void fakegpu_memcpy(void *dst, const void *src, size_t bytes)
+{
+    memmove(real(dst), real(src), bytes);
+}
+
+/* begin, end, stage_out, stage_in, reduce, copy, alloc, free, copy_sync, errors */
+EXPORT void fakegpu_counters(long out[10])
+{
+    pthread_mutex_lock(&lock);
+    memcpy(out, counters, sizeof(counters));
+    pthread_mutex_unlock(&lock);
+}
+
+/* --------------------------------------------------------- "libcuda.so.1" */
+
+EXPORT int cuPointerGetAttributes(unsigned int n, int *attrs, void **data, unsigned long long ptr)
+{
+    const void *p = (const void *)(uintptr_t)ptr;
+    unsigned int i;
+    pthread_once(&once, init);
+    for (i = 0; i < n; ++i) {
+        int32_t v = 0;
+        switch (attrs[i]) {
+        case 2: /* MEMORY_TYPE: managed memory reports DEVICE too */
+            v = in_dev(p) || in_man(p) ? 2 : 0;
+            break;
+        case 8: /* IS_MANAGED */
+            v = in_man(p);
+            break;
+        case 9: /* DEVICE_ORDINAL */
+            v = in_dev(p) || in_man(p) ? 0 : -1;
+            break;
+        default:
+            return 1;
+        }
+        memcpy(data[i], &v, 4);
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------ libllrdma_cuda.so */
+
+struct llrdma_cuda_session {
+    int bounces; /* lent out or holding staged data */
+    char err[256];
+};
+
+static int fail(llrdma_cuda_session_t *s, const char *what)
+{
+    if ('\0' == s->err[0]) {
+        snprintf(s->err, sizeof(s->err), "%s", what);
+    }
+    count(C_ERR);
+    return -1;
+}
+
+static int gpu_side(const void *p)
+{
+    return in_dev(p) || in_man(p);
+}
+
+static int f_begin(int device, llrdma_cuda_session_t **out, char *err, size_t errlen)
+{
+    (void)device;
+    (void)err;
+    (void)errlen;
+    pthread_once(&once, init);
+    *out = calloc(1, sizeof(**out));
+    count(C_BEGIN);
+    return NULL == *out ? -1 : 0;
+}
+
+static int f_end(llrdma_cuda_session_t *s, char *err, size_t errlen)
+{
+    int rc;
+    if (0 != s->bounces) {
+        fail(s, "fakegpu: session ended with bounce buffers outstanding");
+    }
+    rc = '\0' == s->err[0] ? 0 : -1;
+    snprintf(err, errlen, "%s", s->err);
+    free(s);
+    count(C_END);
+    return rc;
+}
+
+static int f_copy(llrdma_cuda_session_t *s, void *dst, const void *src, size_t bytes)
+{
+    count(C_COPY);
+    if (s->err[0]) {
+        return -1;
+    }
+    if (!gpu_side(dst)) {
+        return fail(s, "fakegpu: copy to host memory inside a session");
+    }
+    memmove(real(dst), real(src), bytes);
+    return 0;
+}
+
+static int f_reduce(llrdma_cuda_session_t *s, int op, int dtype, const void *a, const void *b,
+                    void *out, size_t count_)
+{
+    size_t n = count_ * llrdma_ar_dtype_size(dtype);
+    unsigned char *tmp;
+    count(C_REDUCE);
+    if (s->err[0]) {
+        return -1;
+    }
+    if (!gpu_side(a) || !gpu_side(b) || !gpu_side(out)) {
+        return fail(s, "fakegpu: reduction on host memory");
+    }
+    if (NULL == (tmp = malloc(n))) {
+        return fail(s, "fakegpu: out of memory");
+    }
+    memcpy(tmp, real(b), n);
+    if (0 != llrdma_reduce_local(op, dtype, real(a), tmp, count_)) {
+        free(tmp);
+        return fail(s, "fakegpu: reduction rejected");
+    }
+    memcpy(real(out), tmp, n);
+    free(tmp);
+    return 0;
+}
+
+static void *f_alloc(llrdma_cuda_session_t *s, size_t bytes)
+{
+    count(C_ALLOC);
+    return s->err[0] ? NULL : fakegpu_malloc(bytes, 0);
+}
+
+static void f_free(llrdma_cuda_session_t *s, void *p)
+{
+    (void)s;
+    (void)p;
+    count(C_FREE);
+}
+
+static int f_stage_out(llrdma_cuda_session_t *s, const void *src, size_t bytes, void **bounce)
+{
+    static long n;
+    const char *at = getenv("FAKEGPU_FAIL_AT");
+    long k;
+    pthread_mutex_lock(&lock);
+    k = ++n;
+    pthread_mutex_unlock(&lock);
+    count(C_STAGE_OUT);
+    *bounce = NULL;
+    if (s->err[0]) {
+        return -1;
+    }
+    if (NULL != at && atol(at) == k) {
+        return fail(s, "fakegpu: injected stage_out failure");
+    }
+    if (!gpu_side(src)) {
+        return fail(s, "fakegpu: send staged from host memory");
+    }
+    if (NULL == (*bounce = malloc(bytes))) {
+        return fail(s, "fakegpu: out of memory");
+    }
+    memcpy(*bounce, real(src), bytes);
+    ++s->bounces;
+    return 0;
+}
+
+static int f_bounce_get(llrdma_cuda_session_t *s, size_t bytes, void **bounce)
+{
+    *bounce = s->err[0] ? NULL : malloc(bytes);
+    if (NULL == *bounce) {
+        return s->err[0] ? -1 : fail(s, "fakegpu: out of memory");
+    }
+    ++s->bounces;
+    return 0;
+}
+
+static int f_stage_in(llrdma_cuda_session_t *s, void *dst, void *bounce, size_t bytes)
+{
+    count(C_STAGE_IN);
+    --s->bounces;
+    if (!s->err[0] && !gpu_side(dst)) {
+        fail(s, "fakegpu: receive staged into host memory");
+    }
+    if (!s->err[0]) {
+        memcpy(real(dst), bounce, bytes);
+    }
+    free(bounce);
+    return s->err[0] ? -1 : 0;
+}
+
+static void f_bounce_put(llrdma_cuda_session_t *s, void *bounce)
+{
+    --s->bounces;
+    free(bounce);
+}
+
+static const char *f_error(const llrdma_cuda_session_t *s)
+{
+    return s->err;
+}
+
+static int f_copy_sync(void *dst, const void *src, size_t bytes, char *err, size_t errlen)
+{
+    (void)err;
+    (void)errlen;
+    count(C_SYNC);
+    memmove(real(dst), real(src), bytes);
+    return 0;
+}
+
+static void f_finalize(void) {}
+
+static const llrdma_cuda_api_t api = {
+    LLRDMA_CUDA_API_VERSION,
+    f_begin,
+    f_end,
+    f_copy,
+    f_reduce,
+    f_alloc,
+    f_free,
+    f_stage_out,
+    f_bounce_get,
+    f_stage_in,
+    f_bounce_put,
+    f_error,
+    f_copy_sync,
+    f_finalize,
+};
+
+EXPORT const llrdma_cuda_api_t *llrdma_cuda_api(int version)
+{
+    return LLRDMA_CUDA_API_VERSION == version ? &api : NULL;
+}

@@ -1,0 +1,244 @@
+/*
+ * coll/llrdma's GPU path through real Open MPI on a machine without a GPU:
+ * libfakegpu.so (fakegpu.c) plays libcuda.so.1 and libllrdma_cuda.so, and its
+ * "device memory" faults on any CPU access, so the run also proves that no
+ * device pointer reaches the PML, the host core or the module below.
+ * Results must equal the host path's bit for bit; the fake's counters show the
+ * staging path ran.  Fallbacks (user op, derived datatype) on device buffers
+ * must get host copies.  --fault N: the N-th stage_out fails (FAKEGPU_FAIL_AT),
+ * the call must return an error and the next one work.
+ * Prints "t_allreduce_fakegpu: PASS" on rank 0.
+ */
+#include <dlfcn.h>
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int rank, nranks, fails;
+static void *(*dmalloc)(size_t, int);
+static void (*dcopy)(void *, const void *, size_t);
+static void (*counters)(long[10]);
+
+#define FAIL(...)                                                                                  \
+    do {                                                                                           \
+        if (fails++ < 10) {                                                                        \
+            fprintf(stderr, "t_allreduce_fakegpu rank %d: FAIL: ", rank);                          \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fputc('\n', stderr);                                                                   \
+        }                                                                                          \
+    } while (0)
+
+enum { HOST, DEV, MAN };
+static const char *kname[] = {"host", "device", "managed"};
+
+typedef struct {
+    MPI_Datatype t;
+    size_t size;
+    const char *name;
+} type_t;
+
+static void *alloc(int kind, size_t n)
+{
+    return HOST == kind ? malloc(n + 1) : dmalloc(n + 1, MAN == kind);
+}
+
+static void fill(unsigned char *b, size_t n, int salt)
+{
+    size_t i;
+    for (i = 0; i < n; ++i) {
+        b[i] = (unsigned char)((i * 131 + (size_t)salt * 7 + (size_t)rank * 29) >> 1);
+    }
+}
+
+/* Inputs valid for the type: doubles from bytes would be NaNs, bools 0/1. */
+static void gen(const type_t *t, unsigned char *b, size_t count, int salt)
+{
+    size_t i;
+    fill(b, count * t->size, salt);
+    for (i = 0; i < count; ++i) {
+        if (MPI_DOUBLE == t->t) {
+            double v = (double)((int)((i * 7 + (size_t)rank * 3 + (size_t)salt) % 2001) - 1000) / 8;
+            memcpy(b + i * 8, &v, 8);
+        } else if (MPI_C_BOOL == t->t) {
+            b[i] &= 1;
+        } else if (MPI_DOUBLE_INT == t->t) {
+            double v = (double)((i + (size_t)rank) % 3);
+            int k = (int)((i * 5 + (size_t)rank) % 7);
+            memset(b + i * 16, 0, 16);
+            memcpy(b + i * 16, &v, 8);
+            memcpy(b + i * 16 + 8, &k, 4);
+        }
+    }
+}
+
+static void one(const type_t *t, MPI_Op op, size_t count, int sk, int rk, int inplace, int salt,
+                MPI_Comm comm)
+{
+    size_t bytes = count * t->size;
+    unsigned char *in = malloc(bytes + 1), *ref = malloc(bytes + 1), *got = malloc(bytes + 1);
+    void *r = alloc(rk, bytes), *s = inplace ? NULL : alloc(sk, bytes);
+    long before[10], after[10];
+    int rc;
+
+    gen(t, in, count, salt);
+    memcpy(ref, in, bytes);
+    MPI_Allreduce(MPI_IN_PLACE, ref, (int)count, t->t, op, comm);
+    dcopy(inplace ? r : s, in, bytes);
+    counters(before);
+    rc = MPI_Allreduce(inplace ? MPI_IN_PLACE : s, r, (int)count, t->t, op, comm);
+    counters(after);
+    dcopy(got, r, bytes);
+    if (MPI_DOUBLE_INT == t->t) { /* padding is not part of the result */
+        size_t i;
+        for (i = 0; i < count; ++i) {
+            memset(got + i * 16 + 12, 0, 4);
+            memset(ref + i * 16 + 12, 0, 4);
+        }
+    }
+    if (MPI_SUCCESS != rc) {
+        FAIL("%s count %zu %s->%s: rc %d", t->name, count, kname[sk], kname[rk], rc);
+    } else if (0 != memcmp(got, ref, bytes)) {
+        FAIL("%s count %zu %s->%s inplace %d: differs from the host path", t->name, count,
+             kname[sk], kname[rk], inplace);
+    } else if (after[1] - after[0] != before[1] - before[0]) {
+        FAIL("sessions begun %ld, ended %ld", after[0], after[1]);
+    } else if (after[9] != before[9]) {
+        FAIL("%s count %zu: the fake GPU saw a contract violation", t->name, count);
+    } else if (HOST != rk && count > 0 && nranks > 1 &&
+               (after[2] == before[2] || after[3] == before[3])) {
+        FAIL("%s count %zu %s->%s: no staged transfer", t->name, count, kname[sk], kname[rk]);
+    } else if (HOST == rk && HOST != sk && !inplace && count > 0 && after[8] == before[8]) {
+        FAIL("device send, host receive: no copy to the host");
+    }
+    if (HOST == rk) {
+        free(r);
+    }
+    if (HOST == sk && s) {
+        free(s);
+    }
+    free(in);
+    free(ref);
+    free(got);
+}
+
+static MPI_Datatype pair; /* 2 x MPI_INT */
+
+static void user_sum(void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+    int i, n = *len * (*dt == pair ? 2 : 1);
+    for (i = 0; i < n; ++i) {
+        ((int *)inout)[i] += ((int *)in)[i];
+    }
+}
+
+static void fallbacks(void)
+{
+    /* The module below must get host copies: device pointers would fault.
+     * (Predefined ops are not defined on derived types: a user op on both.) */
+    MPI_Op uop;
+    int n = 1000, i, *h = malloc(2 * n * sizeof(int));
+    int *d = dmalloc(2 * n * sizeof(int), 0), *d2 = dmalloc(2 * n * sizeof(int), 0);
+
+    MPI_Op_create(user_sum, 1, &uop);
+    MPI_Type_contiguous(2, MPI_INT, &pair);
+    MPI_Type_commit(&pair);
+    for (i = 0; i < 2 * n; ++i) {
+        h[i] = i + rank;
+    }
+    dcopy(d, h, 2 * n * sizeof(int));
+    if (MPI_SUCCESS != MPI_Allreduce(MPI_IN_PLACE, d, n, MPI_INT, uop, MPI_COMM_WORLD)) {
+        FAIL("user op on device buffers failed");
+    }
+    dcopy(h, d, n * sizeof(int));
+    for (i = 0; i < n; ++i) {
+        if (h[i] != nranks * i + nranks * (nranks - 1) / 2) {
+            FAIL("user op on device buffers: element %d is %d", i, h[i]);
+            break;
+        }
+    }
+    for (i = 0; i < 2 * n; ++i) {
+        h[i] = i - rank;
+    }
+    dcopy(d, h, 2 * n * sizeof(int));
+    if (MPI_SUCCESS != MPI_Allreduce(d, d2, n, pair, uop, MPI_COMM_WORLD)) {
+        FAIL("derived datatype on device buffers failed");
+    }
+    dcopy(h, d2, 2 * n * sizeof(int));
+    for (i = 0; i < 2 * n; ++i) {
+        if (h[i] != nranks * i - nranks * (nranks - 1) / 2) {
+            FAIL("derived datatype on device buffers: element %d is %d", i, h[i]);
+            break;
+        }
+    }
+    MPI_Type_free(&pair);
+    MPI_Op_free(&uop);
+    free(h);
+}
+
+static void fault(int n)
+{
+    double h[100], *d = dmalloc(sizeof(h), 0);
+    int k, i, rc;
+    for (k = 1; k <= n + 1; ++k) {
+        for (i = 0; i < 100; ++i) {
+            h[i] = rank + k + i;
+        }
+        dcopy(d, h, sizeof(h));
+        rc = MPI_Allreduce(MPI_IN_PLACE, d, 100, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        dcopy(h, d, sizeof(h));
+        if (k == n ? MPI_SUCCESS == rc : MPI_SUCCESS != rc || h[7] != 1 + 2 * (k + 7)) {
+            FAIL("fault run: call %d returned %d (element 7: %g)", k, rc, h[7]);
+        }
+    }
+}
+
+int main(int argc, char **argv)
+{
+    static const type_t types[] = {{MPI_INT32_T, 4, "int32"},    {MPI_DOUBLE, 8, "double"},
+                                   {MPI_UINT8_T, 1, "uint8"},    {MPI_C_BOOL, 1, "c_bool"},
+                                   {MPI_INT64_T, 8, "int64"},    {MPI_DOUBLE_INT, 16, "double_int"},
+                                   {MPI_UNSIGNED, 4, "unsigned"}};
+    MPI_Op ops[] = {MPI_SUM, MPI_MAX, MPI_BXOR, MPI_LOR, MPI_PROD, MPI_MINLOC, MPI_MIN};
+    const char *lib = getenv("FAKEGPU_LIB") ? getenv("FAKEGPU_LIB") : getenv("LLRDMA_CUDA_LIB");
+    void *h = lib ? dlopen(lib, RTLD_NOW) : NULL;
+    int t, k, total, salt = 0;
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    if (!h || !(*(void **)&dmalloc = dlsym(h, "fakegpu_malloc")) ||
+        !(*(void **)&dcopy = dlsym(h, "fakegpu_memcpy")) ||
+        !(*(void **)&counters = dlsym(h, "fakegpu_counters"))) {
+        fprintf(stderr, "t_allreduce_fakegpu: FAKEGPU_LIB or LLRDMA_CUDA_LIB must name "
+                        "libfakegpu.so\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    if (argc > 2 && 0 == strcmp(argv[1], "--fault")) {
+        fault(atoi(argv[2]));
+    } else {
+        size_t counts[] = {1, 2, (size_t)nranks + 1, 1000, 70001};
+        int kinds[][3] = {{DEV, DEV, 0},  {DEV, DEV, 1},  {MAN, MAN, 0}, {MAN, MAN, 1},
+                          {HOST, DEV, 0}, {DEV, HOST, 0}, {MAN, DEV, 0}};
+        for (t = 0; t < 7; ++t) {
+            for (k = 0; k < 5; ++k) {
+                int m = (t + k) % 7;
+                one(&types[t], ops[t], counts[k], kinds[m][0], kinds[m][1], kinds[m][2], ++salt,
+                    MPI_COMM_WORLD);
+            }
+        }
+        /* Ranks on the host path next to ranks on the GPU path, in one call. */
+        one(&types[1], MPI_SUM, 300001, rank % 2 ? HOST : DEV, rank % 2 ? HOST : DEV, 0, ++salt,
+            MPI_COMM_WORLD);
+        one(&types[0], MPI_SUM, 0, DEV, DEV, 0, ++salt, MPI_COMM_WORLD);
+        fallbacks();
+    }
+    MPI_Allreduce(&fails, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (0 == rank) {
+        printf("t_allreduce_fakegpu: %s (%d ranks)\n", total ? "FAIL" : "PASS", nranks);
+    }
+    MPI_Finalize();
+    return total ? 1 : 0;
+}

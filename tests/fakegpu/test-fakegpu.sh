@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# coll/llrdma's GPU path through Open MPI on any machine: libfakegpu.so stands
+# in for libcuda.so.1 and libllrdma_cuda.so (tests/fakegpu/fakegpu.c), with
+# device memory the CPU cannot touch.  1-4 ranks, every algorithm forced,
+# fallbacks, an injected failure; plus: a process with device buffers but no
+# loadable libllrdma_cuda.so gets an MPI error naming the cause, not a crash.
+. ./tests/mpi/env.sh
+T="$top_builddir/tests/fakegpu/t_allreduce_fakegpu"
+FAKE="$top_builddir/tests/fakegpu/.libs/libfakegpu.so"
+mkdir -p "$LLRDMA_TEST_HOME/lib"
+ln -sf "$FAKE" "$LLRDMA_TEST_HOME/lib/libcuda.so.1"
+export LD_LIBRARY_PATH="$LLRDMA_TEST_HOME/lib:$LD_LIBRARY_PATH"
+export LLRDMA_CUDA_LIB="$FAKE"
+V=(--mca coll_llrdma_verbose 10)
+
+for n in 1 2 3 4; do
+  out=$(mpi -np $n "${V[@]}" "$T" 2>&1)
+  check "$n ranks: PASS" grep -q "t_allreduce_fakegpu: PASS" <<<"$out"
+  [ $n -eq 1 ] || check "$n ranks: the GPU path ran" grep -q "; GPU buffers" <<<"$out"
+  [ $n -eq 1 ] || check "$n ranks: managed buffers took the GPU path" \
+    grep -q "; managed buffers" <<<"$out"
+  grep -q "t_allreduce_fakegpu: PASS" <<<"$out" || sed 's/^/# /' <<<"$out" | grep -v "coll:llrdma: allreduce" | tail -20
+done
+for alg in recursive_doubling rabenseifner ring; do
+  out=$(mpi -np 3 "${V[@]}" --mca coll_llrdma_allreduce_algorithm $alg \
+        --mca coll_llrdma_allreduce_segment_size 1K "$T" 2>&1)
+  check "3 ranks, $alg forced, 1K segments: PASS" grep -q "t_allreduce_fakegpu: PASS" <<<"$out"
+  check "3 ranks, $alg on GPU buffers" grep -q ": $alg, segment .*; GPU buffers" <<<"$out"
+done
+out=$(mpi -np 2 -x FAKEGPU_FAIL_AT=3 "$T" --fault 3 2>&1)
+check "injected failure: that call fails, the next works" \
+  grep -q "t_allreduce_fakegpu: PASS" <<<"$out"
+check "injected failure: reported with the cause" \
+  grep -q "coll:llrdma: MPI_Allreduce on MPI_COMM_WORLD (GPU buffers) failed: fakegpu: injected" \
+  <<<"$out"
+
+out=$(LLRDMA_CUDA_LIB=/nonexistent/libllrdma_cuda.so mpi -np 2 -x LLRDMA_CUDA_LIB \
+      -x FAKEGPU_LIB="$FAKE" "$T" --fault 1 2>&1)
+check "no libllrdma_cuda.so: an MPI error that says why" \
+  grep -q "got GPU buffers, but the GPU path is unavailable: cannot load /nonexistent" <<<"$out"
+finish

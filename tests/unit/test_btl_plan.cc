@@ -1,0 +1,149 @@
+#define BOOST_TEST_MODULE test_btl_plan
+#include <boost/test/unit_test.hpp>
+
+#include "llrdma_btl_plan.h"
+
+#include <algorithm>
+
+namespace
+{
+
+constexpr uint32_t kHdr = 8; // sizeof(mca_btl_llrdma_hdr_t)
+
+llrdma_profile_t profile(uint64_t hint)
+{
+    llrdma_profile_t p;
+    BOOST_TEST_REQUIRE(llrdma_profile_derive(hint, nullptr, &p) == LLRDMA_OK);
+    return p;
+}
+
+llrdma_btl_limits_t limits(const llrdma_profile_t &p, const llrdma_btl_granted_t *g = nullptr)
+{
+    llrdma_btl_limits_t l;
+    BOOST_TEST_REQUIRE(llrdma_btl_plan_limits(&p, kHdr, g, &l) == LLRDMA_OK);
+    return l;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(every_message_up_to_the_hint_is_one_ll_fragment)
+{
+    // The profile caps LL receive buffers at 64 KiB of payload; larger hints send the
+    // rest as BW fragments.
+    for (uint64_t hint : {1ull, 100ull, 4096ull, 8192ull, 65536ull, 1ull << 20}) {
+        llrdma_profile_t p = profile(hint);
+        llrdma_btl_limits_t l = limits(p);
+        // ob1's largest header (rendezvous, 40 bytes) plus the payload fits.
+        BOOST_TEST(llrdma_btl_path_for(&l, std::min<uint64_t>(hint, 65536) + 40) == LLRDMA_PATH_LL);
+        BOOST_TEST(l.frag_max[LLRDMA_PATH_LL] + kHdr <= p.ll.recv_buf_bytes);
+        BOOST_TEST(l.frag_max[LLRDMA_PATH_BW] + kHdr <= p.bw.recv_buf_bytes);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(no_cliff_right_above_the_hint)
+{
+    // 16 KB at hint 8 KB: one eager fragment on the (already connected) BW QP,
+    // no rendezvous round trip.
+    llrdma_btl_limits_t l = limits(profile(8192));
+    BOOST_TEST(llrdma_btl_path_for(&l, 8192 + 64) == LLRDMA_PATH_BW);
+    BOOST_TEST(l.eager_limit >= 2 * 8192u + 64);
+    BOOST_TEST(l.rndv_eager_limit == l.eager_limit);
+    BOOST_TEST(l.max_send_size == l.frag_max[LLRDMA_PATH_BW]);
+    for (uint64_t hint : {4096ull, 65536ull, 300000ull})
+        BOOST_TEST(limits(profile(hint)).eager_limit >= 2 * hint);
+}
+
+BOOST_AUTO_TEST_CASE(generic_profile_has_only_the_bw_path)
+{
+    llrdma_profile_t p = profile(0);
+    llrdma_btl_limits_t l = limits(p);
+    BOOST_TEST(l.frag_max[LLRDMA_PATH_LL] == 0u);
+    BOOST_TEST(l.sq_depth[LLRDMA_PATH_LL] == 0u);
+    BOOST_TEST(llrdma_btl_path_for(&l, 1) == LLRDMA_PATH_BW);
+    // The classic 12K eager limit stays; fragments are bounded by the receive buffers.
+    BOOST_TEST(l.eager_limit == 12 * 1024u);
+    BOOST_TEST(l.max_send_size ==
+               std::min<uint64_t>(p.bw.recv_buf_bytes - kHdr, p.bw.max_send_size));
+    BOOST_TEST(llrdma_btl_path_for(&l, l.max_send_size + 1) == -1);
+}
+
+BOOST_AUTO_TEST_CASE(granted_values_bound_what_is_used)
+{
+    llrdma_profile_t p = profile(8192);
+    llrdma_btl_granted_t g{};
+    g.inline_bytes[LLRDMA_PATH_LL] = 64;  // device grants less than the 256 requested
+    g.inline_bytes[LLRDMA_PATH_BW] = 512; // more than requested (0): still 0
+    g.sq_depth[LLRDMA_PATH_LL] = 127;     // rxe rounds up: the BTL keeps its shallow 64
+    g.sq_depth[LLRDMA_PATH_BW] = 100;     // less than 512
+    llrdma_btl_limits_t l = limits(p, &g);
+    BOOST_TEST(l.inline_max[LLRDMA_PATH_LL] == 64u);
+    BOOST_TEST(l.inline_max[LLRDMA_PATH_BW] == 0u);
+    BOOST_TEST(l.sq_depth[LLRDMA_PATH_LL] == p.ll.sq_depth);
+    BOOST_TEST(l.sq_depth[LLRDMA_PATH_BW] == 100u);
+    llrdma_btl_limits_t r = limits(p); // no read-back: the request
+    BOOST_TEST(r.inline_max[LLRDMA_PATH_LL] == p.ll.inline_bytes);
+}
+
+BOOST_AUTO_TEST_CASE(bad_input)
+{
+    llrdma_profile_t p = profile(8192);
+    llrdma_btl_limits_t l;
+    BOOST_TEST(llrdma_btl_plan_limits(nullptr, kHdr, nullptr, &l) == LLRDMA_ERR_INVALID);
+    BOOST_TEST(llrdma_btl_plan_limits(&p, p.ll.recv_buf_bytes, nullptr, &l) == LLRDMA_ERR_INVALID);
+}
+
+// Replays posts against a model of the NIC: every WR needing a completion must be covered by
+// a later (or its own) signalled WR, and the queue never exceeds its depth.
+BOOST_AUTO_TEST_CASE(signalling_cadence)
+{
+    llrdma_sq_t sq;
+    llrdma_sq_init(&sq, 64, 16);
+    int sig = 0;
+    for (int i = 0; i < 64; ++i) // a burst of inline WRs: one in 16 signalled
+        sig += llrdma_sq_post(&sq, 0, 1);
+    BOOST_TEST(sig == 4);
+    BOOST_TEST(llrdma_sq_free_slots(&sq) == 0u);
+    llrdma_sq_retire(&sq, 64);
+    BOOST_TEST(llrdma_sq_free_slots(&sq) == 64u);
+
+    // A lone non-inline WR is signalled; a lone inline one is not.
+    llrdma_sq_init(&sq, 64, 16);
+    BOOST_TEST(llrdma_sq_post(&sq, 1, 0) == 1);
+    BOOST_TEST(llrdma_sq_post(&sq, 0, 0) == 0);
+    // Non-inline in the middle of a burst, inline last: the last one pays the signal.
+    BOOST_TEST(llrdma_sq_post(&sq, 1, 1) == 0);
+    BOOST_TEST(llrdma_sq_post(&sq, 0, 0) == 1);
+}
+
+BOOST_AUTO_TEST_CASE(signalling_never_strands_a_completion)
+{
+    // Exhaustive over short patterns of (needs_completion, more_queued).
+    for (uint32_t interval : {1u, 3u, 16u}) {
+        for (unsigned pattern = 0; pattern < (1u << 12); ++pattern) {
+            llrdma_sq_t sq;
+            llrdma_sq_init(&sq, 64, interval);
+            int owed = 0, since = 0;
+            for (int i = 0; i < 6; ++i) {
+                int needs = (pattern >> (2 * i)) & 1, more = (pattern >> (2 * i + 1)) & 1;
+                if (i == 5)
+                    more = 0; // the burst ends
+                int s = llrdma_sq_post(&sq, needs, more);
+                owed = s ? 0 : (owed || needs);
+                since = s ? 0 : since + 1;
+                BOOST_TEST(since < static_cast<int>(interval));
+            }
+            BOOST_TEST(owed == 0); // the end of a burst settles every pending completion
+        }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(interval_clamped_to_depth)
+{
+    llrdma_sq_t sq;
+    llrdma_sq_init(&sq, 4, 100);
+    BOOST_TEST(sq.interval == 4u);
+    llrdma_sq_init(&sq, 4, 0);
+    BOOST_TEST(sq.interval == 1u);
+    llrdma_sq_retire(&sq, 10); // more than posted: clamps at 0
+    BOOST_TEST(sq.posted == 0u);
+}
