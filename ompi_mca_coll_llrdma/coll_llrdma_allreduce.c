@@ -1,6 +1,6 @@
 /*
  * coll/llrdma MPI_Allreduce: map the call onto the C++ core
- * (core/llrdma_allreduce.h), which plans from the size hint and runs the
+ * (llrdma_core/llrdma_allreduce.h), which plans from the size hint and runs the
  * algorithm over the PML vtable below.  Whatever the core does not handle goes
  * to the module below us, unchanged (GPU buffers as host copies).  GPU
  * buffers take the same schedule with CUDA staging (coll_llrdma_gpu.c).

@@ -15,7 +15,7 @@
  * reduction overlap the next ones' transfers.  The stream is drained before
  * the call returns.
  *
- * The CUDA part lives in libllrdma_cuda.so (core/cuda/), dlopen()ed the first
+ * The CUDA part lives in libllrdma_cuda.so (llrdma_core/cuda/), dlopen()ed the first
  * time a device buffer shows up, so the component itself has no CUDA
  * dependency.  Buffers are classified per call through libcuda
  * (coll_llrdma_cuptr.c), which never initialises CUDA.

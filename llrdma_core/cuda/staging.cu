@@ -1,5 +1,5 @@
 // staging.cu -- sessions, pinned bounce buffers and device scratch of
-// libllrdma_cuda.so, and its C entry point (see core/llrdma_cuda.h).
+// libllrdma_cuda.so, and its C entry point (see llrdma_core/llrdma_cuda.h).
 //
 // Bounce reuse without extra waits: every stage_in copy reading a bounce gets a
 // sequence number; every stage_out waits on an event recorded after its copy,

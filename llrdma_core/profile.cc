@@ -69,7 +69,7 @@ constexpr uint64_t kBwRdmaPipelineFrags = 4; // pipeline >= 4 fragments in fligh
 
 // ---- collectives: the Allreduce ring's segment is the hint (each segment travels the
 // low-latency path), capped at 1M.  Below 4K per-message overhead dominates, so small hints
-// (like no hint) get 64K segments.  The planner (core/allreduce/planner.cc) uses this value.
+// (like no hint) get 64K segments.  The planner (llrdma_core/allreduce/planner.cc) uses this value.
 constexpr uint64_t kCollSegMinHint = 4 * kKiB;
 constexpr uint64_t kCollSegMax = 1 * kMiB;
 

@@ -1,6 +1,6 @@
 /*
  * llrdma_btl_plan.h -- pure decisions of the btl/llrdma data path (C API of
- * core/btl_plan.cc): where the low-latency/bandwidth boundary lies for ob1,
+ * llrdma_core/btl_plan.cc): where the low-latency/bandwidth boundary lies for ob1,
  * and when a send work request asks for a completion.  No Open MPI or verbs
  * header, so the rules are unit-tested on their own (tests/unit/test_btl_plan).
  */

@@ -1,5 +1,5 @@
 // reduce_kernels.cu -- elementwise reduction kernels for every op x datatype the
-// host core supports (core/allreduce/reduce_ops.cc), with the same bits.
+// host core supports (llrdma_core/allreduce/reduce_ops.cc), with the same bits.
 //
 // Same semantics as the host: out = a OP b with `a` the left operand; integer
 // arithmetic in the unsigned type of at least int width (wraps); logical ops

@@ -1,6 +1,6 @@
 /*
  * llrdma_cuda.h -- C API of libllrdma_cuda.so, the GPU half of coll/llrdma's
- * Allreduce (core/cuda/).  No CUDA type appears here: the coll component is
+ * Allreduce (llrdma_core/cuda/).  No CUDA type appears here: the coll component is
  * built without CUDA headers and dlopen()s this library the first time it sees
  * a device buffer, then takes every entry point from llrdma_cuda_api().
  *
