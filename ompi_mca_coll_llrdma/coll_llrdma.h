@@ -47,6 +47,10 @@ typedef struct mca_coll_llrdma_module_t {
     mca_coll_base_module_t *previous_allreduce_module;
     uint64_t hint;
     int agreed; /* 0: not checked yet, 1: all ranks plan alike, -1: they do not */
+    /* Host scratch kept across calls: a fresh multi-megabyte malloc per call
+     * is an mmap whose first touch page-faults every page, every call. */
+    void *scratch;
+    size_t scratch_bytes;
 } mca_coll_llrdma_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_llrdma_module_t);

@@ -264,7 +264,7 @@ int mca_coll_llrdma_allreduce(const void *sbuf, void *rbuf, int count,
     int dt = -1, lop = -1, rc;
     int skind = LLRDMA_MEM_HOST, rkind = LLRDMA_MEM_HOST, device = -1, sdevice = -1;
     ptrdiff_t lb = 0, extent = 0;
-    size_t esize = 0;
+    size_t esize = 0, need;
     llrdma_ar_plan_t plan;
     pml_ctx_t ctx;
     llrdma_ar_comm_t tc;
@@ -352,7 +352,16 @@ int mca_coll_llrdma_allreduce(const void *sbuf, void *rbuf, int count,
     tc.waitall = mca_coll_llrdma_pml_waitall;
     tc.cancel = mca_coll_llrdma_pml_cancel;
 
+    need = llrdma_ar_scratch_bytes(&plan, (size_t)count, dt, tc.size);
+    if (need > m->scratch_bytes) {
+        void *p = realloc(m->scratch, need);
+        if (NULL == p) {
+            return OMPI_ERR_OUT_OF_RESOURCE;
+        }
+        m->scratch = p;
+        m->scratch_bytes = need;
+    }
     rc = llrdma_ar_run(&plan, &tc, MPI_IN_PLACE == sbuf ? NULL : sbuf, rbuf, (size_t)count, dt, lop,
-                       NULL, 0);
+                       m->scratch, m->scratch_bytes);
     return mca_coll_llrdma_ar_status(rc, ctx.err, comm);
 }

@@ -3,6 +3,8 @@
  */
 #include "ompi_config.h"
 
+#include <stdlib.h>
+
 #include "ompi/communicator/communicator.h"
 #include "ompi/constants.h"
 #include "opal/util/output.h"
@@ -15,10 +17,13 @@ static void module_construct(mca_coll_llrdma_module_t *m)
     m->previous_allreduce_module = NULL;
     m->hint = 0;
     m->agreed = 0;
+    m->scratch = NULL;
+    m->scratch_bytes = 0;
 }
 
 static void module_destruct(mca_coll_llrdma_module_t *m)
 {
+    free(m->scratch);
     /* A module may be destroyed without ever being enabled. */
     if (NULL != m->previous_allreduce_module) {
         OBJ_RELEASE(m->previous_allreduce_module);

@@ -9,6 +9,7 @@ OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_pml=ob1
 export NCCL_NVLS_ENABLE=0
+command -v ssh >/dev/null || command -v rsh >/dev/null || export OMPI_MCA_plm_rsh_agent=sh
 work=/tmp/llrdma-h200
 rm -rf "$work" && mkdir -p "$work" && tar -xzf "$tarball" -C "$work" && cd "$work"/llrdma-*
 t0=$SECONDS

@@ -7,15 +7,20 @@
 //    so full-vector messages stay cheap up to H.  Above 64 KiB the log2(p)
 //    full copies cost more bandwidth than the halved message count saves,
 //    whatever the hint (and the report shows hints that large misbehave).
-//  - Rabenseifner moves ~2x the vector in 2*log2(p) messages: best in the middle.
-//    For non-powers of two its fold adds two full-vector messages, so the ring
-//    takes over earlier there.
+//  - Rabenseifner moves ~2x the vector in 2*log2(p) messages: best from the
+//    middle up for powers of two (measured on 2 ranks over shared memory, 1-8M:
+//    as fast as a ring with 1M segments, 2.5x faster than one with 64K).  For
+//    non-powers of two its fold adds two full-vector messages, so the ring
+//    takes over above 256K there.
 //  - The ring moves ~2x the vector in 2(p-1) segmented messages and pipelines
 //    them: best for large vectors.  Its segment is the hint (so each message
 //    takes the low-latency path; with a hint matched to bytes / p the whole
 //    block is one such message), at least 4 KiB because smaller messages cannot
 //    keep bandwidth, at most 1 MiB.  Without a usable hint it is 64 KiB, a
-//    generic bandwidth-path size.
+//    generic bandwidth-path size.  But a ring block is never cut into more than
+//    8 segments: beyond that per-message cost dominates (a 64K-segment ring was
+//    4-8x slower than a 1M-segment one at 1-8M over shared memory), so large
+//    vectors get segments of block / 8 even above the hint.
 //  - In flight: enough segments to cover ~512 KiB (overlap wire and reduction),
 //    at least 2 (double buffering), at most 8 so a burst does not overflow the
 //    low-latency profile's shallow send queue (the report's failure case 1).
@@ -31,8 +36,8 @@ constexpr size_t KiB = 1024;
 constexpr size_t MiB = 1024 * KiB;
 constexpr size_t kSmallMin = 8 * KiB;
 constexpr size_t kSmallCap = 64 * KiB;
-constexpr size_t kMediumPow2 = 1 * MiB;
 constexpr size_t kMediumOther = 256 * KiB;
+constexpr size_t kMaxSegsPerBlock = 8;
 constexpr size_t kInFlightBytes = 512 * KiB;
 constexpr int kInFlightMin = 2;
 constexpr int kInFlightMax = 8;
@@ -59,6 +64,8 @@ extern "C" int llrdma_ar_plan(size_t bytes, size_t dtype_size, int comm_size, ui
             LLRDMA_OK)
             return LLRDMA_AR_ERR_INVALID;
         seg = static_cast<size_t>(prof.coll_segment_bytes);
+        size_t block = bytes / static_cast<size_t>(comm_size);
+        seg = std::max(seg, (block + kMaxSegsPerBlock - 1) / kMaxSegsPerBlock);
     }
     seg = std::max(dtype_size, seg / dtype_size * dtype_size);
     size_t want = kInFlightBytes / seg;
@@ -83,9 +90,9 @@ extern "C" int llrdma_ar_plan(size_t bytes, size_t dtype_size, int comm_size, ui
     } else if (count < static_cast<size_t>(comm_size)) {
         out->alg = LLRDMA_AR_RECURSIVE_DOUBLING;
         out->why = "fewer elements than ranks";
-    } else if (is_pow2(comm_size) ? bytes <= kMediumPow2 : bytes <= kMediumOther) {
+    } else if (is_pow2(comm_size) || bytes <= kMediumOther) {
         out->alg = LLRDMA_AR_RABENSEIFNER;
-        out->why = is_pow2(comm_size) ? "medium: bytes <= 1M, power-of-two ranks"
+        out->why = is_pow2(comm_size) ? "medium and large, power-of-two ranks"
                                       : "medium: bytes <= 256K, other rank counts";
     } else {
         out->alg = LLRDMA_AR_RING;

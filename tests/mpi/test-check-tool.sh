@@ -9,7 +9,8 @@ for n in 1 2 4; do
   check "$n ranks: one table row per rank" test "$(grep -cE '^ *[0-9]+  [^ ]+ +[0-9]+ ' <<<"$out")" -eq $n
   check "$n ranks: Allreduce plan table for the hint" \
     bash -c 'grep -q "Allreduce plan for '$n' ranks, MPI_DOUBLE, coll hint 16K" <<<"$0" &&
-             { [ '$n' -eq 1 ] || grep -qE "^ +64M  ring +16K" <<<"$0"; }' "$out"
+             { [ '$n' -eq 1 ] || grep -qE "^ +64M  rabenseifner " <<<"$0"; } &&
+             grep -qE "^ +4K  recursive_doubling " <<<"$0"' "$out"
   out=$(mpi -np $n --mca btl_llrdma_size_hint 16K "$CHECK" --json 2>&1)
   check "$n ranks: --json one object per rank with rank/host/size_hint/source" \
     test "$(grep -c '^{"rank":[0-9]*,.*"host":".*"size_hint":16384,.*"source":"env"' <<<"$out")" -eq $n

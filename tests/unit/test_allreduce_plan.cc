@@ -2,6 +2,8 @@
 #define BOOST_TEST_MODULE test_allreduce_plan
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
+
 #include "llrdma_allreduce.h"
 
 #include <cstdint>
@@ -33,15 +35,15 @@ const Row kRows[] = {
     // bytes      dsz  p     hint      forced      alg   seg       inflight
     // trivial cases
     {0,           8,   8,    0,        AUTO, 0,    RD,   64 * K,   8},
-    {64 * M,      8,   1,    0,        AUTO, 0,    RD,   64 * K,   8},
+    {64 * M,      8,   1,    0,        AUTO, 0,    RD,   8 * M,    2},
     {8,           8,   1,    8 * K,    AUTO, 0,    RD,   8 * K,    8},
-    // hint 0: small_max 8K; pow2 medium up to 1M; ring above
+    // hint 0: small_max 8K; powers of two: Rabenseifner above it, at any size
     {8,           8,   2,    0,        AUTO, 0,    RD,   64 * K,   8},
     {8 * K,       8,   8,    0,        AUTO, 0,    RD,   64 * K,   8},
     {8 * K + 8,   8,   8,    0,        AUTO, 0,    RAB,  64 * K,   8},
     {M,           8,   8,    0,        AUTO, 0,    RAB,  64 * K,   8},
-    {M + 8,       8,   8,    0,        AUTO, 0,    RING, 64 * K,   8},
-    {64 * M,      4,   16,   0,        AUTO, 0,    RING, 64 * K,   8},
+    {M + 8,       8,   8,    0,        AUTO, 0,    RAB,  64 * K,   8},
+    {64 * M,      4,   16,   0,        AUTO, 0,    RAB,  512 * K,  2}, // block/8
     // non power of two: medium only up to 256K
     {8 * K,       8,   6,    0,        AUTO, 0,    RD,   64 * K,   8},
     {16 * K,      8,   6,    0,        AUTO, 0,    RAB,  64 * K,   8},
@@ -51,7 +53,7 @@ const Row kRows[] = {
     // hint 8K: same thresholds, 8K segments, window capped at 8
     {8 * K,       8,   8,    8 * K,    AUTO, 0,    RD,   8 * K,    8},
     {16 * K,      8,   8,    8 * K,    AUTO, 0,    RAB,  8 * K,    8},
-    {2 * M,       8,   8,    8 * K,    AUTO, 0,    RING, 8 * K,    8},
+    {2 * M,       8,   8,    8 * K,    AUTO, 0,    RAB,  32 * K,   8}, // block/8 > hint
     // hint 32K / 64K raise small_max to the hint
     {32 * K,      8,   8,    32 * K,   AUTO, 0,    RD,   32 * K,   8},
     {32 * K + 8,  8,   8,    32 * K,   AUTO, 0,    RAB,  32 * K,   8},
@@ -60,28 +62,32 @@ const Row kRows[] = {
     // hint 1M: small_max capped at 64K; 1M segments, 2 in flight
     {64 * K,      8,   16,   M,        AUTO, 0,    RD,   M,        2},
     {128 * K,     8,   16,   M,        AUTO, 0,    RAB,  M,        2},
-    {16 * M,      8,   16,   M,        AUTO, 0,    RING, M,        2},
-    // segment from hint: below 4K -> generic 64K; above 1M -> 1M; whole elements
-    {16 * M,      8,   4,    2 * K,    AUTO, 0,    RING, 64 * K,   8},
-    {16 * M,      8,   4,    4 * K,    AUTO, 0,    RING, 4 * K,    8},
-    {16 * M,      8,   4,    128 * K,  AUTO, 0,    RING, 128 * K,  4},
-    {16 * M,      8,   4,    256 * K,  AUTO, 0,    RING, 256 * K,  2},
-    {16 * M,      8,   4,    1u << 30, AUTO, 0,    RING, M,        2},
-    {12 * M,      12,  4,    10000,    AUTO, 0,    RING, 9996,     8},
-    {12 * M,      12,  4,    0,        AUTO, 0,    RING, 65532,    8},
+    {16 * M,      8,   16,   M,        AUTO, 0,    RAB,  M,        2},
+    // segment from hint (block / 8 = 4K here): below 4K -> generic 64K; above
+    // 1M -> 1M; whole elements
+    {96 * K,      8,   3,    2 * K,    RING, 0,    RING, 64 * K,   8},
+    {96 * K,      8,   3,    4 * K,    RING, 0,    RING, 4 * K,    8},
+    {96 * K,      8,   3,    128 * K,  RING, 0,    RING, 128 * K,  4},
+    {96 * K,      8,   3,    256 * K,  RING, 0,    RING, 256 * K,  2},
+    {96 * K,      8,   3,    1u << 30, RING, 0,    RING, M,        2},
+    {96 * K,      12,  3,    10000,    RING, 0,    RING, 9996,     8},
+    {96 * K,      12,  3,    0,        RING, 0,    RING, 65532,    8},
+    // large non-power-of-two: ring, at most 8 segments per block
+    {3 * M,       8,   3,    8 * K,    AUTO, 0,    RING, 128 * K,  4},
+    {30 * M,      8,   6,    0,        AUTO, 0,    RING, 640 * K,  2},
     // fewer elements than ranks -> recursive doubling
     {16 * K,      8,   4096, 0,        AUTO, 0,    RD,   64 * K,   8},
     {16 * K,      8,   2048, 0,        AUTO, 0,    RAB,  64 * K,   8},
     // forced algorithm and segment
     {8,           8,   8,    0,        RING, 0,    RING, 64 * K,   8},
-    {64 * M,      8,   8,    0,        RD,   0,    RD,   64 * K,   8},
-    {64 * M,      8,   7,    0,        RAB,  0,    RAB,  64 * K,   8},
+    {64 * M,      8,   8,    0,        RD,   0,    RD,   M,        2},
+    {64 * M,      8,   7,    0,        RAB,  0,    RAB,  1198368,  2},
     {8,           8,   1,    0,        RING, 0,    RING, 64 * K,   8},
-    {64 * M,      8,   8,    8 * K,    AUTO, 1001, RING, 1000,     8},
-    {64 * M,      8,   8,    8 * K,    AUTO, 3,    RING, 8,        8},
-    {64 * M,      16,  8,    0,        AUTO, 12,   RING, 16,       8},
+    {64 * M,      8,   8,    8 * K,    AUTO, 1001, RAB,  1000,     8},
+    {64 * M,      8,   8,    8 * K,    AUTO, 3,    RAB,  8,        8},
+    {64 * M,      16,  8,    0,        AUTO, 12,   RAB,  16,       8},
     {64 * M,      8,   8,    0,        RING, 2 * M, RING, 2 * M,   2},
-    {64 * M,      8,   8,    0,        AUTO, 256 * K, RING, 256 * K, 2},
+    {64 * M,      8,   8,    0,        AUTO, 256 * K, RAB, 256 * K,  2},
 };
 // clang-format on
 
@@ -110,7 +116,8 @@ BOOST_AUTO_TEST_CASE(plan_table)
 BOOST_AUTO_TEST_CASE(plan_invariants)
 {
     // Every plan: never AUTO, segment a positive multiple of the element size,
-    // segment <= hint whenever the hint is at least 4K and no override is given.
+    // segment <= hint whenever the hint is at least 4K and no override is given,
+    // unless that would cut a ring block into more than 8 segments.
     const size_t sizes[] = {0, 8, 4 * K, 8 * K, 16 * K, 64 * K, 256 * K, M, 2 * M, 64 * M};
     const uint64_t hints[] = {0, 1, 4 * K - 1, 8 * K, 64 * K, M, 4 * M};
     const size_t dsizes[] = {1, 2, 4, 8, 12, 16};
@@ -125,7 +132,8 @@ BOOST_AUTO_TEST_CASE(plan_invariants)
                     BOOST_CHECK(pl.segment_bytes >= ds && pl.segment_bytes % ds == 0);
                     BOOST_CHECK(pl.nsegments_in_flight >= 2 && pl.nsegments_in_flight <= 8);
                     if (h >= 4 * K && h >= ds)
-                        BOOST_CHECK(pl.segment_bytes <= h);
+                        BOOST_CHECK(pl.segment_bytes <= std::max<size_t>(std::min<uint64_t>(h, M),
+                                                                         (bytes / p + 7) / 8));
                     if (p == 1 || bytes <= 8 * K)
                         BOOST_CHECK_EQUAL(pl.alg, RD);
                 }
