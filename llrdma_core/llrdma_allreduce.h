@@ -132,6 +132,15 @@ typedef struct {
 int llrdma_ar_plan(size_t bytes, size_t dtype_size, int comm_size, uint64_t hint, int forced_alg,
                    size_t forced_segment, llrdma_ar_plan_t *out);
 
+/* Same, knowing the transport: eager_bytes is the largest payload the
+ * point-to-point layer sends eagerly to every peer (0 = unknown).  A small
+ * vector just too big for one eager message, whose halves are eager, then
+ * goes to Rabenseifner instead of recursive doubling.  Every rank must pass
+ * the same value (the glue agrees on the minimum). */
+int llrdma_ar_plan_ex(size_t bytes, size_t dtype_size, int comm_size, uint64_t hint,
+                      size_t eager_bytes, int forced_alg, size_t forced_segment,
+                      llrdma_ar_plan_t *out);
+
 /* -------------------------------------------------------------- transport */
 
 /* Point-to-point transport, implemented by the glue (PML) or a test.

@@ -46,7 +46,8 @@ typedef struct mca_coll_llrdma_module_t {
     mca_coll_base_module_allreduce_fn_t previous_allreduce;
     mca_coll_base_module_t *previous_allreduce_module;
     uint64_t hint;
-    int agreed; /* 0: not checked yet, 1: all ranks plan alike, -1: they do not */
+    int agreed;         /* 0: not checked yet, 1: all ranks plan alike, -1: they do not */
+    size_t eager_bytes; /* smallest eager payload to any peer, agreed; 0 = unknown */
     /* Host scratch kept across calls: a fresh multi-megabyte malloc per call
      * is an mmap whose first touch page-faults every page, every call. */
     void *scratch;

@@ -300,8 +300,9 @@ int mca_coll_llrdma_allreduce(const void *sbuf, void *rbuf, int count,
         }
     }
     if (NULL == why &&
-        LLRDMA_AR_OK != llrdma_ar_plan((size_t)count * esize, esize, ompi_comm_size(comm), m->hint,
-                                       c->algorithm, c->segment_bytes, &plan)) {
+        LLRDMA_AR_OK != llrdma_ar_plan_ex((size_t)count * esize, esize, ompi_comm_size(comm),
+                                          m->hint, m->eager_bytes, c->algorithm, c->segment_bytes,
+                                          &plan)) {
         why = "planner rejected the arguments";
     }
     if (NULL != why) {

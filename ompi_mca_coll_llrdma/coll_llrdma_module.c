@@ -3,11 +3,16 @@
  */
 #include "ompi_config.h"
 
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ompi/communicator/communicator.h"
 #include "ompi/constants.h"
 #include "opal/util/output.h"
+#include "ompi/mca/bml/base/base.h"
+#include "ompi/mca/pml/base/base.h"
+#include "ompi/proc/proc.h"
 
 #include "coll_llrdma.h"
 
@@ -17,6 +22,7 @@ static void module_construct(mca_coll_llrdma_module_t *m)
     m->previous_allreduce_module = NULL;
     m->hint = 0;
     m->agreed = 0;
+    m->eager_bytes = 0;
     m->scratch = NULL;
     m->scratch_bytes = 0;
 }
@@ -51,19 +57,61 @@ static int module_enable(mca_coll_base_module_t *module, struct ompi_communicato
     return OMPI_SUCCESS;
 }
 
+/* Largest payload ob1 sends eagerly to every peer of comm (its eager BTL's
+ * limit, less a header margin); 0 when unknown (another PML, no endpoint). */
+static size_t local_eager_bytes(struct ompi_communicator_t *comm)
+{
+    /* ob1's match header plus slack; exactness does not matter, agreement does. */
+    const size_t header = 64;
+    size_t best = SIZE_MAX;
+    int me = ompi_comm_rank(comm), n = ompi_comm_size(comm);
+
+    if (0 != strcmp(mca_pml_base_selected_component.pmlm_version.mca_component_name, "ob1")) {
+        return 0;
+    }
+    for (int i = 0; i < n; ++i) {
+        ompi_proc_t *proc;
+        mca_bml_base_endpoint_t *ep;
+        mca_bml_base_btl_t *b;
+        if (i == me) {
+            continue;
+        }
+        proc = ompi_comm_peer_lookup(comm, i);
+        ep = (NULL != proc) ? mca_bml_base_get_endpoint(proc) : NULL;
+        b = (NULL != ep && mca_bml_base_btl_array_get_size(&ep->btl_eager) > 0)
+                ? mca_bml_base_btl_array_get_index(&ep->btl_eager, 0)
+                : NULL;
+        if (NULL == b || b->btl->btl_eager_limit <= header) {
+            return 0;
+        }
+        if (b->btl->btl_eager_limit - header < best) {
+            best = b->btl->btl_eager_limit - header;
+        }
+    }
+    return SIZE_MAX == best ? 0 : best;
+}
+
 int mca_coll_llrdma_agree(mca_coll_llrdma_module_t *m, struct ompi_communicator_t *comm)
 {
     mca_coll_llrdma_component_t *c = &mca_coll_llrdma_component;
-    /* max(x) == -max(-x) on every rank iff all ranks hold the same x. */
-    long mine[6] = {(long)m->hint, -(long)m->hint,         c->algorithm,
-                    -c->algorithm, (long)c->segment_bytes, -(long)c->segment_bytes};
-    long all[6];
+    long mine[8], all[8], eager;
     int rc;
 
     if (0 != m->agreed) {
         return m->agreed > 0;
     }
-    rc = m->previous_allreduce(mine, all, 6, MPI_LONG, MPI_MAX, comm, m->previous_allreduce_module);
+    /* max(x) == -max(-x) on every rank iff all ranks hold the same x; the
+     * eager payload is agreed as the minimum (any unknown makes it unknown). */
+    eager = (long)local_eager_bytes(comm);
+    mine[0] = (long)m->hint;
+    mine[1] = -(long)m->hint;
+    mine[2] = c->algorithm;
+    mine[3] = -c->algorithm;
+    mine[4] = (long)c->segment_bytes;
+    mine[5] = -(long)c->segment_bytes;
+    mine[6] = -eager;
+    mine[7] = (0 == eager) ? 1 : 0;
+    rc = m->previous_allreduce(mine, all, 8, MPI_LONG, MPI_MAX, comm, m->previous_allreduce_module);
     if (OMPI_SUCCESS != rc) {
         m->agreed = -1;
     } else if (all[0] != -all[1] || all[2] != -all[3] || all[4] != -all[5]) {
@@ -78,6 +126,7 @@ int mca_coll_llrdma_agree(mca_coll_llrdma_module_t *m, struct ompi_communicator_
         }
     } else {
         m->agreed = 1;
+        m->eager_bytes = (0 != all[7]) ? 0 : (size_t)(-all[6]);
     }
     return m->agreed > 0;
 }

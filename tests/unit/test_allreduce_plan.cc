@@ -170,3 +170,40 @@ BOOST_AUTO_TEST_CASE(scratch_sizes)
     BOOST_CHECK_EQUAL(llrdma_ar_scratch_bytes(&p, 10, LLRDMA_DT_DOUBLE, 4), 4u * 3 * 8);
     BOOST_CHECK_EQUAL(llrdma_ar_scratch_bytes(nullptr, 10, LLRDMA_DT_DOUBLE, 4), 0u);
 }
+
+BOOST_AUTO_TEST_CASE(plan_knows_the_eager_limit)
+{
+    // eager 4032 (Open MPI shared memory: 4K limit less header margin)
+    const size_t eager = 4096 - 64;
+    struct {
+        size_t bytes;
+        int p;
+        uint64_t hint;
+        size_t eager;
+        int alg;
+    } rows[] = {
+        {2 * K, 2, 0, eager, RD},         // one eager message
+        {4 * K, 2, 0, eager, RAB},        // whole vector rendezvous, halves eager
+        {8 * K - 128, 8, 0, eager, RAB},  // halves (4032) still eager
+        {8 * K, 2, 0, eager, RD},         // halves rendezvous too: fewer steps win
+        {4 * K, 2, 0, 0, RD},             // transport unknown: the plain rule
+        {4 * K, 6, 0, eager, RAB},        // any rank count
+        {64 * K, 4, 64 * K, 48 * K, RAB}, // hint-sized vector, halves eager
+        {16 * K, 4, 64 * K, 128 * K, RD}, // btl/llrdma's eager covers the hint
+    };
+    for (const auto &r : rows) {
+        llrdma_ar_plan_t pl{};
+        BOOST_TEST_CONTEXT("bytes " << r.bytes << " p " << r.p << " eager " << r.eager)
+        {
+            BOOST_REQUIRE_EQUAL(llrdma_ar_plan_ex(r.bytes, 8, r.p, r.hint, r.eager, AUTO, 0, &pl),
+                                LLRDMA_AR_OK);
+            BOOST_CHECK_EQUAL(llrdma_ar_alg_name(pl.alg), llrdma_ar_alg_name(r.alg));
+        }
+    }
+    // plan() is plan_ex() with the transport unknown
+    llrdma_ar_plan_t a{}, b{};
+    BOOST_REQUIRE_EQUAL(llrdma_ar_plan(4 * K, 8, 2, 0, AUTO, 0, &a), LLRDMA_AR_OK);
+    BOOST_REQUIRE_EQUAL(llrdma_ar_plan_ex(4 * K, 8, 2, 0, 0, AUTO, 0, &b), LLRDMA_AR_OK);
+    BOOST_CHECK_EQUAL(a.alg, b.alg);
+    BOOST_CHECK_EQUAL(a.segment_bytes, b.segment_bytes);
+}
