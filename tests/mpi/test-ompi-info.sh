@@ -4,7 +4,7 @@
 
 btl=$("$OMPI_INFO" --param btl llrdma --level 9 --parsable 2>&1)
 for k in size_hint dump verbose if_include if_exclude ll_sq_depth bw_sq_depth ll_inline \
-         bw_signal_interval bw_cq_moderation_count bw_cq_moderation_usec; do
+         bw_signal_interval bw_cq_moderation_count bw_cq_moderation_usec cm_timeout cm_poll_every; do
   check "btl_llrdma_$k listed with help text" \
     grep -q "^mca:btl:llrdma:param:btl_llrdma_$k:help:..." <<<"$btl"
 done
