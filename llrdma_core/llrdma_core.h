@@ -133,6 +133,10 @@ typedef struct {
 int llrdma_profile_derive(uint64_t hint, const llrdma_profile_overrides_t *ovr,
                           llrdma_profile_t *out);
 
+/* Pure: the Allreduce ring segment the profile gives a hint (the profile's
+ * coll_segment_bytes, without deriving the rest; the planner calls it per call). */
+uint64_t llrdma_coll_segment_for_hint(uint64_t hint);
+
 /* --------------------------------------------------- effective config */
 
 /* What a device granted (filled by the BTL data path; zeroed when none). */

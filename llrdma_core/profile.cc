@@ -174,7 +174,7 @@ void derive_hinted(uint64_t hint, llrdma_profile_t &p)
     bw.max_send_size = frag;
     bw.rdma_pipeline_bytes = std::max(kBwRdmaPipelineMin, kBwRdmaPipelineFrags * frag);
 
-    p.coll_segment_bytes = hint >= kCollSegMinHint ? std::min(hint, kCollSegMax) : kGenCollSegment;
+    p.coll_segment_bytes = llrdma_coll_segment_for_hint(hint);
 }
 
 // Overrides replace single derived values.  A depth override also re-derives the dependent
@@ -238,4 +238,10 @@ extern "C" int llrdma_profile_derive(uint64_t hint, const llrdma_profile_overrid
     }
     *out = p;
     return LLRDMA_OK;
+}
+
+extern "C" uint64_t llrdma_coll_segment_for_hint(uint64_t hint)
+{
+    return hint >= llrdma::kCollSegMinHint ? std::min(hint, llrdma::kCollSegMax)
+                                           : llrdma::kGenCollSegment;
 }

@@ -306,11 +306,13 @@ int mca_coll_llrdma_allreduce(const void *sbuf, void *rbuf, int count,
         why = "planner rejected the arguments";
     }
     if (NULL != why) {
-        opal_output_verbose(10, c->output,
-                            "coll:llrdma: allreduce of %d x %s (op %s) on %s: %s, using the "
-                            "previous module",
-                            count, dtype->name, lop >= 0 ? llrdma_ar_op_name(lop) : "other",
-                            comm->c_name, why);
+        if (c->verbose >= 10) { /* skip the argument work on the hot path */
+            opal_output_verbose(10, c->output,
+                                "coll:llrdma: allreduce of %d x %s (op %s) on %s: %s, using the "
+                                "previous module",
+                                count, dtype->name, lop >= 0 ? llrdma_ar_op_name(lop) : "other",
+                                comm->c_name, why);
+        }
         if (LLRDMA_MEM_HOST != rkind || LLRDMA_MEM_HOST != skind) {
             return mca_coll_llrdma_gpu_fallback(sbuf, rbuf, count, dtype, op, comm, m, skind,
                                                 rkind);
@@ -319,14 +321,17 @@ int mca_coll_llrdma_allreduce(const void *sbuf, void *rbuf, int count,
                                      m->previous_allreduce_module);
     }
 
-    opal_output_verbose(10, c->output,
-                        "coll:llrdma: allreduce %lu bytes (%s %s) on %s, %d ranks, hint %lu: %s, "
-                        "segment %lu, %d in flight (%s); %s buffers",
-                        (unsigned long)((size_t)count * esize), llrdma_ar_dtype_name(dt),
-                        llrdma_ar_op_name(lop), comm->c_name, ompi_comm_size(comm),
-                        (unsigned long)m->hint, llrdma_ar_alg_name(plan.alg),
-                        (unsigned long)plan.segment_bytes, plan.nsegments_in_flight, plan.why,
-                        LLRDMA_MEM_HOST != rkind ? where(rkind) : where(skind));
+    if (c->verbose >= 10) {
+        opal_output_verbose(
+            10, c->output,
+            "coll:llrdma: allreduce %lu bytes (%s %s) on %s, %d ranks, hint %lu: %s, "
+            "segment %lu, %d in flight (%s); %s buffers",
+            (unsigned long)((size_t)count * esize), llrdma_ar_dtype_name(dt),
+            llrdma_ar_op_name(lop), comm->c_name, ompi_comm_size(comm), (unsigned long)m->hint,
+            llrdma_ar_alg_name(plan.alg), (unsigned long)plan.segment_bytes,
+            plan.nsegments_in_flight, plan.why,
+            LLRDMA_MEM_HOST != rkind ? where(rkind) : where(skind));
+    }
 
     if (LLRDMA_MEM_HOST != rkind) {
         /* Result on the GPU (device or managed memory): reduce there. */

@@ -67,11 +67,7 @@ extern "C" int llrdma_ar_plan_ex(size_t bytes, size_t dtype_size, int comm_size,
     // The default segment is the profile's (one rule, shown in every rank's dump).
     size_t seg = forced_segment;
     if (seg == 0) {
-        llrdma_profile_t prof;
-        if (llrdma_profile_derive(std::min<uint64_t>(hint, LLRDMA_HINT_MAX), nullptr, &prof) !=
-            LLRDMA_OK)
-            return LLRDMA_AR_ERR_INVALID;
-        seg = static_cast<size_t>(prof.coll_segment_bytes);
+        seg = static_cast<size_t>(llrdma_coll_segment_for_hint(hint));
         size_t block = bytes / static_cast<size_t>(comm_size);
         seg = std::max(seg, (block + kMaxSegsPerBlock - 1) / kMaxSegsPerBlock);
     }

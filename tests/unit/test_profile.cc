@@ -266,3 +266,14 @@ BOOST_AUTO_TEST_CASE(override_validation)
         }
     }
 }
+
+BOOST_AUTO_TEST_CASE(coll_segment_shortcut_matches_profile)
+{
+    for (uint64_t h :
+         {uint64_t{0}, uint64_t{1}, uint64_t{4095}, uint64_t{4096}, uint64_t{5000},
+          uint64_t{64 * 1024}, uint64_t{1 << 20}, uint64_t{(1 << 20) + 1}, uint64_t{1} << 30}) {
+        llrdma_profile_t p;
+        BOOST_REQUIRE(llrdma_profile_derive(h, nullptr, &p) == LLRDMA_OK);
+        BOOST_TEST(llrdma_coll_segment_for_hint(h) == p.coll_segment_bytes);
+    }
+}
