@@ -95,7 +95,9 @@ AC_DEFUN([LLRDMA_FIND_VERBS], [
   AS_CASE(["$with_verbs"],
     [no], [llrdma_have_verbs=no],
     [""|yes], [],
-    [VERBS_CPPFLAGS="-I$with_verbs/include"
+    [AS_IF([test -f "$with_verbs/include/infiniband/verbs.h"], [],
+       [AC_MSG_ERROR([--with-verbs=$with_verbs: no $with_verbs/include/infiniband/verbs.h; give the rdma-core prefix])])
+     VERBS_CPPFLAGS="-I$with_verbs/include"
      VERBS_LDFLAGS="-L$with_verbs/lib -L$with_verbs/lib64"])
   llrdma_save_CPPFLAGS=$CPPFLAGS
   llrdma_save_LDFLAGS=$LDFLAGS
@@ -131,7 +133,9 @@ AC_DEFUN([LLRDMA_FIND_BOOST_TEST], [
   BOOST_TEST_LDFLAGS=
   AS_IF([test "$with_boost_test" != no], [
     AS_CASE(["$with_boost_test"], [""|yes], [],
-      [BOOST_TEST_CPPFLAGS="-I$with_boost_test/include"; BOOST_TEST_LDFLAGS="-L$with_boost_test/lib"])
+      [AS_IF([test -f "$with_boost_test/include/boost/test/unit_test.hpp"], [],
+         [AC_MSG_ERROR([--with-boost-test=$with_boost_test: no $with_boost_test/include/boost/test/unit_test.hpp; give the Boost prefix or apt-get install libboost-test-dev])])
+       BOOST_TEST_CPPFLAGS="-I$with_boost_test/include"; BOOST_TEST_LDFLAGS="-L$with_boost_test/lib"])
     AC_LANG_PUSH([C++])
     llrdma_save_CPPFLAGS=$CPPFLAGS
     llrdma_save_LIBS=$LIBS
