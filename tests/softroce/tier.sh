@@ -25,6 +25,11 @@ rc=0
 "$top_srcdir/contrib/softroce-vm" --rw "$top_builddir" --timeout "${LLRDMA_SOFTROCE_TIMEOUT:-840}" \
   -- bash "$top_srcdir/tests/softroce/guest.sh" "$top_srcdir" || rc=$?
 rm -rf "$stage"
+# The harness's own contract: exit 3 passes through, 124 on timeout, 125 when
+# the guest dies, 126 for a non-root caller (~1 min).
+if [ $rc -eq 0 ]; then
+  "$top_srcdir/contrib/softroce-vm-selftest" exit-codes env || rc=$?
+fi
 case $rc in
   0) ;;
   124) echo "not ok - the Soft-RoCE tier timed out" ;;
