@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Benchmark and GPU-test run on the H200 machine (Ubuntu 24.04, Open MPI 4.1.6,
 # 16 cores, one GPU), from a `make dist` tarball.  Writes CSVs and logs to $OUT.
-# Used for the dated tables in docs/benchmarks.md:
+# The steps behind the dated H200 tables in docs/benchmarks.md (there they ran as
+# separate device calls).  $OUT keeps at most 8 files on the device tool: tar it.
 #   tar in the working tree root, then:  bash contrib/bench/h200-run.sh llrdma-*.tar.gz
 set -u
 tarball=$1
@@ -31,15 +32,17 @@ fi
 step "host Allreduce: llrdma vs tuned, han, basic"
 for n in ${HOST_RANKS:-4 8 16}; do
   timeout 200 llrdma-bench allreduce-compare --np "$n" --colls llrdma,tuned,han,basic \
-    --mpirun-args "--bind-to core --map-by core" --csv "$OUT/host-np$n.csv" -- --max 64M \
+    --mpirun-args "--bind-to core" --csv "$OUT/host-np$n.csv" -- --max 16M --iters 100 \
     > "$OUT/host-np$n.txt" 2>&1; echo "np $n rc=$?"
   grep -A40 "^Allreduce latency" "$OUT/host-np$n.txt" | head -32
 done
 step "device Allreduce: llrdma vs staging baseline"
 for n in ${DEV_RANKS:-2 4 8}; do
-  for mode in --device --staging-baseline; do
-    timeout 150 mpirun --oversubscribe -np "$n" llrdma-bench allreduce "$mode" --min 8 --max 64M \
-      --csv "$OUT/dev-np$n$mode.csv" > "$OUT/dev-np$n$mode.txt" 2>&1; echo "np $n $mode rc=$?"
+  for mode in llrdma staging; do
+    extra=(); [ $mode = staging ] && extra=(--staging-baseline)
+    timeout 150 mpirun --oversubscribe -np "$n" llrdma-bench allreduce --device "${extra[@]}" \
+      --min 8 --max 64M --warmup 5 --iters 50 \
+      --csv "$OUT/dev-np$n-$mode.csv" > "$OUT/dev-np$n-$mode.txt" 2>&1; echo "np $n $mode rc=$?"
   done
 done
 step done
