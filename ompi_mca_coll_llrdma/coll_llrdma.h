@@ -30,12 +30,14 @@ typedef struct mca_coll_llrdma_component_t {
     int size_hint_index;
     char *algorithm_name; /* auto | recursive_doubling | rabenseifner | ring */
     char *segment_text;   /* 0 = from the hint */
+    char *gpu_stage_text; /* device vectors up to this are staged whole */
     char *mismatch_text;  /* abort | warn */
 
     /* Validated at init_query */
     int output;
     int algorithm;        /* LLRDMA_AR_* */
     size_t segment_bytes; /* 0 = planner decides */
+    size_t gpu_stage_max; /* device vectors up to this: host copy + host path */
     llrdma_mismatch_action_t mismatch;
     uint64_t hint;     /* the hint coll uses */
     int checked_world; /* cross-rank check done */
@@ -101,7 +103,7 @@ int mca_coll_llrdma_gpu_copy_sync(void *dst, const void *src, size_t bytes,
 int mca_coll_llrdma_gpu_fallback(const void *sbuf, void *rbuf, int count,
                                  struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                  struct ompi_communicator_t *comm, mca_coll_llrdma_module_t *m,
-                                 int skind, int rkind);
+                                 int skind, int rkind, int via_llrdma);
 void mca_coll_llrdma_gpu_finalize(void);
 /* 1 when this process may load libllrdma_cuda.so (built with CUDA, or
  * LLRDMA_CUDA_LIB set); loads nothing. */

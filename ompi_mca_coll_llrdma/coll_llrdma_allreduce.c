@@ -314,8 +314,8 @@ int mca_coll_llrdma_allreduce(const void *sbuf, void *rbuf, int count,
                                 comm->c_name, why);
         }
         if (LLRDMA_MEM_HOST != rkind || LLRDMA_MEM_HOST != skind) {
-            return mca_coll_llrdma_gpu_fallback(sbuf, rbuf, count, dtype, op, comm, m, skind,
-                                                rkind);
+            return mca_coll_llrdma_gpu_fallback(sbuf, rbuf, count, dtype, op, comm, m, skind, rkind,
+                                                0);
         }
         return m->previous_allreduce(sbuf, rbuf, count, dtype, op, comm,
                                      m->previous_allreduce_module);
@@ -333,6 +333,12 @@ int mca_coll_llrdma_allreduce(const void *sbuf, void *rbuf, int count,
             LLRDMA_MEM_HOST != rkind ? where(rkind) : where(skind));
     }
 
+    if (LLRDMA_MEM_HOST != rkind && (size_t)count * esize <= c->gpu_stage_max) {
+        /* Small vector on the GPU: two whole copies and the host path cost fewer
+         * GPU operations (each a context switch when ranks share a GPU) than
+         * per-segment staging; docs/benchmarks.md has the measurement. */
+        return mca_coll_llrdma_gpu_fallback(sbuf, rbuf, count, dtype, op, comm, m, skind, rkind, 1);
+    }
     if (LLRDMA_MEM_HOST != rkind) {
         /* Result on the GPU (device or managed memory): reduce there. */
         return mca_coll_llrdma_allreduce_gpu(&plan, MPI_IN_PLACE == sbuf ? NULL : sbuf, rbuf,

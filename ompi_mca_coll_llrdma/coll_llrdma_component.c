@@ -83,6 +83,14 @@ static int llrdma_register(void)
               "Allreduce pipeline segment in bytes (same size syntax as the hint; 0 = from "
               "the hint)",
               MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_5, &c->segment_text);
+    c->gpu_stage_text = "2M";
+    (void)reg("gpu_stage_max",
+              "Device-buffer Allreduces up to this many bytes copy the whole vector to the "
+              "host, reduce there with coll/llrdma's host algorithm and copy the result back "
+              "(ranks sharing a GPU pay a context switch per GPU operation, so few large "
+              "copies beat per-segment staging at small sizes); larger ones reduce on the GPU "
+              "segment by segment. 0 = always reduce on the GPU. Same size syntax as the hint",
+              MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_5, &c->gpu_stage_text);
     c->mismatch_text = "abort";
     (void)reg("mismatch_action",
               "What to do when ranks disagree on the size hint (checked once in MPI_Init "
@@ -155,6 +163,10 @@ int mca_coll_llrdma_init_query(bool enable_progress_threads, bool enable_mpi_thr
         bad_knob("coll_llrdma_allreduce_segment_size", c->segment_text, err);
     }
     c->segment_bytes = (size_t)seg;
+    if (LLRDMA_OK != llrdma_parse_size(c->gpu_stage_text, UINT64_MAX, &seg, err, sizeof(err))) {
+        bad_knob("coll_llrdma_gpu_stage_max", c->gpu_stage_text, err);
+    }
+    c->gpu_stage_max = (size_t)seg;
     if (NULL != c->mismatch_text && 0 == strcmp(c->mismatch_text, "abort")) {
         c->mismatch = LLRDMA_MISMATCH_ABORT;
     } else if (NULL != c->mismatch_text && 0 == strcmp(c->mismatch_text, "warn")) {

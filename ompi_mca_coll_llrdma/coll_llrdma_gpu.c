@@ -339,7 +339,7 @@ int mca_coll_llrdma_gpu_copy_sync(void *dst, const void *src, size_t bytes,
 int mca_coll_llrdma_gpu_fallback(const void *sbuf, void *rbuf, int count,
                                  struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                  struct ompi_communicator_t *comm, mca_coll_llrdma_module_t *m,
-                                 int skind, int rkind)
+                                 int skind, int rkind, int via_llrdma)
 {
     ptrdiff_t gap = 0;
     size_t span = (size_t)opal_datatype_span(&dtype->super, (size_t)count, &gap);
@@ -369,7 +369,11 @@ int mca_coll_llrdma_gpu_fallback(const void *sbuf, void *rbuf, int count,
             goto free_send;
         }
     }
-    rc = m->previous_allreduce(s, r, count, dtype, op, comm, m->previous_allreduce_module);
+    /* Host copies now: either the module below, or llrdma's own host path
+     * (same plan as every other rank's, whatever their buffers). */
+    rc = via_llrdma
+             ? mca_coll_llrdma_allreduce(s, r, count, dtype, op, comm, &m->super)
+             : m->previous_allreduce(s, r, count, dtype, op, comm, m->previous_allreduce_module);
     if (OMPI_SUCCESS == rc && NULL != hr) {
         rc = mca_coll_llrdma_gpu_copy_sync((char *)rbuf + gap, hr, span, comm);
     }

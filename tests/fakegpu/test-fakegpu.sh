@@ -11,7 +11,7 @@ mkdir -p "$LLRDMA_TEST_HOME/lib"
 ln -sf "$FAKE" "$LLRDMA_TEST_HOME/lib/libcuda.so.1"
 export LD_LIBRARY_PATH="$LLRDMA_TEST_HOME/lib:$LD_LIBRARY_PATH"
 export LLRDMA_CUDA_LIB="$FAKE"
-V=(--mca coll_llrdma_verbose 10)
+V=(--mca coll_llrdma_verbose 10 --mca coll_llrdma_gpu_stage_max 0)
 
 for n in 1 2 3 4; do
   out=$(mpi -np $n "${V[@]}" "$T" 2>&1)
@@ -27,7 +27,7 @@ for alg in recursive_doubling rabenseifner ring; do
   check "3 ranks, $alg forced, 1K segments: PASS" grep -q "t_allreduce_fakegpu: PASS" <<<"$out"
   check "3 ranks, $alg on GPU buffers" grep -q ": $alg, segment .*; GPU buffers" <<<"$out"
 done
-out=$(mpi -np 2 -x FAKEGPU_FAIL_AT=3 "$T" --fault 3 2>&1)
+out=$(mpi -np 2 --mca coll_llrdma_gpu_stage_max 0 -x FAKEGPU_FAIL_AT=3 "$T" --fault 3 2>&1)
 check "injected failure: that call fails, the next works" \
   grep -q "t_allreduce_fakegpu: PASS" <<<"$out"
 check "injected failure: reported with the cause" \
@@ -38,4 +38,9 @@ out=$(LLRDMA_CUDA_LIB=/nonexistent/libllrdma_cuda.so mpi -np 2 -x LLRDMA_CUDA_LI
       -x FAKEGPU_LIB="$FAKE" "$T" --fault 1 2>&1)
 check "no libllrdma_cuda.so: an MPI error that says why" \
   grep -q "got GPU buffers, but the GPU path is unavailable: cannot load /nonexistent" <<<"$out"
+# Default threshold: small device vectors staged whole, reduced on the host.
+out=$(mpi -np 3 --mca coll_llrdma_verbose 10 -x FAKEGPU_EXPECT_STAGING=0 "$T" 2>&1)
+check "3 ranks, default staging threshold: PASS" grep -q "t_allreduce_fakegpu: PASS" <<<"$out"
+check "3 ranks: small device vectors took the host path after a whole copy" \
+  grep -q "; host buffers" <<<"$out"
 finish

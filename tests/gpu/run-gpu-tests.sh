@@ -27,6 +27,10 @@ if "$OMPI_INFO" 2>/dev/null | grep -q "MCA coll: cuda"; then V+=(--mca coll ^cud
 # mpirun 4.1 will not start, even locally, without ssh or rsh (minimal GPU images).
 command -v ssh >/dev/null || command -v rsh >/dev/null || V+=(--mca plm_rsh_agent sh)
 nvidia-smi -L | sed 's/^/# /'
+# Every run below reduces on the GPU at every size; the default (small vectors
+# staged whole and reduced on the host) gets its own run at the end.
+VSTAGED=("${V[@]}")
+V+=(--mca coll_llrdma_gpu_stage_max 0)
 
 run() { # run NAME NP ARGS... : log in $LOGS/NAME.log, PASS line and GPU path required
   local name=$1 np=$2; shift 2
@@ -53,7 +57,10 @@ run "host-only-2" 2 "$T" --host-only
 check "host-only-2: host buffers stayed on the host path" \
   bash -c "grep -q '; host buffers' '$LOGS/host-only-2.log' && ! grep -q '; GPU buffers' '$LOGS/host-only-2.log'"
 log="$LOGS/fault.log"
-mpi -np 2 "${V[@]}" -x LLRDMA_CUDA_FAIL_AT=3 "$T" --fault 3 >"$log" 2>&1
+# One device-to-host staging copy per call (recursive doubling on 2 ranks), so
+# the 3rd copy is in the 3rd call.
+mpi -np 2 "${V[@]}" --mca coll_llrdma_allreduce_algorithm recursive_doubling \
+  -x LLRDMA_CUDA_FAIL_AT=3 "$T" --fault 3 >"$log" 2>&1
 check "fault: call 3 failed, calls 1, 2 and 4 right" grep -q "t_allreduce_gpu: PASS" "$log"
 check "fault: the error names the CUDA call" grep -q "failed: cudaMemcpyAsync (device to host staging; injected" "$log"
 grep -E "fault run|failed:" "$log" | head -4 | sed 's/^/# /'
@@ -79,4 +86,10 @@ done
 run "ring-small-segments-5" 5 --mca coll_llrdma_allreduce_algorithm ring \
   --mca coll_llrdma_allreduce_segment_size 4K "$T"
 
+# Default staging threshold: small device vectors take two whole copies and
+# the host path, large ones the GPU path; both must give the reference result.
+log="$LOGS/staged-2.log"
+mpi -np 2 "${VSTAGED[@]}" "$T" >"$log" 2>&1
+check "staged-2: PASS with the default coll_llrdma_gpu_stage_max" grep -q "t_allreduce_gpu: PASS" "$log"
+check "staged-2: small device vectors went through the host path" grep -q "; host buffers" "$log"
 finish
