@@ -44,6 +44,8 @@ expect_fail "bad coll segment size" "coll_llrdma_allreduce_segment_size" "'4Q'" 
   -np 2 --mca coll_llrdma_allreduce_segment_size 4Q "$TRING"
 expect_fail "bad coll size hint" "coll_llrdma_size_hint" "'x1'" -- \
   -np 2 --mca coll_llrdma_size_hint x1 "$TRING"
+expect_fail "bad GPU staging threshold" "coll_llrdma_gpu_stage_max" "'2Z'" -- \
+  -np 2 --mca coll_llrdma_gpu_stage_max 2Z "$TRING"
 expect_fail "bad mismatch action" "coll_llrdma_mismatch_action" "'maybe'" -- \
   -np 2 --mca coll_llrdma_mismatch_action maybe "$TRING"
 expect_fail "profile override out of range" "btl_llrdma" "out of range" -- \
