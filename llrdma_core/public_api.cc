@@ -20,14 +20,6 @@ bool mpi_initialized()
     return llrdma_state_is_frozen() != 0;
 }
 
-uint64_t env_hint(const char *name)
-{
-    const char *text = std::getenv(name);
-    uint64_t v = 0;
-    if (text == nullptr || llrdma_parse_size(text, LLRDMA_HINT_MAX, &v, nullptr, 0) != LLRDMA_OK)
-        return 0;
-    return v;
-}
 } // namespace
 
 extern "C" size_t llrdma_get_size_hint(void)
@@ -35,12 +27,17 @@ extern "C" size_t llrdma_get_size_hint(void)
     llrdma_rank_config_t cfg;
     if (llrdma_state_get(&cfg) == LLRDMA_OK)
         return static_cast<size_t>(cfg.hint.bytes);
-    uint64_t v = 0;
-    if (llrdma_state_get_api_hint(&v) == LLRDMA_OK)
-        return static_cast<size_t>(v);
-    if (std::getenv("OMPI_MCA_btl_llrdma_size_hint") != nullptr)
-        return static_cast<size_t>(env_hint("OMPI_MCA_btl_llrdma_size_hint"));
-    return static_cast<size_t>(env_hint("RDMA_LOW_LATENCY_HINT"));
+    // Before MPI_Init: the same resolution the components will run, from what
+    // is visible now (API value, environment; files are read by MPI_Init).
+    llrdma_hint_inputs_t in{};
+    in.mca_name = "btl_llrdma_size_hint";
+    in.mca_text = std::getenv("OMPI_MCA_btl_llrdma_size_hint");
+    in.mca_source = in.mca_text != nullptr ? LLRDMA_SRC_ENV : LLRDMA_SRC_DEFAULT;
+    in.alias_text = std::getenv("RDMA_LOW_LATENCY_HINT");
+    llrdma_hint_t hint;
+    if (llrdma_hint_resolve(&in, &hint, nullptr, 0) != LLRDMA_OK)
+        return 0; // invalid text: MPI_Init will say why
+    return static_cast<size_t>(hint.bytes);
 }
 
 extern "C" int llrdma_set_size_hint(size_t bytes)
