@@ -65,6 +65,9 @@ int bench_resolve_sizes(const bench_size_spec_t *spec, uint64_t dmin, uint64_t d
 /* ------------------------------------------------------------ options */
 
 /* Integer option in [min, max]; on error prints the option and value, -1. */
+/* --sizes excludes --min/--max, and --min may not exceed --max: 0 or -1 after
+ * a usage error. */
+int bench_check_size_spec(const char *mode, const bench_size_spec_t *spec);
 int bench_parse_long(const char *mode, const char *opt, const char *text, long min, long max,
                      long *out);
 /* Size option (same syntax as the hint, at most `max`). */
@@ -153,6 +156,9 @@ typedef struct {
 int bench_run_child(const bench_driver_t *d, bench_argv_t *argv, const char *header_start,
                     bench_run_t *run);
 void bench_run_free(bench_run_t *run);
+/* End of a driver mode: close the CSV, say where it is and how many runs
+ * failed, free the runs and the driver; returns the exit status. */
+int bench_driver_finish(bench_driver_t *d, bench_run_t *runs, int n, FILE *csv, int failed);
 /* Row of `size` in run, or NULL. */
 const bench_row_t *bench_run_find(const bench_run_t *run, uint64_t size);
 

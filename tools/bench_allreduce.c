@@ -136,13 +136,7 @@ static int parse(int argc, char **argv, ar_opts_t *o)
         }
 #undef VAL
     }
-    if (o->sizes.nterms > 0 && (o->sizes.have_min || o->sizes.have_max)) {
-        bench_usage_error(MODE, "--sizes and --min/--max exclude each other");
-        return -1;
-    }
-    if (o->sizes.have_min && o->sizes.have_max && o->sizes.min > o->sizes.max) {
-        bench_usage_error(MODE, "--min %llu is above --max %llu", (unsigned long long)o->sizes.min,
-                          (unsigned long long)o->sizes.max);
+    if (0 != bench_check_size_spec(MODE, &o->sizes)) {
         return -1;
     }
     if (o->staging && !o->device) {

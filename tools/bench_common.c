@@ -348,3 +348,17 @@ void *bench_alloc(size_t bytes)
     memset(p, 0, bytes); /* fault the pages in before timing */
     return p;
 }
+
+int bench_check_size_spec(const char *mode, const bench_size_spec_t *spec)
+{
+    if (spec->nterms > 0 && (spec->have_min || spec->have_max)) {
+        bench_usage_error(mode, "--sizes and --min/--max exclude each other");
+        return -1;
+    }
+    if (spec->have_min && spec->have_max && spec->min > spec->max) {
+        bench_usage_error(mode, "--min %llu is above --max %llu", (unsigned long long)spec->min,
+                          (unsigned long long)spec->max);
+        return -1;
+    }
+    return 0;
+}

@@ -233,16 +233,5 @@ int bench_compare_main(int argc, char **argv, const char *self)
         }
     }
     print_table(runs, n, d.np);
-    if (NULL != csv) {
-        fclose(csv);
-        printf("\n# raw rows: %s\n", d.csv);
-    }
-    if (failed) {
-        printf("# %d of %d runs failed: their cells show '-'\n", failed, n);
-    }
-    for (int c = 0; c < n; ++c) {
-        bench_run_free(&runs[c]);
-    }
-    bench_driver_free(&d);
-    return failed ? BENCH_EXIT_RUNTIME : BENCH_EXIT_OK;
+    return bench_driver_finish(&d, runs, n, csv, failed);
 }

@@ -416,3 +416,19 @@ const bench_row_t *bench_run_find(const bench_run_t *run, uint64_t size)
     }
     return NULL;
 }
+
+int bench_driver_finish(bench_driver_t *d, bench_run_t *runs, int n, FILE *csv, int failed)
+{
+    if (NULL != csv) {
+        fclose(csv);
+        printf("\n# raw rows: %s\n", d->csv);
+    }
+    if (failed) {
+        printf("# %d of %d runs failed: their cells show '-'\n", failed, n);
+    }
+    for (int i = 0; i < n; ++i) {
+        bench_run_free(&runs[i]);
+    }
+    bench_driver_free(d);
+    return failed ? BENCH_EXIT_RUNTIME : BENCH_EXIT_OK;
+}

@@ -305,16 +305,5 @@ int bench_sweep_main(int argc, char **argv, const char *self)
     }
     print_tables(runs, nh, rows, nrows);
     print_ratios(runs, nh);
-    if (NULL != csv) {
-        fclose(csv);
-        printf("\n# raw rows: %s\n", d.csv);
-    }
-    if (failed) {
-        printf("# %d of %d runs failed: their cells show '-'\n", failed, nh);
-    }
-    for (int h = 0; h < nh; ++h) {
-        bench_run_free(&runs[h]);
-    }
-    bench_driver_free(&d);
-    return failed ? BENCH_EXIT_RUNTIME : BENCH_EXIT_OK;
+    return bench_driver_finish(&d, runs, nh, csv, failed);
 }
