@@ -65,6 +65,10 @@ int bench_resolve_sizes(const bench_size_spec_t *spec, uint64_t dmin, uint64_t d
 /* ------------------------------------------------------------ options */
 
 /* Integer option in [min, max]; on error prints the option and value, -1. */
+/* One of --sizes LIST, --min S, --max S (opt, also as --opt=...) into spec: 0, or
+ * -1 after a usage error. */
+int bench_parse_size_option(const char *mode, const char *opt, const char *val,
+                            bench_size_spec_t *spec);
 /* --sizes excludes --min/--max, and --min may not exceed --max: 0 or -1 after
  * a usage error. */
 int bench_check_size_spec(const char *mode, const bench_size_spec_t *spec);

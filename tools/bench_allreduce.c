@@ -50,7 +50,6 @@ static int parse(int argc, char **argv, ar_opts_t *o)
     o->budget = AR_BUDGET_DEFAULT;
     for (int i = 0; i < argc; ++i) {
         const char *a = argv[i], *v = NULL;
-        uint64_t u;
 #define VAL()                                                                                      \
     do {                                                                                           \
         if (NULL == (v = bench_optarg(MODE, argc, argv, &i))) {                                    \
@@ -77,23 +76,10 @@ static int parse(int argc, char **argv, ar_opts_t *o)
             if (0 != bench_parse_bytes(MODE, "--budget", v, UINT64_MAX, &o->budget)) {
                 return -1;
             }
-        } else if (bench_opt(a, "--sizes")) {
+        } else if (bench_opt(a, "--sizes") || bench_opt(a, "--min") || bench_opt(a, "--max")) {
             VAL();
-            if (0 != bench_parse_size_list(MODE, "--sizes", v, &o->sizes)) {
+            if (0 != bench_parse_size_option(MODE, a, v, &o->sizes)) {
                 return -1;
-            }
-        } else if (bench_opt(a, "--min") || bench_opt(a, "--max")) {
-            int is_min = bench_opt(a, "--min");
-            VAL();
-            if (0 != bench_parse_bytes(MODE, is_min ? "--min" : "--max", v, BENCH_MAX_SIZE, &u)) {
-                return -1;
-            }
-            if (is_min) {
-                o->sizes.have_min = 1;
-                o->sizes.min = u;
-            } else {
-                o->sizes.have_max = 1;
-                o->sizes.max = u;
             }
         } else if (bench_opt(a, "--around-hint")) {
             o->sizes.around_hint = 1;

@@ -362,3 +362,26 @@ int bench_check_size_spec(const char *mode, const bench_size_spec_t *spec)
     }
     return 0;
 }
+
+int bench_parse_size_option(const char *mode, const char *opt, const char *val,
+                            bench_size_spec_t *spec)
+{
+    uint64_t u;
+
+    int is_min = bench_opt(opt, "--min");
+
+    if (bench_opt(opt, "--sizes")) {
+        return bench_parse_size_list(mode, "--sizes", val, spec);
+    }
+    if (0 != bench_parse_bytes(mode, is_min ? "--min" : "--max", val, BENCH_MAX_SIZE, &u)) {
+        return -1;
+    }
+    if (is_min) {
+        spec->have_min = 1;
+        spec->min = u;
+    } else {
+        spec->have_max = 1;
+        spec->max = u;
+    }
+    return 0;
+}

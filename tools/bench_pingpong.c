@@ -56,7 +56,6 @@ static int parse(int argc, char **argv, pp_opts_t *o)
     for (int i = 0; i < argc; ++i) {
         const char *a = argv[i], *v;
         long l;
-        uint64_t u;
 #define OPT(name) bench_opt(a, name)
 #define VAL()                                                                                      \
     do {                                                                                           \
@@ -74,23 +73,10 @@ static int parse(int argc, char **argv, pp_opts_t *o)
             if (0 != bench_parse_long(MODE, "--iters", v, 1, 100000000, &o->iters)) {
                 return -1;
             }
-        } else if (OPT("--sizes")) {
+        } else if (OPT("--sizes") || OPT("--min") || OPT("--max")) {
             VAL();
-            if (0 != bench_parse_size_list(MODE, "--sizes", v, &o->sizes)) {
+            if (0 != bench_parse_size_option(MODE, a, v, &o->sizes)) {
                 return -1;
-            }
-        } else if (OPT("--min") || OPT("--max")) {
-            int is_min = OPT("--min");
-            VAL();
-            if (0 != bench_parse_bytes(MODE, is_min ? "--min" : "--max", v, BENCH_MAX_SIZE, &u)) {
-                return -1;
-            }
-            if (is_min) {
-                o->sizes.have_min = 1;
-                o->sizes.min = u;
-            } else {
-                o->sizes.have_max = 1;
-                o->sizes.max = u;
             }
         } else if (OPT("--around-hint")) {
             o->sizes.around_hint = 1;

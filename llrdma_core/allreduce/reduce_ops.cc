@@ -120,8 +120,8 @@ template <typename Op, typename T> void kernel(const void *a, const void *b, voi
 
 using KernelFn = void (*)(const void *, const void *, void *, size_t);
 
-// Integer types take every op except the loc ops.
-template <typename T> KernelFn int_kernel(int op)
+// sum, prod, min, max: every type but the pairs.
+template <typename T> KernelFn arith_kernel(int op)
 {
     switch (op) {
     case LLRDMA_OP_SUM:
@@ -132,6 +132,17 @@ template <typename T> KernelFn int_kernel(int op)
         return kernel<Min, T>;
     case LLRDMA_OP_MAX:
         return kernel<Max, T>;
+    default:
+        return nullptr;
+    }
+}
+
+// Integer types take every op except the loc ops.
+template <typename T> KernelFn int_kernel(int op)
+{
+    if (KernelFn f = arith_kernel<T>(op))
+        return f;
+    switch (op) {
     case LLRDMA_OP_LAND:
         return kernel<Land, T>;
     case LLRDMA_OP_LOR:
@@ -144,22 +155,6 @@ template <typename T> KernelFn int_kernel(int op)
         return kernel<Bor, T>;
     case LLRDMA_OP_BXOR:
         return kernel<Bxor, T>;
-    default:
-        return nullptr;
-    }
-}
-
-template <typename T> KernelFn float_kernel(int op)
-{
-    switch (op) {
-    case LLRDMA_OP_SUM:
-        return kernel<Sum, T>;
-    case LLRDMA_OP_PROD:
-        return kernel<Prod, T>;
-    case LLRDMA_OP_MIN:
-        return kernel<Min, T>;
-    case LLRDMA_OP_MAX:
-        return kernel<Max, T>;
     default:
         return nullptr;
     }
@@ -197,9 +192,9 @@ KernelFn lookup(int op, int dtype)
     case LLRDMA_DT_UINT64:
         return int_kernel<uint64_t>(op);
     case LLRDMA_DT_FLOAT:
-        return float_kernel<float>(op);
+        return arith_kernel<float>(op);
     case LLRDMA_DT_DOUBLE:
-        return float_kernel<double>(op);
+        return arith_kernel<double>(op);
     case LLRDMA_DT_BOOL:
         // C _Bool: stored as 0/1 bytes; read as uint8 so any byte value is safe.
         if (op == LLRDMA_OP_LAND || op == LLRDMA_OP_LOR || op == LLRDMA_OP_LXOR)

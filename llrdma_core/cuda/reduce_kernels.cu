@@ -200,7 +200,8 @@ cudaError_t launch(const void *a, const void *b, void *out, size_t n, cudaStream
 
 using Launcher = cudaError_t (*)(const void *, const void *, void *, size_t, cudaStream_t, int);
 
-template <typename T> Launcher int_launcher(int op)
+// sum, prod, min, max: every type but the pairs.
+template <typename T> Launcher arith_launcher(int op)
 {
     switch (op) {
     case LLRDMA_OP_SUM:
@@ -211,6 +212,16 @@ template <typename T> Launcher int_launcher(int op)
         return launch<Min, T>;
     case LLRDMA_OP_MAX:
         return launch<Max, T>;
+    default:
+        return nullptr;
+    }
+}
+
+template <typename T> Launcher int_launcher(int op)
+{
+    if (Launcher f = arith_launcher<T>(op))
+        return f;
+    switch (op) {
     case LLRDMA_OP_LAND:
         return launch<Land, T>;
     case LLRDMA_OP_LOR:
@@ -223,22 +234,6 @@ template <typename T> Launcher int_launcher(int op)
         return launch<Bor, T>;
     case LLRDMA_OP_BXOR:
         return launch<Bxor, T>;
-    default:
-        return nullptr;
-    }
-}
-
-template <typename T> Launcher float_launcher(int op)
-{
-    switch (op) {
-    case LLRDMA_OP_SUM:
-        return launch<Sum, T>;
-    case LLRDMA_OP_PROD:
-        return launch<Prod, T>;
-    case LLRDMA_OP_MIN:
-        return launch<Min, T>;
-    case LLRDMA_OP_MAX:
-        return launch<Max, T>;
     default:
         return nullptr;
     }
@@ -277,9 +272,9 @@ Launcher lookup(int op, int dtype)
     case LLRDMA_DT_UINT64:
         return int_launcher<uint64_t>(op);
     case LLRDMA_DT_FLOAT:
-        return float_launcher<float>(op);
+        return arith_launcher<float>(op);
     case LLRDMA_DT_DOUBLE:
-        return float_launcher<double>(op);
+        return arith_launcher<double>(op);
     case LLRDMA_DT_BOOL:
         if (op == LLRDMA_OP_LAND || op == LLRDMA_OP_LOR || op == LLRDMA_OP_LXOR)
             return int_launcher<uint8_t>(op);
