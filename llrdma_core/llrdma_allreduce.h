@@ -98,10 +98,13 @@ enum {
     LLRDMA_AR_RECURSIVE_DOUBLING = 1,
     LLRDMA_AR_RABENSEIFNER = 2,
     LLRDMA_AR_RING = 3,
-    LLRDMA_AR_NALGS = 4
+    LLRDMA_AR_SHM_DIRECT = 4, /* needs a shared arena (llrdma_ar_shm_t) */
+    LLRDMA_AR_SHM_SPLIT = 5,  /* needs a shared arena */
+    LLRDMA_AR_NALGS = 6
 };
 
-/* "auto", "recursive_doubling", "rabenseifner", "ring"; NULL if out of range. */
+/* "auto", "recursive_doubling", "rabenseifner", "ring", "shm_direct",
+ * "shm_split"; NULL if out of range. */
 const char *llrdma_ar_alg_name(int alg);
 /* Inverse of llrdma_ar_alg_name (exact, lower case); -1 if unknown or NULL. */
 int llrdma_ar_alg_from_name(const char *name);
@@ -141,6 +144,18 @@ int llrdma_ar_plan_ex(size_t bytes, size_t dtype_size, int comm_size, uint64_t h
                       size_t eager_bytes, int forced_alg, size_t forced_segment,
                       llrdma_ar_plan_t *out);
 
+/* Same, knowing whether the ranks share a memory arena: shm_chunk > 0 is the
+ * arena's chunk (llrdma_ar_shm_t.chunk_bytes), 0 = no arena.  With an arena
+ * the shared-memory algorithms are chosen (the hint and eager limit describe
+ * the network path, which they do not use):
+ *   bytes * comm_size <= 64K     -> shm_direct
+ *   else                         -> shm_split
+ *   segment: the chunk, or the forced segment when smaller.
+ * A forced shm_* without an arena plans as auto without one. */
+int llrdma_ar_plan_shm(size_t bytes, size_t dtype_size, int comm_size, uint64_t hint,
+                       size_t eager_bytes, size_t shm_chunk, int forced_alg, size_t forced_segment,
+                       llrdma_ar_plan_t *out);
+
 /* -------------------------------------------------------------- transport */
 
 /* Point-to-point transport, implemented by the glue (PML) or a test.
@@ -158,6 +173,35 @@ int llrdma_ar_plan_ex(size_t bytes, size_t dtype_size, int comm_size, uint64_t h
  * After any error the core cancels and waits all its outstanding requests,
  * then returns LLRDMA_AR_ERR_TRANSPORT: no request outlives the call. */
 #define LLRDMA_AR_TAG_MAX 32
+
+/* A memory arena every rank of the communicator maps (POSIX shared memory on
+ * one node; threads in tests), used by the shm_* algorithms instead of
+ * messages.  Layout (llrdma_ar_shm_bytes): per rank two 64-byte flag lines,
+ * then two generations of one chunk per rank, then two result chunks, then an
+ * abort word.  Each rank has its own llrdma_ar_shm_t (its mapping's address,
+ * its own generation counter); the arena's bytes are shared.
+ *  - base: the mapping, 64-byte aligned, zero-filled before the first run.
+ *  - chunk_bytes: a multiple of 64, > 0, equal on every rank.
+ *  - gen: rounds this rank completed; 0 at first, advanced by llrdma_ar_run.
+ *    Every rank must run the same sequence of shm calls on one arena.
+ *  - progress: called about every 64 polls while waiting for other ranks
+ *    (Open MPI: opal_progress, which yields the core when oversubscribed);
+ *    NULL: the core yields the thread.
+ * After a rank fails inside a shm run (a memory hook error), the arena stays
+ * broken: every rank's current and later shm runs on it return
+ * LLRDMA_AR_ERR_TRANSPORT instead of waiting for the failed rank. */
+typedef struct llrdma_ar_shm {
+    void *base;
+    size_t chunk_bytes;
+    uint64_t gen;
+    void (*progress)(void *ctx);
+    void *progress_ctx;
+} llrdma_ar_shm_t;
+
+/* Bytes of the arena for comm_size ranks; 0 for invalid arguments or overflow. */
+size_t llrdma_ar_shm_bytes(int comm_size, size_t chunk_bytes);
+/* 1 when a rank has failed on this arena (see above), else 0. */
+int llrdma_ar_shm_broken(const llrdma_ar_shm_t *shm, int comm_size);
 
 typedef struct llrdma_ar_comm {
     void *ctx;
@@ -188,6 +232,13 @@ typedef struct llrdma_ar_comm {
                   size_t count);
     void *(*alloc)(void *ctx, size_t bytes);
     void (*free)(void *ctx, void *p);
+
+    /* Shared-memory algorithms only.  shm: the arena (NULL: none; shm_*
+     * plans then fail with LLRDMA_AR_ERR_INVALID).  sync: waits until every
+     * copy/reduce hook call so far has taken effect (before the arena's data
+     * is announced to other ranks); required with asynchronous hooks. */
+    llrdma_ar_shm_t *shm;
+    int (*sync)(void *ctx);
 } llrdma_ar_comm_t;
 
 /* Scratch the run needs, in bytes (0 is possible). */

@@ -33,7 +33,7 @@
 extern "C" {
 #endif
 
-#define LLRDMA_CUDA_API_VERSION 1
+#define LLRDMA_CUDA_API_VERSION 2
 #define LLRDMA_CUDA_LIB_NAME "libllrdma_cuda.so"
 #define LLRDMA_CUDA_CACHE_BYTES ((size_t)64 << 20)
 
@@ -78,6 +78,14 @@ typedef struct llrdma_cuda_api {
     /* Frees the caches, pools and idle streams; sessions must be ended.  Errors
      * are ignored (CUDA may already be shutting down). */
     void (*finalize)(void);
+
+    /* Version 2: the shared-memory arena.  sync waits until everything
+     * enqueued on the session's stream has run (0, or -1 with the session's
+     * error).  host_register pins host memory (the arena) so copies to and
+     * from it are asynchronous DMA; host_unregister undoes it. */
+    int (*sync)(llrdma_cuda_session_t *s);
+    int (*host_register)(void *p, size_t bytes, char *err, size_t errlen);
+    void (*host_unregister)(void *p);
 } llrdma_cuda_api_t;
 
 /* NULL when the library does not implement `version`. */

@@ -32,12 +32,15 @@ typedef struct mca_coll_llrdma_component_t {
     char *segment_text;   /* 0 = from the hint */
     char *gpu_stage_text; /* device vectors up to this are staged whole */
     char *mismatch_text;  /* abort | warn */
+    int shm_enable;       /* 1: shared-memory arena on single-node communicators */
+    char *shm_chunk_text; /* arena chunk per rank and round */
 
     /* Validated at init_query */
     int output;
     int algorithm;        /* LLRDMA_AR_* */
     size_t segment_bytes; /* 0 = planner decides */
     size_t gpu_stage_max; /* device vectors up to this: host copy + host path */
+    size_t shm_chunk;     /* validated shm_chunk_text; 0 = by communicator size */
     llrdma_mismatch_action_t mismatch;
     uint64_t hint;     /* the hint coll uses */
     int checked_world; /* cross-rank check done */
@@ -54,6 +57,10 @@ typedef struct mca_coll_llrdma_module_t {
      * is an mmap whose first touch page-faults every page, every call. */
     void *scratch;
     size_t scratch_bytes;
+    /* Shared-memory arena (coll_llrdma_shm.c); base NULL: none. */
+    llrdma_ar_shm_t shm;
+    size_t shm_bytes;
+    int shm_pinned; /* GPU path: 0 not tried, 1 registered with CUDA, -1 failed */
 } mca_coll_llrdma_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_llrdma_module_t);
@@ -72,6 +79,16 @@ void mca_coll_llrdma_check_world(struct ompi_communicator_t *world);
  * algorithm and segment; otherwise the ranks' schedules would differ and
  * hang.  Returns 1 when llrdma may run, 0 to fall back for good. */
 int mca_coll_llrdma_agree(mca_coll_llrdma_module_t *m, struct ompi_communicator_t *comm);
+
+/* coll_llrdma_shm.c: the arena of a communicator whose ranks all run on this
+ * node.  _local: 1 when they do (no communication).  _setup: collective,
+ * called by every rank on the first Allreduce once they agreed to use one;
+ * OMPI_SUCCESS with m->shm set, or an error on every rank (said once).
+ * _release: unmaps (module destruction). */
+int mca_coll_llrdma_shm_local(struct ompi_communicator_t *comm);
+size_t mca_coll_llrdma_shm_chunk(int comm_size); /* the knob, or its default */
+int mca_coll_llrdma_shm_setup(mca_coll_llrdma_module_t *m, struct ompi_communicator_t *comm);
+void mca_coll_llrdma_shm_release(mca_coll_llrdma_module_t *m);
 
 /* coll_llrdma_allreduce.c */
 int mca_coll_llrdma_allreduce(const void *sbuf, void *rbuf, int count,
@@ -97,7 +114,7 @@ int mca_coll_llrdma_ar_status(int rc, int pml_err, struct ompi_communicator_t *c
 int mca_coll_llrdma_gpu_kind(const void *p, int *device); /* LLRDMA_MEM_*, per call */
 int mca_coll_llrdma_allreduce_gpu(const llrdma_ar_plan_t *plan, const void *sbuf, void *rbuf,
                                   size_t count, int dt, int lop, struct ompi_communicator_t *comm,
-                                  int device);
+                                  mca_coll_llrdma_module_t *m, int device);
 int mca_coll_llrdma_gpu_copy_sync(void *dst, const void *src, size_t bytes,
                                   struct ompi_communicator_t *comm);
 int mca_coll_llrdma_gpu_fallback(const void *sbuf, void *rbuf, int count,
@@ -105,6 +122,8 @@ int mca_coll_llrdma_gpu_fallback(const void *sbuf, void *rbuf, int count,
                                  struct ompi_communicator_t *comm, mca_coll_llrdma_module_t *m,
                                  int skind, int rkind, int via_llrdma);
 void mca_coll_llrdma_gpu_finalize(void);
+/* Unpins the module's arena if the GPU path pinned it. */
+void mca_coll_llrdma_gpu_unregister(mca_coll_llrdma_module_t *m);
 /* 1 when this process may load libllrdma_cuda.so (built with CUDA, or
  * LLRDMA_CUDA_LIB set); loads nothing. */
 int mca_coll_llrdma_gpu_possible(void);

@@ -300,9 +300,10 @@ int mca_coll_llrdma_allreduce(const void *sbuf, void *rbuf, int count,
         }
     }
     if (NULL == why &&
-        LLRDMA_AR_OK != llrdma_ar_plan_ex((size_t)count * esize, esize, ompi_comm_size(comm),
-                                          m->hint, m->eager_bytes, c->algorithm, c->segment_bytes,
-                                          &plan)) {
+        LLRDMA_AR_OK != llrdma_ar_plan_shm((size_t)count * esize, esize, ompi_comm_size(comm),
+                                           m->hint, m->eager_bytes,
+                                           NULL != m->shm.base ? m->shm.chunk_bytes : 0,
+                                           c->algorithm, c->segment_bytes, &plan)) {
         why = "planner rejected the arguments";
     }
     if (NULL != why) {
@@ -342,7 +343,7 @@ int mca_coll_llrdma_allreduce(const void *sbuf, void *rbuf, int count,
     if (LLRDMA_MEM_HOST != rkind) {
         /* Result on the GPU (device or managed memory): reduce there. */
         return mca_coll_llrdma_allreduce_gpu(&plan, MPI_IN_PLACE == sbuf ? NULL : sbuf, rbuf,
-                                             (size_t)count, dt, lop, comm, device);
+                                             (size_t)count, dt, lop, comm, m, device);
     }
     if (LLRDMA_MEM_HOST != skind) {
         /* Result in host memory: bring the input over, then the host path. */
@@ -363,6 +364,7 @@ int mca_coll_llrdma_allreduce(const void *sbuf, void *rbuf, int count,
     tc.irecv = mca_coll_llrdma_pml_irecv;
     tc.waitall = mca_coll_llrdma_pml_waitall;
     tc.cancel = mca_coll_llrdma_pml_cancel;
+    tc.shm = NULL != m->shm.base ? &m->shm : NULL;
 
     need = llrdma_ar_scratch_bytes(&plan, (size_t)count, dt, tc.size);
     if (need > m->scratch_bytes) {

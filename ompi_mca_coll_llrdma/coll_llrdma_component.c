@@ -76,7 +76,8 @@ static int llrdma_register(void)
     c->algorithm_name = "auto";
     (void)reg("allreduce_algorithm",
               "Allreduce algorithm: auto (planner, from size and hint), recursive_doubling, "
-              "rabenseifner, ring",
+              "rabenseifner, ring, shm_direct, shm_split (the shm_* ones only where the arena "
+              "exists, see coll_llrdma_shm; auto elsewhere)",
               MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_5, &c->algorithm_name);
     c->segment_text = "0";
     (void)reg("allreduce_segment_size",
@@ -91,6 +92,19 @@ static int llrdma_register(void)
               "copies beat per-segment staging at small sizes); larger ones reduce on the GPU "
               "segment by segment. 0 = always reduce on the GPU. Same size syntax as the hint",
               MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_5, &c->gpu_stage_text);
+    c->shm_enable = 1;
+    (void)reg("shm",
+              "Allreduce through a shared-memory arena (no messages) on communicators whose "
+              "ranks all run on this node: 1 = when possible, 0 = never (point-to-point "
+              "algorithms over the PML)",
+              MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_5, &c->shm_enable);
+    c->shm_chunk_text = "0";
+    (void)reg("shm_chunk_size",
+              "Bytes per rank and round of the shared-memory Allreduce (larger vectors take "
+              "several rounds); a multiple of 64. The arena holds 4 x ranks + 2 chunks. 0 = "
+              "256K, less above 16 ranks so that the arena stays near 16 MB (minimum 16K). "
+              "Same size syntax as the hint",
+              MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_5, &c->shm_chunk_text);
     c->mismatch_text = "abort";
     (void)reg("mismatch_action",
               "What to do when ranks disagree on the size hint (checked once in MPI_Init "
@@ -157,7 +171,8 @@ int mca_coll_llrdma_init_query(bool enable_progress_threads, bool enable_mpi_thr
     c->algorithm = llrdma_ar_alg_from_name(c->algorithm_name);
     if (c->algorithm < 0) {
         bad_knob("coll_llrdma_allreduce_algorithm", c->algorithm_name,
-                 "not one of auto, recursive_doubling, rabenseifner, ring");
+                 "not one of auto, recursive_doubling, rabenseifner, ring, shm_direct, "
+                 "shm_split");
     }
     if (LLRDMA_OK != llrdma_parse_size(c->segment_text, LLRDMA_HINT_MAX, &seg, err, sizeof(err))) {
         bad_knob("coll_llrdma_allreduce_segment_size", c->segment_text, err);
@@ -167,6 +182,20 @@ int mca_coll_llrdma_init_query(bool enable_progress_threads, bool enable_mpi_thr
         bad_knob("coll_llrdma_gpu_stage_max", c->gpu_stage_text, err);
     }
     c->gpu_stage_max = (size_t)seg;
+    if (LLRDMA_OK !=
+        llrdma_parse_size(c->shm_chunk_text, (uint64_t)1 << 30, &seg, err, sizeof(err))) {
+        bad_knob("coll_llrdma_shm_chunk_size", c->shm_chunk_text, err);
+    }
+    if (0 != seg % 64) {
+        bad_knob("coll_llrdma_shm_chunk_size", c->shm_chunk_text,
+                 "must be a multiple of 64 bytes (or 0 for the default)");
+    }
+    c->shm_chunk = (size_t)seg;
+    if (0 != c->shm_enable && 1 != c->shm_enable) {
+        char v[32];
+        snprintf(v, sizeof(v), "%d", c->shm_enable);
+        bad_knob("coll_llrdma_shm", v, "not 0 or 1");
+    }
     if (NULL != c->mismatch_text && 0 == strcmp(c->mismatch_text, "abort")) {
         c->mismatch = LLRDMA_MISMATCH_ABORT;
     } else if (NULL != c->mismatch_text && 0 == strcmp(c->mismatch_text, "warn")) {

@@ -114,6 +114,35 @@ int mca_coll_llrdma_gpu_possible(void)
 #endif
 }
 
+void mca_coll_llrdma_gpu_unregister(mca_coll_llrdma_module_t *m)
+{
+    if (1 == m->shm_pinned && NULL != cuda_api) {
+        cuda_api->host_unregister(m->shm.base);
+    }
+    m->shm_pinned = 0;
+}
+
+/* Pins the arena once per communicator: copies between device buffers and
+ * the arena are then asynchronous DMA.  Unpinned it still works (CUDA stages
+ * pageable copies), slower: said once at verbose 1. */
+static void pin_arena(mca_coll_llrdma_module_t *m, const llrdma_cuda_api_t *api,
+                      struct ompi_communicator_t *comm)
+{
+    char err[512];
+    if (0 != m->shm_pinned || NULL == m->shm.base) {
+        return;
+    }
+    if (0 == api->host_register(m->shm.base, m->shm_bytes, err, sizeof(err))) {
+        m->shm_pinned = 1;
+        return;
+    }
+    m->shm_pinned = -1;
+    opal_output_verbose(1, mca_coll_llrdma_component.output,
+                        "coll:llrdma: %s: shared-memory arena not pinned for GPU copies (%s); "
+                        "GPU-buffer Allreduces use it unpinned",
+                        comm->c_name, err);
+}
+
 void mca_coll_llrdma_gpu_finalize(void)
 {
     /* Only if it was loaded: never load CUDA just to clean up. */
@@ -257,6 +286,16 @@ static int gpu_reduce(void *ctx, int op, int dtype, const void *a, const void *b
     return 0;
 }
 
+static int gpu_sync(void *ctx)
+{
+    gpu_ctx_t *g = (gpu_ctx_t *)ctx;
+    if (0 != g->api->sync(g->s)) {
+        g->cuda_failed = 1;
+        return -1;
+    }
+    return 0;
+}
+
 static void *gpu_alloc(void *ctx, size_t bytes)
 {
     gpu_ctx_t *g = (gpu_ctx_t *)ctx;
@@ -277,7 +316,7 @@ static void gpu_free(void *ctx, void *p)
 
 int mca_coll_llrdma_allreduce_gpu(const llrdma_ar_plan_t *plan, const void *sbuf, void *rbuf,
                                   size_t count, int dt, int lop, struct ompi_communicator_t *comm,
-                                  int device)
+                                  mca_coll_llrdma_module_t *m, int device)
 {
     gpu_ctx_t g;
     llrdma_ar_comm_t tc;
@@ -306,6 +345,11 @@ int mca_coll_llrdma_allreduce_gpu(const llrdma_ar_plan_t *plan, const void *sbuf
     tc.reduce = gpu_reduce;
     tc.alloc = gpu_alloc;
     tc.free = gpu_free;
+    tc.sync = gpu_sync;
+    if (NULL != m->shm.base) {
+        pin_arena(m, g.api, comm);
+        tc.shm = &m->shm;
+    }
 
     rc = llrdma_ar_run(plan, &tc, sbuf, rbuf, count, dt, lop, NULL, 0);
     /* Always: waits for the stream and releases the session. */

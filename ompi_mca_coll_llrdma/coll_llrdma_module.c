@@ -25,11 +25,15 @@ static void module_construct(mca_coll_llrdma_module_t *m)
     m->eager_bytes = 0;
     m->scratch = NULL;
     m->scratch_bytes = 0;
+    memset(&m->shm, 0, sizeof(m->shm));
+    m->shm_bytes = 0;
+    m->shm_pinned = 0;
 }
 
 static void module_destruct(mca_coll_llrdma_module_t *m)
 {
     free(m->scratch);
+    mca_coll_llrdma_shm_release(m);
     /* A module may be destroyed without ever being enabled. */
     if (NULL != m->previous_allreduce_module) {
         OBJ_RELEASE(m->previous_allreduce_module);
@@ -94,7 +98,7 @@ static size_t local_eager_bytes(struct ompi_communicator_t *comm)
 int mca_coll_llrdma_agree(mca_coll_llrdma_module_t *m, struct ompi_communicator_t *comm)
 {
     mca_coll_llrdma_component_t *c = &mca_coll_llrdma_component;
-    long mine[8], all[8], eager;
+    long mine[12], all[12], eager, shm;
     int rc;
 
     if (0 != m->agreed) {
@@ -111,22 +115,35 @@ int mca_coll_llrdma_agree(mca_coll_llrdma_module_t *m, struct ompi_communicator_
     mine[5] = -(long)c->segment_bytes;
     mine[6] = -eager;
     mine[7] = (0 == eager) ? 1 : 0;
-    rc = m->previous_allreduce(mine, all, 8, MPI_LONG, MPI_MAX, comm, m->previous_allreduce_module);
+    /* The arena: wanted by every rank (knob on, every peer on this node), and
+     * the same chunk everywhere. */
+    shm = (c->shm_enable && mca_coll_llrdma_shm_local(comm)) ? 1 : 0;
+    mine[8] = -shm;
+    mine[9] = (long)c->shm_chunk;
+    mine[10] = -(long)c->shm_chunk;
+    mine[11] = 0;
+    rc =
+        m->previous_allreduce(mine, all, 12, MPI_LONG, MPI_MAX, comm, m->previous_allreduce_module);
     if (OMPI_SUCCESS != rc) {
         m->agreed = -1;
-    } else if (all[0] != -all[1] || all[2] != -all[3] || all[4] != -all[5]) {
+    } else if (all[0] != -all[1] || all[2] != -all[3] || all[4] != -all[5] || all[9] != -all[10]) {
         m->agreed = -1;
         if (0 == ompi_comm_rank(comm)) {
             opal_output(0,
                         "coll:llrdma: ranks of %s disagree on the Allreduce plan (size hint "
-                        "%ld..%ld, algorithm %ld..%ld, segment %ld..%ld): coll/llrdma stays "
-                        "off on this communicator; make the hint and the coll_llrdma_* "
-                        "knobs identical on every rank",
-                        comm->c_name, -all[1], all[0], -all[3], all[2], -all[5], all[4]);
+                        "%ld..%ld, algorithm %ld..%ld, segment %ld..%ld, shm chunk "
+                        "%ld..%ld): coll/llrdma stays off on this communicator; make the "
+                        "hint and the coll_llrdma_* knobs identical on every rank",
+                        comm->c_name, -all[1], all[0], -all[3], all[2], -all[5], all[4], -all[10],
+                        all[9]);
         }
     } else {
         m->agreed = 1;
         m->eager_bytes = (0 != all[7]) ? 0 : (size_t)(-all[6]);
+        if (-all[8] == 1 && ompi_comm_size(comm) > 1) {
+            /* Every rank takes this branch: the setup is collective. */
+            (void)mca_coll_llrdma_shm_setup(m, comm);
+        }
     }
     return m->agreed > 0;
 }

@@ -13,7 +13,12 @@ namespace
 {
 
 const char *const kAlgNames[LLRDMA_AR_NALGS] = {"auto", "recursive_doubling", "rabenseifner",
-                                                "ring"};
+                                                "ring", "shm_direct",         "shm_split"};
+
+bool is_shm(int alg)
+{
+    return alg == LLRDMA_AR_SHM_DIRECT || alg == LLRDMA_AR_SHM_SPLIT;
+}
 
 const char *const kDtypeNames[LLRDMA_DT_COUNT] = {
     "int8",      "int16",      "int32",    "int64",  "uint8",    "uint16",
@@ -80,7 +85,7 @@ extern "C" size_t llrdma_ar_scratch_bytes(const llrdma_ar_plan_t *plan, size_t c
         return scratch_rabenseifner(count, es, comm_size);
     case LLRDMA_AR_RING:
         return scratch_ring(plan, count, es, comm_size);
-    default:
+    default: // shm_*: the arena is their scratch
         return 0;
     }
 }
@@ -96,6 +101,11 @@ extern "C" int llrdma_ar_run(const llrdma_ar_plan_t *plan, const llrdma_ar_comm_
     // Hooks come in pairs: a core that memcpy'd what a hook reduces would be wrong.
     const bool hooked = comm->copy || comm->reduce;
     if (hooked != (comm->copy && comm->reduce) || !comm->alloc != !comm->free)
+        return LLRDMA_AR_ERR_INVALID;
+    const bool shm = is_shm(plan->alg);
+    if (shm && comm->size > 1 &&
+        (!comm->shm || !comm->shm->base ||
+         llrdma_ar_shm_bytes(comm->size, comm->shm->chunk_bytes) == 0))
         return LLRDMA_AR_ERR_INVALID;
     if (!llrdma_ar_supported(dtype, op))
         return LLRDMA_AR_ERR_UNSUPPORTED;
@@ -126,16 +136,23 @@ extern "C" int llrdma_ar_run(const llrdma_ar_plan_t *plan, const llrdma_ar_comm_
     try {
         Transport t(comm);
         int rc = LLRDMA_AR_OK;
-        if (sendbuf && sendbuf != recvbuf)
-            rc = t.copy(recvbuf, sendbuf, count * es);
+        const void *in = sendbuf == recvbuf ? nullptr : sendbuf;
+        if (in && (!shm || comm->size == 1))
+            rc = t.copy(recvbuf, in, count * es);
         if (rc == LLRDMA_AR_OK && comm->size > 1) {
-            Args a{&t, recvbuf, count, dtype, op, es, scratch, scratch_bytes, plan};
+            Args a{&t, recvbuf, count, dtype, op, es, scratch, scratch_bytes, plan, in, comm->shm};
             switch (plan->alg) {
             case LLRDMA_AR_RECURSIVE_DOUBLING:
                 rc = run_recursive_doubling(a);
                 break;
             case LLRDMA_AR_RABENSEIFNER:
                 rc = run_rabenseifner(a);
+                break;
+            case LLRDMA_AR_SHM_DIRECT:
+                rc = run_shm_direct(a);
+                break;
+            case LLRDMA_AR_SHM_SPLIT:
+                rc = run_shm_split(a);
                 break;
             default:
                 rc = run_ring(a);

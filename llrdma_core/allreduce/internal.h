@@ -111,6 +111,10 @@ class Transport
     // else memcpy / reduce3.  reduce: out = a OP b, out may alias a or b.
     int copy(void *dst, const void *src, size_t bytes);
     int reduce(int op, int dtype, const void *a, const void *b, void *out, size_t count);
+    // True when copy/reduce go through hooks (buffers the core may not touch).
+    bool hooked() const { return c_->copy != nullptr; }
+    // Waits until every hook call so far took effect (no-op without a sync hook).
+    int sync();
     // Cancels and waits everything outstanding; returns the sticky error.
     int drain();
     int error() const { return err_; }
@@ -136,6 +140,47 @@ struct Args {
     void *scratch; // at least scratch_bytes() of this algorithm
     size_t scratch_bytes;
     const llrdma_ar_plan_t *plan;
+    // The shm_* algorithms only: the caller's sendbuf (nullptr: in place) and
+    // the arena.  They read the input from sendbuf themselves, so llrdma_ar_run
+    // skips its sendbuf -> recvbuf copy for them.
+    const void *sendbuf;
+    llrdma_ar_shm_t *shm;
+};
+
+// The shared arena of the shm_* algorithms (shm_arena.cc): layout, flags and
+// the waits.  A rank announces "my input of round g is in my slot" (in flag)
+// and, for shm_split, "my slice of round g is reduced" (red flag).  Slots and
+// results alternate between two generations, which makes one wait per flag
+// enough: a rank posts round g+1 only after finishing round g, so once every
+// rank has posted round g, nobody still reads what round g+1 overwrites
+// (the buffers of round g-1).
+class Arena
+{
+  public:
+    Arena(llrdma_ar_shm_t *s, int rank, int size);
+    unsigned char *slot(uint64_t g, int r) const;
+    unsigned char *result(uint64_t g) const;
+    unsigned char *own(uint64_t g) const; // this rank's private chunk
+    void post_in(uint64_t g) { post(0, g); }
+    void post_red(uint64_t g) { post(1, g); }
+    // LLRDMA_AR_OK once every other rank posted round g, LLRDMA_AR_ERR_TRANSPORT
+    // when a rank failed instead.
+    int wait_in(uint64_t g) { return wait(0, g); }
+    int wait_red(uint64_t g) { return wait(1, g); }
+    // Marks the arena broken (every rank's waits end) and returns rc.
+    int fail(int rc);
+    bool broken() const;
+    uint64_t next_round() { return ++s_->gen; }
+    size_t chunk() const { return s_->chunk_bytes; }
+
+  private:
+    uint64_t *flag(int r, int which) const;
+    void post(int which, uint64_t g);
+    int wait(int which, uint64_t g);
+
+    llrdma_ar_shm_t *s_;
+    unsigned char *base_;
+    int rank_, size_;
 };
 
 // Non-power-of-two fold (recursive_doubling.cc): fold_in leaves the odd rank of
@@ -147,6 +192,15 @@ int fold_out(const Args &a, const Fold &f, int tag);
 int run_recursive_doubling(const Args &a);
 int run_rabenseifner(const Args &a);
 int run_ring(const Args &a);
+int run_shm_direct(const Args &a);
+int run_shm_split(const Args &a);
+// Elements per shm round: the plan's segment, at most the arena's chunk.
+size_t shm_round_elems(const Args &a);
+// Round g: copy this rank's input elements [off, off + n) into its slot,
+// announce it and wait for every rank's (shm_split.cc).
+int shm_put_input(const Args &a, Arena &ar, uint64_t g, size_t off, size_t n);
+// out = v0 OP v1 OP ... OP v(p-1), elements [s, s + n) of the slots of round g.
+void shm_fold_slots(const Args &a, const Arena &ar, uint64_t g, size_t s, size_t n, void *out);
 
 size_t scratch_recursive_doubling(size_t count, size_t esize, int size);
 size_t scratch_rabenseifner(size_t count, size_t esize, int size);

@@ -21,6 +21,12 @@
 //    8 segments: beyond that per-message cost dominates (a 64K-segment ring was
 //    4-8x slower than a 1M-segment one at 1-8M over shared memory), so large
 //    vectors get segments of block / 8 even above the hint.
+//  - With a shared arena (every rank on one node) no message is needed:
+//    shm_direct (one flag wait, each rank folds all p inputs) while the p
+//    inputs together stay small (64 KiB: a few microseconds of reading),
+//    shm_split (two flag waits, each rank folds one slice) above.  The
+//    arena's chunk bounds the round; the hint does not enter, it describes
+//    the network path these algorithms do not use.
 //  - In flight: enough segments to cover ~512 KiB (overlap wire and reduction),
 //    at least 2 (double buffering), at most 8 so a burst does not overflow the
 //    low-latency profile's shallow send queue (the report's failure case 1).
@@ -41,6 +47,12 @@ constexpr size_t kMaxSegsPerBlock = 8;
 constexpr size_t kInFlightBytes = 512 * KiB;
 constexpr int kInFlightMin = 2;
 constexpr int kInFlightMax = 8;
+constexpr size_t kShmDirectTotal = 64 * KiB;
+
+bool is_shm(int alg)
+{
+    return alg == LLRDMA_AR_SHM_DIRECT || alg == LLRDMA_AR_SHM_SPLIT;
+}
 
 bool is_pow2(int n)
 {
@@ -60,9 +72,37 @@ extern "C" int llrdma_ar_plan_ex(size_t bytes, size_t dtype_size, int comm_size,
                                  size_t eager_bytes, int forced_alg, size_t forced_segment,
                                  llrdma_ar_plan_t *out)
 {
+    return llrdma_ar_plan_shm(bytes, dtype_size, comm_size, hint, eager_bytes, 0, forced_alg,
+                              forced_segment, out);
+}
+
+extern "C" int llrdma_ar_plan_shm(size_t bytes, size_t dtype_size, int comm_size, uint64_t hint,
+                                  size_t eager_bytes, size_t shm_chunk, int forced_alg,
+                                  size_t forced_segment, llrdma_ar_plan_t *out)
+{
     if (!out || dtype_size == 0 || comm_size < 1 || bytes % dtype_size != 0 || forced_alg < 0 ||
-        forced_alg >= LLRDMA_AR_NALGS)
+        forced_alg >= LLRDMA_AR_NALGS || (shm_chunk > 0 && shm_chunk < dtype_size))
         return LLRDMA_AR_ERR_INVALID;
+
+    const bool one_or_none = comm_size == 1 || bytes == 0;
+    if (shm_chunk > 0 && !one_or_none && (forced_alg == LLRDMA_AR_AUTO || is_shm(forced_alg))) {
+        size_t seg = forced_segment > 0 && forced_segment < shm_chunk ? forced_segment : shm_chunk;
+        out->segment_bytes = std::max(dtype_size, seg / dtype_size * dtype_size);
+        out->nsegments_in_flight = 1;
+        if (forced_alg != LLRDMA_AR_AUTO) {
+            out->alg = forced_alg;
+            out->why = "forced by the algorithm knob";
+        } else if (bytes <= kShmDirectTotal / static_cast<size_t>(comm_size)) {
+            out->alg = LLRDMA_AR_SHM_DIRECT;
+            out->why = "shared arena, small: bytes * ranks <= 64K";
+        } else {
+            out->alg = LLRDMA_AR_SHM_SPLIT;
+            out->why = "shared arena: each rank reduces one slice";
+        }
+        return LLRDMA_AR_OK;
+    }
+    if (is_shm(forced_alg))
+        forced_alg = LLRDMA_AR_AUTO; // documented: no arena, plan as auto
 
     // The default segment is the profile's (one rule, shown in every rank's dump).
     size_t seg = forced_segment;
@@ -91,7 +131,7 @@ extern "C" int llrdma_ar_plan_ex(size_t bytes, size_t dtype_size, int comm_size,
     // doubling, 1.3 us by Rabenseifner; at 8K, both rendezvous, 5.7 vs 6.2 us).
     bool halves_eager_only = eager_bytes > 0 && bytes > eager_bytes && bytes / 2 <= eager_bytes;
     size_t count = bytes / dtype_size;
-    if (comm_size == 1 || bytes == 0) {
+    if (one_or_none) {
         out->alg = LLRDMA_AR_RECURSIVE_DOUBLING;
         out->why = "nothing to exchange (one rank or zero bytes)";
     } else if (bytes <= small_max && !halves_eager_only) {

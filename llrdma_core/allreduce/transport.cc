@@ -131,6 +131,15 @@ int Transport::reduce(int op, int dtype, const void *a, const void *b, void *out
     return LLRDMA_AR_OK;
 }
 
+int Transport::sync()
+{
+    if (err_ != LLRDMA_AR_OK)
+        return err_;
+    if (c_->sync && c_->sync(c_->ctx) != 0)
+        return fail(LLRDMA_AR_ERR_MEMORY);
+    return LLRDMA_AR_OK;
+}
+
 int Transport::sendrecv(const void *sbuf, size_t sbytes, void *rbuf, size_t rbytes, int peer,
                         int tag)
 {

@@ -446,6 +446,27 @@ int api_copy_sync(void *dst, const void *src, size_t bytes, char *err, size_t er
     return -1;
 }
 
+int api_sync(llrdma_cuda_session_t *s)
+{
+    if (!s->err.empty())
+        return -1;
+    return sync_stream(s, "cudaEventSynchronize (arena copy)");
+}
+
+int api_host_register(void *p, size_t bytes, char *err, size_t errlen)
+{
+    cudaError_t e = cudaHostRegister(p, bytes, cudaHostRegisterPortable);
+    if (e == cudaSuccess)
+        return 0;
+    put_err(err, errlen, describe("cudaHostRegister (shared-memory arena)", e));
+    return -1;
+}
+
+void api_host_unregister(void *p)
+{
+    (void)cudaHostUnregister(p);
+}
+
 void api_finalize()
 {
     Global &g = global();
@@ -478,6 +499,9 @@ const llrdma_cuda_api_t kApi = {
     api_error,
     api_copy_sync,
     api_finalize,
+    api_sync,
+    api_host_register,
+    api_host_unregister,
 };
 
 } // namespace

@@ -11,7 +11,10 @@
  * llrdma_reduce_local what the real one does with CUDA, checks its contract
  * (sends and receives staged only for GPU-side memory, every bounce buffer
  * returned, every session ended) and counts calls for the test.
- * FAKEGPU_FAIL_AT=N fails the N-th stage_out of the process.
+ * FAKEGPU_FAIL_AT=N fails the N-th stage_out of the process,
+ * FAKEGPU_FAIL_SYNC_AT=N its N-th sync (the shared-memory arena's wait);
+ * FAKEGPU_NO_REGISTER=1 refuses to pin host memory (copies to unpinned host
+ * memory are then allowed, as CUDA allows them).
  */
 #include "llrdma_allreduce.h"
 #include "llrdma_cuda.h"
@@ -161,13 +164,33 @@ static int f_end(llrdma_cuda_session_t *s, char *err, size_t errlen)
     return rc;
 }
 
+/* Host ranges pinned through host_register (the coll arena): copies inside a
+ * session may target them, as cudaMemcpyAsync targets pinned memory. */
+#define MAX_PINNED 64
+static struct {
+    unsigned char *p;
+    size_t n;
+} pinned[MAX_PINNED];
+
+static int is_pinned(const void *p, size_t bytes)
+{
+    const unsigned char *c = (const unsigned char *)p;
+    int yes = 0;
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < MAX_PINNED && !yes; ++i) {
+        yes = NULL != pinned[i].p && c >= pinned[i].p && c + bytes <= pinned[i].p + pinned[i].n;
+    }
+    pthread_mutex_unlock(&lock);
+    return yes;
+}
+
 static int f_copy(llrdma_cuda_session_t *s, void *dst, const void *src, size_t bytes)
 {
     count(C_COPY);
     if (s->err[0]) {
         return -1;
     }
-    if (!gpu_side(dst)) {
+    if (!gpu_side(dst) && !is_pinned(dst, bytes) && NULL == getenv("FAKEGPU_NO_REGISTER")) {
         return fail(s, "fakegpu: copy to host memory inside a session");
     }
     memmove(real(dst), real(src), bytes);
@@ -285,6 +308,58 @@ static int f_copy_sync(void *dst, const void *src, size_t bytes, char *err, size
 
 static void f_finalize(void) {}
 
+static int f_sync(llrdma_cuda_session_t *s)
+{
+    static long n;
+    const char *at = getenv("FAKEGPU_FAIL_SYNC_AT");
+    long k;
+    pthread_mutex_lock(&lock);
+    k = ++n;
+    pthread_mutex_unlock(&lock);
+    if (s->err[0]) {
+        return -1;
+    }
+    if (NULL != at && atol(at) == k) {
+        return fail(s, "fakegpu: injected sync failure");
+    }
+    return 0;
+}
+
+static int f_host_register(void *p, size_t bytes, char *err, size_t errlen)
+{
+    int slot = -1;
+    const char *no = getenv("FAKEGPU_NO_REGISTER");
+    if (NULL != no && '1' == no[0]) {
+        snprintf(err, errlen, "fakegpu: host_register refused (FAKEGPU_NO_REGISTER)");
+        return -1;
+    }
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < MAX_PINNED && slot < 0; ++i) {
+        if (NULL == pinned[i].p) {
+            slot = i;
+            pinned[i].p = (unsigned char *)p;
+            pinned[i].n = bytes;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    if (slot < 0) {
+        snprintf(err, errlen, "fakegpu: too many pinned ranges");
+        return -1;
+    }
+    return 0;
+}
+
+static void f_host_unregister(void *p)
+{
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < MAX_PINNED; ++i) {
+        if (pinned[i].p == p) {
+            pinned[i].p = NULL;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+}
+
 static const llrdma_cuda_api_t api = {
     LLRDMA_CUDA_API_VERSION,
     f_begin,
@@ -300,6 +375,9 @@ static const llrdma_cuda_api_t api = {
     f_error,
     f_copy_sync,
     f_finalize,
+    f_sync,
+    f_host_register,
+    f_host_unregister,
 };
 
 EXPORT const llrdma_cuda_api_t *llrdma_cuda_api(int version)

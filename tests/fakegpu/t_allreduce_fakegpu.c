@@ -6,7 +6,9 @@
  * Results must equal the host path's bit for bit; the fake's counters show the
  * staging path ran.  Fallbacks (user op, derived datatype) on device buffers
  * must get host copies.  --fault N: the N-th stage_out fails (FAKEGPU_FAIL_AT),
- * the call must return an error and the next one work.
+ * the call must return an error and the next one work.  --fault-sticky N: the
+ * N-th call fails (FAKEGPU_FAIL_SYNC_AT through the shared-memory arena) and
+ * so does every later one: a broken arena is never waited on again.
  * Prints "t_allreduce_fakegpu: PASS" on rank 0.
  */
 #include <dlfcn.h>
@@ -178,7 +180,8 @@ static void fallbacks(void)
     free(h);
 }
 
-static void fault(int n)
+/* sticky: from call n on every call fails (a broken shared-memory arena). */
+static void fault(int n, int sticky)
 {
     double h[100], *d = dmalloc(sizeof(h), 0);
     int k, i, rc;
@@ -189,7 +192,8 @@ static void fault(int n)
         dcopy(d, h, sizeof(h));
         rc = MPI_Allreduce(MPI_IN_PLACE, d, 100, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
         dcopy(h, d, sizeof(h));
-        if (k == n ? MPI_SUCCESS == rc : MPI_SUCCESS != rc || h[7] != 1 + 2 * (k + 7)) {
+        int should_fail = sticky ? k >= n : k == n;
+        if (should_fail ? MPI_SUCCESS == rc : MPI_SUCCESS != rc || h[7] != 1 + 2 * (k + 7)) {
             FAIL("fault run: call %d returned %d (element 7: %g)", k, rc, h[7]);
         }
     }
@@ -222,7 +226,9 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     if (argc > 2 && 0 == strcmp(argv[1], "--fault")) {
-        fault(atoi(argv[2]));
+        fault(atoi(argv[2]), 0);
+    } else if (argc > 2 && 0 == strcmp(argv[1], "--fault-sticky")) {
+        fault(atoi(argv[2]), 1);
     } else {
         size_t counts[] = {1, 2, (size_t)nranks + 1, 1000, 70001};
         int kinds[][3] = {{DEV, DEV, 0},  {DEV, DEV, 1},  {MAN, MAN, 0}, {MAN, MAN, 1},

@@ -118,7 +118,7 @@ class DeviceHeap
     std::map<size_t, size_t> live_;
 };
 
-enum HookKind { kNone = 0, kCopy = 1, kReduce = 2, kAlloc = 3 };
+enum HookKind { kNone = 0, kCopy = 1, kReduce = 2, kAlloc = 3, kSync = 4 };
 
 // One rank's hooked transport: the sim comm underneath, handles translated.
 struct Hooked {
@@ -126,8 +126,11 @@ struct Hooked {
     DeviceHeap *heap = nullptr;
     int fail_kind = kNone; // fail the fail_at-th call of this hook
     long fail_at = 0;
-    long ncopy = 0, nreduce = 0, nalloc = 0, nfree = 0, nsend = 0, nrecv = 0;
+    long ncopy = 0, nreduce = 0, nalloc = 0, nfree = 0, nsend = 0, nrecv = 0, nsync = 0;
     std::vector<std::string> problems;
+    // Host memory the hooks may also address (the shared arena), as CUDA's
+    // copies address pinned host memory.
+    const unsigned char *host_lo = nullptr, *host_hi = nullptr;
 
     llrdma_ar_comm_t comm(bool with_alloc)
     {
@@ -139,6 +142,7 @@ struct Hooked {
         c.cancel = s_cancel;
         c.copy = s_copy;
         c.reduce = s_reduce;
+        c.sync = s_sync;
         if (with_alloc) {
             c.alloc = s_alloc;
             c.free = s_free;
@@ -151,6 +155,9 @@ struct Hooked {
     bool inject(int kind, long n) { return fail_kind == kind && n == fail_at; }
     unsigned char *real(const char *what, const void *h, size_t bytes)
     {
+        auto hp = static_cast<const unsigned char *>(h);
+        if (host_lo && hp >= host_lo && hp + bytes <= host_hi)
+            return const_cast<unsigned char *>(hp);
         unsigned char *p = heap->real(h, bytes);
         if (!p) {
             std::ostringstream s;
@@ -211,6 +218,11 @@ struct Hooked {
             return -1;
         std::memcpy(po, tmp.data(), n);
         return 0;
+    }
+    static int s_sync(void *ctx)
+    {
+        Hooked *k = of(ctx);
+        return k->inject(kSync, ++k->nsync) ? -1 : 0;
     }
     static void *s_alloc(void *ctx, size_t bytes)
     {
@@ -364,6 +376,8 @@ std::vector<RankResult> run_hooked(int p, const Case &k, sim::Options opt, Devic
             RankResult &rr = res[r];
             rr.h.inner = w.comm(r);
             rr.h.heap = &heap;
+            rr.h.host_lo = w.arena_begin();
+            rr.h.host_hi = w.arena_end();
             if (r == fail_rank) {
                 rr.h.fail_kind = fail_kind;
                 rr.h.fail_at = fail_at;
@@ -597,5 +611,124 @@ BOOST_AUTO_TEST_CASE(hook_failures)
                 }
     BOOST_TEST_MESSAGE(fired << " of " << runs << " runs failed a hook");
     BOOST_CHECK(fired > runs / 3);
+    BOOST_CHECK_EQUAL(heap.nlive(), 0u);
+}
+
+BOOST_AUTO_TEST_CASE(shm_through_hooks)
+{
+    // The shared-arena algorithms with device buffers: data moves only through
+    // the copy hook (device <-> arena), synced before every announcement; the
+    // reduction runs on the CPU over the arena, so the reduce hook is never
+    // called; the bits equal the host path's.
+    static const auto combos = all_combos();
+    DeviceHeap heap;
+    std::vector<std::string> errs;
+    size_t i = 0;
+    for (int alg : {LLRDMA_AR_SHM_DIRECT, LLRDMA_AR_SHM_SPLIT})
+        for (int p : {1, 2, 3, 5, 8})
+            for (size_t n : {size_t(0), size_t(1), size_t(p + 1), size_t(1000), size_t(4097)}) {
+                auto [dt, op] = combos[(i * 7) % combos.size()];
+                size_t es = llrdma_ar_dtype_size(dt);
+                Case k{alg, dt, op, n, int(i % 3), (i % 2 ? 3 : 512) * es, 1, int(i % 2), 900 + i};
+                ++i;
+                sim::Options opt;
+                opt.shm_chunk = 1024;
+                std::vector<Bytes> ref = run_host(p, k, opt);
+                std::vector<RankResult> res = run_hooked(p, k, opt, heap);
+                size_t per = std::min<size_t>(k.seg, opt.shm_chunk) / es;
+                long rounds = p > 1 ? long((n + per - 1) / per) : 0;
+                for (int r = 0; r < p; ++r) {
+                    const RankResult &rr = res[r];
+                    std::ostringstream e;
+                    if (rr.rc != LLRDMA_AR_OK)
+                        e << "rc " << rr.rc << "; ";
+                    if (rr.out != ref[r])
+                        e << "result differs from the host path; ";
+                    if (rr.h.nreduce != 0 || rr.h.nsend != 0 || rr.h.nrecv != 0)
+                        e << "reduce/isend/irecv hooks used; ";
+                    if (p > 1 && rr.h.ncopy != 2 * rounds)
+                        e << "copy called " << rr.h.ncopy << " times for " << rounds << " rounds; ";
+                    if (rr.h.nsync < rounds)
+                        e << "sync called " << rr.h.nsync << " times for " << rounds << " rounds; ";
+                    for (const std::string &s : rr.h.problems)
+                        e << s << "; ";
+                    if (!e.str().empty())
+                        errs.push_back(describe(k, p) + ": rank " + std::to_string(r) + ": " +
+                                       e.str());
+                }
+            }
+    BOOST_CHECK_EQUAL(heap.nlive(), 0u);
+    report(errs);
+}
+
+BOOST_AUTO_TEST_CASE(shm_hook_failures_break_the_arena)
+{
+    // A copy or sync failure on one rank: that rank returns LLRDMA_AR_ERR_MEMORY,
+    // the others LLRDMA_AR_ERR_TRANSPORT (or success when they had finished) --
+    // none waits forever -- and every later shm call on the arena fails at once.
+    DeviceHeap heap;
+    int fired = 0, runs = 0;
+    for (int alg : {LLRDMA_AR_SHM_DIRECT, LLRDMA_AR_SHM_SPLIT})
+        for (int p : {2, 4})
+            for (int kind : {kCopy, kSync})
+                for (long at : {1L, 2L, 3L, 7L, 1000L}) {
+                    sim::Options opt;
+                    opt.shm_chunk = 256;
+                    sim::World w(p, opt);
+                    std::vector<int> rc1(p), rc2(p);
+                    std::vector<long> hit(p);
+                    std::vector<std::thread> th;
+                    for (int r = 0; r < p; ++r)
+                        th.emplace_back([&, r] {
+                            Hooked h;
+                            h.inner = w.comm(r);
+                            h.heap = &heap;
+                            h.host_lo = w.arena_begin();
+                            h.host_hi = w.arena_end();
+                            if (r == p - 1) {
+                                h.fail_kind = kind;
+                                h.fail_at = at;
+                            }
+                            llrdma_ar_comm_t c = h.comm(true);
+                            llrdma_ar_plan_t plan{alg, 64, 1, "test"};
+                            void *buf = heap.alloc(1000 * 4);
+                            rc1[r] = llrdma_ar_run(&plan, &c, nullptr, buf, 1000, LLRDMA_DT_INT32,
+                                                   LLRDMA_OP_SUM, nullptr, 0);
+                            rc2[r] = llrdma_ar_run(&plan, &c, nullptr, buf, 1000, LLRDMA_DT_INT32,
+                                                   LLRDMA_OP_SUM, nullptr, 0);
+                            hit[r] = (kind == kCopy ? h.ncopy : h.nsync) >= at && r == p - 1;
+                            heap.free(buf);
+                        });
+                    for (auto &t : th)
+                        t.join();
+                    ++runs;
+                    std::string ctx = std::string(llrdma_ar_alg_name(alg)) +
+                                      " p=" + std::to_string(p) + " hook " + std::to_string(kind) +
+                                      " at " + std::to_string(at);
+                    if (hit[p - 1]) {
+                        ++fired;
+                        bool first = rc1[p - 1] == LLRDMA_AR_ERR_MEMORY;
+                        BOOST_CHECK_MESSAGE(first || (rc1[p - 1] == LLRDMA_AR_OK &&
+                                                      rc2[p - 1] == LLRDMA_AR_ERR_MEMORY),
+                                            ctx << ": rc " << rc1[p - 1] << "/" << rc2[p - 1]);
+                        for (int r = 0; r < p; ++r) {
+                            BOOST_CHECK_MESSAGE(rc1[r] == LLRDMA_AR_OK ||
+                                                    rc1[r] == LLRDMA_AR_ERR_TRANSPORT || r == p - 1,
+                                                ctx << ": rank " << r << " rc " << rc1[r]);
+                            if (first)
+                                BOOST_CHECK_MESSAGE(rc2[r] == LLRDMA_AR_ERR_TRANSPORT,
+                                                    ctx << ": rank " << r << " later rc "
+                                                        << rc2[r]);
+                        }
+                        BOOST_CHECK(llrdma_ar_shm_broken(w.comm(0).shm, p) == 1);
+                    } else {
+                        for (int r = 0; r < p; ++r)
+                            BOOST_CHECK_MESSAGE(rc1[r] == LLRDMA_AR_OK && rc2[r] == LLRDMA_AR_OK,
+                                                ctx << ": rank " << r);
+                        BOOST_CHECK(llrdma_ar_shm_broken(w.comm(0).shm, p) == 0);
+                    }
+                }
+    BOOST_TEST_MESSAGE(fired << " of " << runs << " runs failed a hook");
+    BOOST_CHECK(fired > runs / 2);
     BOOST_CHECK_EQUAL(heap.nlive(), 0u);
 }

@@ -207,3 +207,66 @@ BOOST_AUTO_TEST_CASE(plan_knows_the_eager_limit)
     BOOST_CHECK_EQUAL(a.alg, b.alg);
     BOOST_CHECK_EQUAL(a.segment_bytes, b.segment_bytes);
 }
+
+BOOST_AUTO_TEST_CASE(plan_with_a_shared_arena)
+{
+    constexpr int DIRECT = LLRDMA_AR_SHM_DIRECT;
+    constexpr int SPLIT = LLRDMA_AR_SHM_SPLIT;
+    struct ShmRow {
+        size_t bytes;
+        int p;
+        uint64_t hint;
+        size_t chunk;
+        int forced_alg;
+        size_t forced_seg;
+        int alg;    // expected
+        size_t seg; // expected
+    };
+    // clang-format off
+    const ShmRow rows[] = {
+        // bytes       p   hint     chunk     forced        alg     seg
+        {8,            2,  0,       256 * K,  AUTO,   0,    DIRECT, 256 * K},
+        {32 * K,       2,  0,       256 * K,  AUTO,   0,    DIRECT, 256 * K}, // 64K total
+        {32 * K + 8,   2,  0,       256 * K,  AUTO,   0,    SPLIT,  256 * K},
+        {4 * K,        16, 0,       256 * K,  AUTO,   0,    DIRECT, 256 * K},
+        {4 * K + 8,    16, 0,       256 * K,  AUTO,   0,    SPLIT,  256 * K},
+        {64 * M,       16, 8 * K,   256 * K,  AUTO,   0,    SPLIT,  256 * K}, // hint ignored
+        {8 * K,        3,  64 * K,  256 * K,  AUTO,   0,    DIRECT, 256 * K},
+        {M,            4,  0,       256 * K,  AUTO,   4 * K, SPLIT, 4 * K},   // smaller segment
+        {M,            4,  0,       256 * K,  AUTO,   M,    SPLIT,  256 * K}, // at most the chunk
+        {8,            4,  0,       256 * K,  SPLIT,  0,    SPLIT,  256 * K}, // forced
+        {M,            4,  0,       256 * K,  DIRECT, 0,    DIRECT, 256 * K},
+        {M,            4,  0,       256 * K,  RING,   0,    RING,   64 * K},  // forced message alg
+        {M,            4,  0,       0,        DIRECT, 0,    RAB,    64 * K},  // no arena: auto
+        {8,            4,  0,       0,        SPLIT,  0,    RD,     64 * K},
+        {0,            4,  0,       256 * K,  AUTO,   0,    RD,     64 * K},  // nothing to do
+        {8,            1,  0,       256 * K,  AUTO,   0,    RD,     64 * K},
+    };
+    // clang-format on
+    for (const ShmRow &r : rows) {
+        llrdma_ar_plan_t plan{};
+        std::string ctx = "bytes " + std::to_string(r.bytes) + " p " + std::to_string(r.p) +
+                          " chunk " + std::to_string(r.chunk) + " forced " +
+                          std::to_string(r.forced_alg);
+        BOOST_TEST_CONTEXT(ctx)
+        {
+            BOOST_REQUIRE_EQUAL(llrdma_ar_plan_shm(r.bytes, 8, r.p, r.hint, 0, r.chunk,
+                                                   r.forced_alg, r.forced_seg, &plan),
+                                LLRDMA_AR_OK);
+            BOOST_CHECK_EQUAL(plan.alg, r.alg);
+            BOOST_CHECK_EQUAL(plan.segment_bytes, r.seg);
+            BOOST_CHECK(plan.why != nullptr);
+        }
+    }
+    llrdma_ar_plan_t plan{};
+    // a chunk smaller than one element cannot hold a round
+    BOOST_CHECK_EQUAL(llrdma_ar_plan_shm(64, 16, 4, 0, 0, 8, AUTO, 0, &plan),
+                      LLRDMA_AR_ERR_INVALID);
+    // the arena size: flags, abort line, 4p + 2 chunks; invalid chunks give 0
+    BOOST_CHECK_EQUAL(llrdma_ar_shm_bytes(4, 1024), 4 * 128 + 64 + 18 * 1024);
+    BOOST_CHECK_EQUAL(llrdma_ar_shm_bytes(4, 1000), 0u);
+    BOOST_CHECK_EQUAL(llrdma_ar_shm_bytes(0, 1024), 0u);
+    BOOST_CHECK_EQUAL(llrdma_ar_shm_bytes(4, size_t(-64)), 0u);
+    BOOST_CHECK_EQUAL(std::string(llrdma_ar_alg_name(DIRECT)), "shm_direct");
+    BOOST_CHECK_EQUAL(llrdma_ar_alg_from_name("shm_split"), SPLIT);
+}

@@ -279,7 +279,12 @@ void prepare(Case &k, int p)
     std::vector<Bytes> in;
     for (int r = 0; r < p; ++r)
         in.push_back(input(k.c, k.seed, r, p, k.count));
-    k.exact = k.alg == LLRDMA_AR_RING ? ring_order(k.c, in, k.count) : tree_order(k.c, in, k.count);
+    if (k.alg == LLRDMA_AR_RING)
+        k.exact = ring_order(k.c, in, k.count);
+    else if (k.alg == LLRDMA_AR_SHM_DIRECT || k.alg == LLRDMA_AR_SHM_SPLIT)
+        k.exact = sequential(k.c, in, k.count); // rank order, left to right
+    else
+        k.exact = tree_order(k.c, in, k.count);
     k.seq = sequential(k.c, in, k.count);
 }
 
@@ -348,7 +353,10 @@ void report(const std::vector<std::string> &errs)
     BOOST_CHECK_MESSAGE(errs.empty(), errs.size() << " failures");
 }
 
-const int kAlgs[] = {LLRDMA_AR_RECURSIVE_DOUBLING, LLRDMA_AR_RABENSEIFNER, LLRDMA_AR_RING};
+const int kAlgs[] = {LLRDMA_AR_RECURSIVE_DOUBLING, LLRDMA_AR_RABENSEIFNER, LLRDMA_AR_RING,
+                     LLRDMA_AR_SHM_DIRECT, LLRDMA_AR_SHM_SPLIT};
+// The algorithms that exchange messages (the shm_* ones use the arena only).
+const int kMsgAlgs[] = {LLRDMA_AR_RECURSIVE_DOUBLING, LLRDMA_AR_RABENSEIFNER, LLRDMA_AR_RING};
 
 // Sampled matrix for one communicator size: awkward counts x algorithms, rotating
 // through every op x dtype, in-place modes, segment sizes, windows and scratch.
@@ -512,7 +520,7 @@ BOOST_AUTO_TEST_CASE(transport_failure_propagates)
     Combo c{LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM};
     int fired = 0, runs = 0;
     for (int p : {2, 3, 5, 8})
-        for (int alg : kAlgs) {
+        for (int alg : kMsgAlgs) {
             Case k{alg, c, 1000, 0, 64 * 8, 3, false, 5, {}, {}};
             prepare(k, p);
             for (int frank : {0, p - 1})

@@ -37,6 +37,7 @@ struct Options {
     long fail_at = 0;          // ... at its fail_at-th call (1-based) of kind fail_kind
     int fail_kind = kFailAny;
     std::chrono::milliseconds timeout{20000};
+    size_t shm_chunk = 4096; // the shared arena every comm() carries (shm_* algorithms)
 };
 
 struct Req {
@@ -66,11 +67,21 @@ struct RankCtx {
 class World
 {
   public:
-    World(int n, Options o) : n_(n), opt_(o), cv_(n), live_(n, 0), calls_(n, 0), ctx_(n)
+    World(int n, Options o)
+        : n_(n), opt_(o), cv_(n), live_(n, 0), calls_(n, 0), ctx_(n), shm_(n),
+          arena_(llrdma_ar_shm_bytes(n, o.shm_chunk) / 64 + 1)
     {
-        for (int r = 0; r < n; ++r)
+        for (int r = 0; r < n; ++r) {
             ctx_[r] = RankCtx{this, r};
+            shm_[r] = llrdma_ar_shm_t{arena_.data(), o.shm_chunk, 0, nullptr, nullptr};
+        }
     }
+    // The arena as seen by the threads: [arena_begin(), arena_end()).
+    const unsigned char *arena_begin() const
+    {
+        return reinterpret_cast<const unsigned char *>(arena_.data());
+    }
+    const unsigned char *arena_end() const { return arena_begin() + arena_.size() * 64; }
     ~World()
     {
         for (auto &kv : unexpected_)
@@ -88,6 +99,7 @@ class World
         c.irecv = &World::s_irecv;
         c.waitall = &World::s_waitall;
         c.cancel = &World::s_cancel;
+        c.shm = &shm_[rank];
         return c;
     }
 
@@ -337,6 +349,11 @@ class World
     std::vector<int> live_;
     std::vector<long> calls_;
     std::vector<RankCtx> ctx_;
+    struct alignas(64) Line {
+        unsigned char b[64];
+    };
+    std::vector<llrdma_ar_shm_t> shm_;
+    std::vector<Line> arena_; // zero-filled, 64-byte aligned
     std::vector<std::string> problems_;
     bool broken_ = false;
     bool fired_ = false;

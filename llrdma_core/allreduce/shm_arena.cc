@@ -1,0 +1,154 @@
+// shm_arena.cc -- the shared arena of the shm_* algorithms: layout and flags.
+//
+// Layout (offsets from base, every part 64-byte aligned):
+//   flags   size x 128 B   rank r: in flag at r*128, red flag at r*128 + 64
+//                          (own cache lines: a poller never shares a line
+//                          with another rank's writes)
+//   abort   64 B           nonzero once a rank failed
+//   slots   2 x size x chunk   generation g % 2, rank r
+//   results 2 x chunk          generation g % 2
+//   own     2 x size x chunk   generation g % 2, rank r: private, pinned with
+//                              the rest, for shm_direct's fold with copy hooks
+// Flags hold round numbers and only grow, so a waiter compares with >=.
+#include "internal.h"
+
+#include <thread>
+
+namespace llrdma
+{
+namespace ar
+{
+
+namespace
+{
+
+constexpr size_t kLine = 64;
+constexpr size_t kFlagsPerRank = 2 * kLine;
+constexpr unsigned kPollsPerYield = 64;
+
+inline void cpu_relax()
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield" ::: "memory");
+#endif
+}
+
+size_t abort_offset(int size)
+{
+    return static_cast<size_t>(size) * kFlagsPerRank;
+}
+
+size_t slots_offset(int size)
+{
+    return abort_offset(size) + kLine;
+}
+
+} // namespace
+
+Arena::Arena(llrdma_ar_shm_t *s, int rank, int size)
+    : s_(s), base_(static_cast<unsigned char *>(s->base)), rank_(rank), size_(size)
+{
+}
+
+unsigned char *Arena::slot(uint64_t g, int r) const
+{
+    size_t i = static_cast<size_t>(g % 2) * static_cast<size_t>(size_) + static_cast<size_t>(r);
+    return base_ + slots_offset(size_) + i * s_->chunk_bytes;
+}
+
+unsigned char *Arena::result(uint64_t g) const
+{
+    size_t i = 2 * static_cast<size_t>(size_) + static_cast<size_t>(g % 2);
+    return base_ + slots_offset(size_) + i * s_->chunk_bytes;
+}
+
+unsigned char *Arena::own(uint64_t g) const
+{
+    size_t i = 2 * static_cast<size_t>(size_) + 2 +
+               static_cast<size_t>(g % 2) * static_cast<size_t>(size_) + static_cast<size_t>(rank_);
+    return base_ + slots_offset(size_) + i * s_->chunk_bytes;
+}
+
+uint64_t *Arena::flag(int r, int which) const
+{
+    return reinterpret_cast<uint64_t *>(base_ + static_cast<size_t>(r) * kFlagsPerRank +
+                                        static_cast<size_t>(which) * kLine);
+}
+
+void Arena::post(int which, uint64_t g)
+{
+    // Release: the data written before is visible to whoever sees the flag.
+    __atomic_store_n(flag(rank_, which), g, __ATOMIC_RELEASE);
+}
+
+int Arena::wait(int which, uint64_t g)
+{
+    const uint64_t *abort_word = reinterpret_cast<const uint64_t *>(base_ + abort_offset(size_));
+    for (int r = 0; r < size_; ++r) {
+        if (r == rank_)
+            continue;
+        const uint64_t *f = flag(r, which);
+        unsigned polls = 0;
+        while (__atomic_load_n(f, __ATOMIC_ACQUIRE) < g) {
+            if (__atomic_load_n(abort_word, __ATOMIC_RELAXED) != 0)
+                return LLRDMA_AR_ERR_TRANSPORT;
+            cpu_relax();
+            if (++polls % kPollsPerYield == 0) {
+                if (s_->progress)
+                    s_->progress(s_->progress_ctx);
+                else
+                    std::this_thread::yield();
+            }
+        }
+    }
+    return LLRDMA_AR_OK;
+}
+
+int Arena::fail(int rc)
+{
+    __atomic_store_n(reinterpret_cast<uint64_t *>(base_ + abort_offset(size_)), uint64_t{1},
+                     __ATOMIC_RELEASE);
+    return rc;
+}
+
+bool Arena::broken() const
+{
+    return __atomic_load_n(reinterpret_cast<const uint64_t *>(base_ + abort_offset(size_)),
+                           __ATOMIC_ACQUIRE) != 0;
+}
+
+size_t shm_round_elems(const Args &a)
+{
+    size_t bytes = a.shm->chunk_bytes;
+    if (a.plan->segment_bytes > 0 && a.plan->segment_bytes < bytes)
+        bytes = a.plan->segment_bytes;
+    size_t n = bytes / a.esize;
+    return n > 0 ? n : 1; // chunk_bytes >= 64 >= any element
+}
+
+} // namespace ar
+} // namespace llrdma
+
+using namespace llrdma::ar;
+
+extern "C" size_t llrdma_ar_shm_bytes(int comm_size, size_t chunk_bytes)
+{
+    if (comm_size < 1 || comm_size > (1 << 20) || chunk_bytes == 0 || chunk_bytes % kLine != 0)
+        return 0;
+    size_t chunks = 4 * static_cast<size_t>(comm_size) + 2;
+    if (chunk_bytes > (static_cast<size_t>(-1) - slots_offset(comm_size)) / chunks)
+        return 0;
+    return slots_offset(comm_size) + chunks * chunk_bytes;
+}
+
+extern "C" int llrdma_ar_shm_broken(const llrdma_ar_shm_t *shm, int comm_size)
+{
+    if (!shm || !shm->base || comm_size < 1)
+        return 0;
+    return __atomic_load_n(
+               reinterpret_cast<const uint64_t *>(static_cast<const unsigned char *>(shm->base) +
+                                                  abort_offset(comm_size)),
+               __ATOMIC_ACQUIRE) != 0;
+}
