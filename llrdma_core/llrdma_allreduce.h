@@ -148,7 +148,7 @@ int llrdma_ar_plan_ex(size_t bytes, size_t dtype_size, int comm_size, uint64_t h
  * arena's chunk (llrdma_ar_shm_t.chunk_bytes), 0 = no arena.  With an arena
  * the shared-memory algorithms are chosen (the hint and eager limit describe
  * the network path, which they do not use):
- *   bytes * comm_size <= 64K     -> shm_direct
+ *   bytes * comm_size <= 4K      -> shm_direct
  *   else                         -> shm_split
  *   segment: the chunk, or the forced segment when smaller.
  * A forced shm_* without an arena plans as auto without one. */
@@ -187,6 +187,12 @@ int llrdma_ar_plan_shm(size_t bytes, size_t dtype_size, int comm_size, uint64_t 
  *  - progress: called about every 64 polls while waiting for other ranks
  *    (Open MPI: opal_progress, which yields the core when oversubscribed);
  *    NULL: the core yields the thread.
+ *  - device_fold: with copy/reduce hooks, 1 when the reduce hook may read
+ *    (and its copies write) the arena directly -- pinned host memory mapped
+ *    for the GPU -- so the reduction runs there; 0: the CPU folds the arena.
+ *    Local to the rank (results are bitwise the same either way).
+ *  - device_fold_min: shm_split slices below this many bytes fold on the
+ *    CPU even with device_fold (a device fold costs one more stream sync).
  * After a rank fails inside a shm run (a memory hook error), the arena stays
  * broken: every rank's current and later shm runs on it return
  * LLRDMA_AR_ERR_TRANSPORT instead of waiting for the failed rank. */
@@ -196,6 +202,8 @@ typedef struct llrdma_ar_shm {
     uint64_t gen;
     void (*progress)(void *ctx);
     void *progress_ctx;
+    int device_fold;
+    size_t device_fold_min;
 } llrdma_ar_shm_t;
 
 /* Bytes of the arena for comm_size ranks; 0 for invalid arguments or overflow. */

@@ -82,7 +82,9 @@ typedef struct llrdma_cuda_api {
     /* Version 2: the shared-memory arena.  sync waits until everything
      * enqueued on the session's stream has run (0, or -1 with the session's
      * error).  host_register pins host memory (the arena) so copies to and
-     * from it are asynchronous DMA; host_unregister undoes it. */
+     * from it are asynchronous DMA, and maps it for kernels: 0 when kernels
+     * can use the host address as is, 1 when it is pinned for copies only
+     * (err says why), -1 when not pinned (err).  host_unregister undoes it. */
     int (*sync)(llrdma_cuda_session_t *s);
     int (*host_register)(void *p, size_t bytes, char *err, size_t errlen);
     void (*host_unregister)(void *p);

@@ -40,6 +40,7 @@ typedef struct mca_coll_llrdma_component_t {
     int algorithm;        /* LLRDMA_AR_* */
     size_t segment_bytes; /* 0 = planner decides */
     size_t gpu_stage_max; /* device vectors up to this: host copy + host path */
+    int gpu_stage_auto;   /* "auto": 16K with an arena, 2M without */
     size_t shm_chunk;     /* validated shm_chunk_text; 0 = by communicator size */
     llrdma_mismatch_action_t mismatch;
     uint64_t hint;     /* the hint coll uses */
@@ -60,7 +61,10 @@ typedef struct mca_coll_llrdma_module_t {
     /* Shared-memory arena (coll_llrdma_shm.c); base NULL: none. */
     llrdma_ar_shm_t shm;
     size_t shm_bytes;
-    int shm_pinned; /* GPU path: 0 not tried, 1 registered with CUDA, -1 failed */
+    /* Host copies of device vectors for the whole-vector path (gpu fallback). */
+    void *host_stage[2];
+    size_t host_stage_bytes[2];
+    int shm_pinned; /* GPU path: 0 not tried, 1 pinned and mapped, 2 pinned, -1 failed */
 } mca_coll_llrdma_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_llrdma_module_t);

@@ -254,6 +254,18 @@ static const char *where(int kind)
     return LLRDMA_MEM_DEVICE == kind ? "GPU" : LLRDMA_MEM_MANAGED == kind ? "managed" : "host";
 }
 
+/* Device vectors up to this go whole through the host path.  "auto": with
+ * an arena the device path wins from 32K (2 H200s, one rank each: 25 against
+ * 43 us), without one per-segment PML staging only from about 2M. */
+static size_t gpu_stage_max(const mca_coll_llrdma_module_t *m)
+{
+    const mca_coll_llrdma_component_t *c = &mca_coll_llrdma_component;
+    if (!c->gpu_stage_auto) {
+        return c->gpu_stage_max;
+    }
+    return NULL != m->shm.base ? (size_t)16 << 10 : (size_t)2 << 20;
+}
+
 int mca_coll_llrdma_allreduce(const void *sbuf, void *rbuf, int count,
                               struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                               struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
@@ -334,7 +346,7 @@ int mca_coll_llrdma_allreduce(const void *sbuf, void *rbuf, int count,
             LLRDMA_MEM_HOST != rkind ? where(rkind) : where(skind));
     }
 
-    if (LLRDMA_MEM_HOST != rkind && (size_t)count * esize <= c->gpu_stage_max) {
+    if (LLRDMA_MEM_HOST != rkind && (size_t)count * esize <= gpu_stage_max(m)) {
         /* Small vector on the GPU: two whole copies and the host path cost fewer
          * GPU operations (each a context switch when ranks share a GPU) than
          * per-segment staging; docs/benchmarks.md has the measurement. */

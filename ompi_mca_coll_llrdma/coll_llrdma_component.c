@@ -84,13 +84,15 @@ static int llrdma_register(void)
               "Allreduce pipeline segment in bytes (same size syntax as the hint; 0 = from "
               "the hint)",
               MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_5, &c->segment_text);
-    c->gpu_stage_text = "2M";
+    c->gpu_stage_text = "auto";
     (void)reg("gpu_stage_max",
               "Device-buffer Allreduces up to this many bytes copy the whole vector to the "
               "host, reduce there with coll/llrdma's host algorithm and copy the result back "
               "(ranks sharing a GPU pay a context switch per GPU operation, so few large "
               "copies beat per-segment staging at small sizes); larger ones reduce on the GPU "
-              "segment by segment. 0 = always reduce on the GPU. Same size syntax as the hint",
+              "segment by segment. 0 = always reduce on the GPU; auto = 16K where the "
+              "communicator has a shared-memory arena, 2M where it does not. Same size syntax "
+              "as the hint",
               MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_5, &c->gpu_stage_text);
     c->shm_enable = 1;
     (void)reg("shm",
@@ -102,7 +104,7 @@ static int llrdma_register(void)
     (void)reg("shm_chunk_size",
               "Bytes per rank and round of the shared-memory Allreduce (larger vectors take "
               "several rounds); a multiple of 64. The arena holds 4 x ranks + 2 chunks. 0 = "
-              "256K, less above 16 ranks so that the arena stays near 16 MB (minimum 16K). "
+              "the largest power of two from 16K to 4M that keeps the arena within 32 MB. "
               "Same size syntax as the hint",
               MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_5, &c->shm_chunk_text);
     c->mismatch_text = "abort";
@@ -178,7 +180,11 @@ int mca_coll_llrdma_init_query(bool enable_progress_threads, bool enable_mpi_thr
         bad_knob("coll_llrdma_allreduce_segment_size", c->segment_text, err);
     }
     c->segment_bytes = (size_t)seg;
-    if (LLRDMA_OK != llrdma_parse_size(c->gpu_stage_text, UINT64_MAX, &seg, err, sizeof(err))) {
+    if (NULL != c->gpu_stage_text && 0 == strcmp(c->gpu_stage_text, "auto")) {
+        c->gpu_stage_auto = 1;
+        seg = 0;
+    } else if (LLRDMA_OK !=
+               llrdma_parse_size(c->gpu_stage_text, UINT64_MAX, &seg, err, sizeof(err))) {
         bad_knob("coll_llrdma_gpu_stage_max", c->gpu_stage_text, err);
     }
     c->gpu_stage_max = (size_t)seg;

@@ -28,11 +28,15 @@ static void module_construct(mca_coll_llrdma_module_t *m)
     memset(&m->shm, 0, sizeof(m->shm));
     m->shm_bytes = 0;
     m->shm_pinned = 0;
+    m->host_stage[0] = m->host_stage[1] = NULL;
+    m->host_stage_bytes[0] = m->host_stage_bytes[1] = 0;
 }
 
 static void module_destruct(mca_coll_llrdma_module_t *m)
 {
     free(m->scratch);
+    free(m->host_stage[0]);
+    free(m->host_stage[1]);
     mca_coll_llrdma_shm_release(m);
     /* A module may be destroyed without ever being enabled. */
     if (NULL != m->previous_allreduce_module) {

@@ -140,17 +140,20 @@ close_fd:
 
 size_t mca_coll_llrdma_shm_chunk(int comm_size)
 {
-    /* 256K measured best on 2 ranks (docs/benchmarks.md); an arena of
-     * 4p + 2 chunks then stays near 16 MB up to 16 ranks.  Above, the chunk
-     * shrinks (in 4K steps, at least 16K) so /dev/shm is not exhausted --
-     * containers often give it 64 MB. */
-    const size_t target = (size_t)16 << 20, max = (size_t)256 << 10, min = (size_t)16 << 10;
-    size_t c = mca_coll_llrdma_component.shm_chunk;
+    /* The largest power of two that keeps the arena (4p + 2 chunks) within
+     * 32 MB -- containers often give /dev/shm 64 MB -- between 16K and 4M:
+     * 2M on 2 ranks, 1M on 4, 256K on 16.  Large rounds matter for GPU
+     * buffers (each round costs a few GPU operations; on 2 H200s, 1 MB took
+     * 219 us with 256K chunks, 112 with 1M, docs/benchmarks.md). */
+    const size_t target = (size_t)32 << 20, max = (size_t)4 << 20, min = (size_t)16 << 10;
+    size_t c = mca_coll_llrdma_component.shm_chunk, fit;
     if (0 != c) {
         return c;
     }
-    c = target / (4 * (size_t)comm_size + 2) / 4096 * 4096;
-    return c > max ? max : c < min ? min : c;
+    fit = target / (4 * (size_t)comm_size + 2);
+    for (c = max; c > min && c > fit; c /= 2) {
+    }
+    return c;
 }
 
 int mca_coll_llrdma_shm_setup(mca_coll_llrdma_module_t *m, struct ompi_communicator_t *comm)

@@ -85,7 +85,9 @@ extern "C" size_t llrdma_ar_scratch_bytes(const llrdma_ar_plan_t *plan, size_t c
         return scratch_rabenseifner(count, es, comm_size);
     case LLRDMA_AR_RING:
         return scratch_ring(plan, count, es, comm_size);
-    default: // shm_*: the arena is their scratch
+    case LLRDMA_AR_SHM_SPLIT:
+        return scratch_shm_split(plan, count, es, comm_size);
+    default: // shm_direct: the arena is its scratch
         return 0;
     }
 }

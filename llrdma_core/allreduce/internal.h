@@ -196,9 +196,24 @@ int run_shm_direct(const Args &a);
 int run_shm_split(const Args &a);
 // Elements per shm round: the plan's segment, at most the arena's chunk.
 size_t shm_round_elems(const Args &a);
-// Round g: copy this rank's input elements [off, off + n) into its slot,
-// announce it and wait for every rank's (shm_split.cc).
-int shm_put_input(const Args &a, Arena &ar, uint64_t g, size_t off, size_t n);
+// The input side of every shm round (shm_arena.cc): copy this rank's input
+// elements into its slot, announce them, wait for every rank's.  With hooks
+// the copy of the next round is enqueued as soon as this round's slots are
+// safe to overwrite, so it overlaps this round's reduction.
+class ShmInput
+{
+  public:
+    ShmInput(const Args &a, Arena &ar) : a_(a), ar_(ar) {}
+    // Round g covers elements [off, off + n); `next` elements follow in round
+    // g + 1 (0: last round).  Returns LLRDMA_AR_OK or an error (arena broken).
+    int round(uint64_t g, size_t off, size_t n, size_t next);
+
+  private:
+    const Args &a_;
+    Arena &ar_;
+    bool prefetched_ = false;
+};
+size_t scratch_shm_split(const llrdma_ar_plan_t *plan, size_t count, size_t esize, int size);
 // out = v0 OP v1 OP ... OP v(p-1), elements [s, s + n) of the slots of round g.
 void shm_fold_slots(const Args &a, const Arena &ar, uint64_t g, size_t s, size_t n, void *out);
 

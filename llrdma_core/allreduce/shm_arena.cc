@@ -119,6 +119,30 @@ bool Arena::broken() const
                            __ATOMIC_ACQUIRE) != 0;
 }
 
+int ShmInput::round(uint64_t g, size_t off, size_t n, size_t next)
+{
+    Transport &t = *a_.t;
+    const bool hooked = t.hooked();
+    auto src = static_cast<unsigned char *>(const_cast<void *>(a_.sendbuf ? a_.sendbuf : a_.buf));
+    int rc = LLRDMA_AR_OK;
+    if (!prefetched_)
+        rc = t.copy(ar_.slot(g, t.rank()), src + off * a_.esize, n * a_.esize);
+    if (rc == LLRDMA_AR_OK && hooked)
+        rc = t.sync(); // the copy in, and whatever this rank enqueued before
+    if (rc != LLRDMA_AR_OK)
+        return ar_.fail(rc);
+    ar_.post_in(g);
+    if ((rc = ar_.wait_in(g)) != LLRDMA_AR_OK)
+        return rc;
+    // Every rank finished round g - 1, so nobody reads the slots of g + 1's
+    // parity any more: enqueue the next copy in now.
+    prefetched_ = hooked && next > 0;
+    if (prefetched_ && (rc = t.copy(ar_.slot(g + 1, t.rank()), src + (off + n) * a_.esize,
+                                    next * a_.esize)) != LLRDMA_AR_OK)
+        return ar_.fail(rc);
+    return LLRDMA_AR_OK;
+}
+
 size_t shm_round_elems(const Args &a)
 {
     size_t bytes = a.shm->chunk_bytes;

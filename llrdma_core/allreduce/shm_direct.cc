@@ -9,11 +9,12 @@
 // Floating-point order: ((v0 OP v1) OP v2) ... OP v(p-1) in rank order on every
 // rank: the same bits everywhere, and the same as shm_split.
 //
-// With copy hooks (GPU buffers) the fold goes to this rank's private chunk of
-// the arena (pinned with it), then through the copy hook to the caller's
-// buffer.  Private chunks alternate by round like the slots, so that copy
-// needs no wait of its own: the next round's sync covers it before the chunk
-// comes back.
+// GPU buffers (copy/reduce hooks): with device_fold the reduce hook folds the
+// pinned arena straight into the device buffer (nothing to copy back);
+// otherwise the CPU folds into this rank's private chunk of the arena and the
+// copy hook moves it.  Both are asynchronous: the next round's sync, before
+// its post, covers them, and the slots they read are only rewritten once
+// every rank has posted the next round.
 #include "internal.h"
 
 namespace llrdma
@@ -27,21 +28,31 @@ int run_shm_direct(const Args &a)
     Arena ar(a.shm, t.rank(), t.size());
     if (ar.broken())
         return LLRDMA_AR_ERR_TRANSPORT;
+    const bool hooked = t.hooked(), device = hooked && a.shm->device_fold;
+    ShmInput in(a, ar);
     const size_t per = shm_round_elems(a);
-    const bool hooked = t.hooked();
-    int rc = LLRDMA_AR_OK;
-    for (size_t off = 0; off < a.count && rc == LLRDMA_AR_OK; off += per) {
+    for (size_t off = 0; off < a.count; off += per) {
         size_t n = a.count - off < per ? a.count - off : per;
+        size_t rest = a.count - off - n;
         uint64_t g = ar.next_round();
-        rc = shm_put_input(a, ar, g, off, n);
+        int rc = in.round(g, off, n, rest < per ? rest : per);
         if (rc != LLRDMA_AR_OK)
-            break;
-        void *out = hooked ? ar.own(g) : at(a.buf, off, a.esize);
-        shm_fold_slots(a, ar, g, 0, n, out);
-        if (hooked && (rc = t.copy(at(a.buf, off, a.esize), out, n * a.esize)) != LLRDMA_AR_OK)
-            rc = ar.fail(rc);
+            return rc;
+        void *out = at(a.buf, off, a.esize);
+        if (device) {
+            rc = t.reduce(a.op, a.dtype, ar.slot(g, 0), ar.slot(g, 1), out, n);
+            for (int r = 2; r < t.size() && rc == LLRDMA_AR_OK; ++r)
+                rc = t.reduce(a.op, a.dtype, out, ar.slot(g, r), out, n);
+        } else if (hooked) {
+            shm_fold_slots(a, ar, g, 0, n, ar.own(g));
+            rc = t.copy(out, ar.own(g), n * a.esize);
+        } else {
+            shm_fold_slots(a, ar, g, 0, n, out);
+        }
+        if (rc != LLRDMA_AR_OK)
+            return ar.fail(rc);
     }
-    return rc;
+    return LLRDMA_AR_OK;
 }
 
 } // namespace ar

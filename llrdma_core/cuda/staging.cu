@@ -455,11 +455,19 @@ int api_sync(llrdma_cuda_session_t *s)
 
 int api_host_register(void *p, size_t bytes, char *err, size_t errlen)
 {
-    cudaError_t e = cudaHostRegister(p, bytes, cudaHostRegisterPortable);
-    if (e == cudaSuccess)
-        return 0;
-    put_err(err, errlen, describe("cudaHostRegister (shared-memory arena)", e));
-    return -1;
+    // Mapped: kernels may read and write it over the bus, at the same address
+    // (unified addressing) -- what the arena's device fold needs.
+    cudaError_t e = cudaHostRegister(p, bytes, cudaHostRegisterPortable | cudaHostRegisterMapped);
+    if (e != cudaSuccess) {
+        put_err(err, errlen, describe("cudaHostRegister (shared-memory arena)", e));
+        return -1;
+    }
+    void *d = nullptr;
+    if (cudaHostGetDevicePointer(&d, p, 0) != cudaSuccess || d != p) {
+        put_err(err, errlen, "the pinned arena has another address on the device");
+        return 1; // pinned for copies, not for kernels
+    }
+    return 0;
 }
 
 void api_host_unregister(void *p)

@@ -14,7 +14,8 @@
  * FAKEGPU_FAIL_AT=N fails the N-th stage_out of the process,
  * FAKEGPU_FAIL_SYNC_AT=N its N-th sync (the shared-memory arena's wait);
  * FAKEGPU_NO_REGISTER=1 refuses to pin host memory (copies to unpinned host
- * memory are then allowed, as CUDA allows them).
+ * memory are then allowed, as CUDA allows them); FAKEGPU_NOT_MAPPED=1 pins
+ * it for copies but not for kernels.
  */
 #include "llrdma_allreduce.h"
 #include "llrdma_cuda.h"
@@ -206,7 +207,8 @@ static int f_reduce(llrdma_cuda_session_t *s, int op, int dtype, const void *a, 
     if (s->err[0]) {
         return -1;
     }
-    if (!gpu_side(a) || !gpu_side(b) || !gpu_side(out)) {
+    if (!(gpu_side(a) || is_pinned(a, n)) || !(gpu_side(b) || is_pinned(b, n)) ||
+        !(gpu_side(out) || is_pinned(out, n))) {
         return fail(s, "fakegpu: reduction on host memory");
     }
     if (NULL == (tmp = malloc(n))) {
@@ -345,6 +347,10 @@ static int f_host_register(void *p, size_t bytes, char *err, size_t errlen)
     if (slot < 0) {
         snprintf(err, errlen, "fakegpu: too many pinned ranges");
         return -1;
+    }
+    if (NULL != getenv("FAKEGPU_NOT_MAPPED")) {
+        snprintf(err, errlen, "fakegpu: pinned, not mapped (FAKEGPU_NOT_MAPPED)");
+        return 1;
     }
     return 0;
 }

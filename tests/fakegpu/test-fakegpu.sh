@@ -56,7 +56,12 @@ check "3 ranks, arena with 256-byte chunks (many rounds): PASS" \
 out=$(mpi -np 2 "${A[@]}" -x FAKEGPU_NO_REGISTER=1 "$T" 2>&1)
 check "2 ranks, arena that CUDA will not pin: PASS" grep -q "t_allreduce_fakegpu: PASS" <<<"$out"
 check "2 ranks, arena not pinned: said why" \
-  grep -q "arena not pinned for GPU copies (fakegpu: host_register refused" <<<"$out"
+  grep -q "arena not pinned (fakegpu: host_register refused" <<<"$out"
+out=$(mpi -np 3 "${A[@]}" -x FAKEGPU_NOT_MAPPED=1 "$T" 2>&1)
+check "3 ranks, arena pinned for copies only (CPU fold): PASS" \
+  grep -q "t_allreduce_fakegpu: PASS" <<<"$out"
+check "3 ranks, arena pinned for copies only: said so" \
+  grep -q "arena pinned for copies only (fakegpu: pinned, not mapped" <<<"$out"
 out=$(mpi -np 2 --mca coll_llrdma_gpu_stage_max 0 -x FAKEGPU_FAIL_SYNC_AT=3 "$T" \
       --fault-sticky 3 2>&1)
 check "arena, injected failure: that call and every later one fail, none hangs" \

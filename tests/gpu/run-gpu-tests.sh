@@ -53,6 +53,11 @@ matrix() {
 
 # Most telling first: 2 ranks, the error path, memcheck; then 4 and 8 ranks.
 matrix 2
+check "matrix-2: the shared-memory arena carried GPU buffers" \
+  grep -q ": shm_split, segment .*; GPU buffers" "$LOGS/matrix-2.log"
+run "matrix-pml-2" 2 --mca coll_llrdma_shm 0 "$T"
+check "matrix-pml-2: without the arena, GPU buffers staged through the PML" \
+  bash -c "grep -q '; GPU buffers' '$LOGS/matrix-pml-2.log' && ! grep -q ': shm_' '$LOGS/matrix-pml-2.log'"
 run "host-only-2" 2 "$T" --host-only
 check "host-only-2: host buffers stayed on the host path" \
   bash -c "grep -q '; host buffers' '$LOGS/host-only-2.log' && ! grep -q '; GPU buffers' '$LOGS/host-only-2.log'"

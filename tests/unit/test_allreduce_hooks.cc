@@ -366,7 +366,8 @@ struct RankResult {
 };
 
 std::vector<RankResult> run_hooked(int p, const Case &k, sim::Options opt, DeviceHeap &heap,
-                                   int fail_rank = -1, int fail_kind = kNone, long fail_at = 0)
+                                   int fail_rank = -1, int fail_kind = kNone, long fail_at = 0,
+                                   int device_fold = 0, size_t device_fold_min = 0)
 {
     sim::World w(p, opt);
     std::vector<RankResult> res(p);
@@ -383,6 +384,8 @@ std::vector<RankResult> run_hooked(int p, const Case &k, sim::Options opt, Devic
                 rr.h.fail_at = fail_at;
             }
             llrdma_ar_comm_t c = rr.h.comm(k.scratch == 0);
+            c.shm->device_fold = device_fold;
+            c.shm->device_fold_min = device_fold_min;
             llrdma_ar_plan_t plan{k.alg, k.seg, k.window, "test"};
             size_t bytes = k.count * llrdma_ar_dtype_size(k.dt);
             Bytes in = input(k.dt, k.count, k.seed + r);
@@ -617,60 +620,80 @@ BOOST_AUTO_TEST_CASE(hook_failures)
 BOOST_AUTO_TEST_CASE(shm_through_hooks)
 {
     // The shared-arena algorithms with device buffers: data moves only through
-    // the copy hook (device <-> arena), synced before every announcement; the
-    // reduction runs on the CPU over the arena, so the reduce hook is never
-    // called; the bits equal the host path's.
+    // the copy hook (device <-> arena), synced before every announcement.
+    // device_fold 0: the CPU folds the arena, the reduce hook is never called;
+    // 1: the reduce hook folds straight from the arena (as a GPU reads pinned
+    // host memory); 2: the same for shm_split slices of 256 bytes and more,
+    // the CPU below.  Every way the bits equal the host path's.
     static const auto combos = all_combos();
     DeviceHeap heap;
     std::vector<std::string> errs;
     size_t i = 0;
-    for (int alg : {LLRDMA_AR_SHM_DIRECT, LLRDMA_AR_SHM_SPLIT})
-        for (int p : {1, 2, 3, 5, 8})
-            for (size_t n : {size_t(0), size_t(1), size_t(p + 1), size_t(1000), size_t(4097)}) {
-                auto [dt, op] = combos[(i * 7) % combos.size()];
-                size_t es = llrdma_ar_dtype_size(dt);
-                Case k{alg, dt, op, n, int(i % 3), (i % 2 ? 3 : 512) * es, 1, int(i % 2), 900 + i};
-                ++i;
-                sim::Options opt;
-                opt.shm_chunk = 1024;
-                std::vector<Bytes> ref = run_host(p, k, opt);
-                std::vector<RankResult> res = run_hooked(p, k, opt, heap);
-                size_t per = std::min<size_t>(k.seg, opt.shm_chunk) / es;
-                long rounds = p > 1 ? long((n + per - 1) / per) : 0;
-                for (int r = 0; r < p; ++r) {
-                    const RankResult &rr = res[r];
-                    std::ostringstream e;
-                    if (rr.rc != LLRDMA_AR_OK)
-                        e << "rc " << rr.rc << "; ";
-                    if (rr.out != ref[r])
-                        e << "result differs from the host path; ";
-                    if (rr.h.nreduce != 0 || rr.h.nsend != 0 || rr.h.nrecv != 0)
-                        e << "reduce/isend/irecv hooks used; ";
-                    if (p > 1 && rr.h.ncopy != 2 * rounds)
-                        e << "copy called " << rr.h.ncopy << " times for " << rounds << " rounds; ";
-                    if (rr.h.nsync < rounds)
-                        e << "sync called " << rr.h.nsync << " times for " << rounds << " rounds; ";
-                    for (const std::string &s : rr.h.problems)
-                        e << s << "; ";
-                    if (!e.str().empty())
-                        errs.push_back(describe(k, p) + ": rank " + std::to_string(r) + ": " +
-                                       e.str());
+    for (int fold : {0, 1, 2})
+        for (int alg : {LLRDMA_AR_SHM_DIRECT, LLRDMA_AR_SHM_SPLIT})
+            for (int p : {1, 2, 3, 5, 8})
+                for (size_t n : {size_t(0), size_t(1), size_t(p + 1), size_t(1000), size_t(4097)}) {
+                    auto [dt, op] = combos[(i * 7) % combos.size()];
+                    size_t es = llrdma_ar_dtype_size(dt);
+                    Case k{alg, dt,         op,     n, int(i % 3), (i % 2 ? 3 : 512) * es,
+                           1,   int(i % 2), 900 + i};
+                    ++i;
+                    sim::Options opt;
+                    opt.shm_chunk = 1024;
+                    std::vector<Bytes> ref = run_host(p, k, opt);
+                    std::vector<RankResult> res =
+                        run_hooked(p, k, opt, heap, -1, kNone, 0, fold > 0, fold == 2 ? 256 : 0);
+                    size_t per = std::min<size_t>(k.seg, opt.shm_chunk) / es;
+                    long rounds = p > 1 ? long((n + per - 1) / per) : 0;
+                    long reduces = 0;
+                    for (int r = 0; r < p; ++r) {
+                        const RankResult &rr = res[r];
+                        std::ostringstream e;
+                        reduces += rr.h.nreduce;
+                        if (rr.rc != LLRDMA_AR_OK)
+                            e << "rc " << rr.rc << "; ";
+                        if (rr.out != ref[r])
+                            e << "result differs from the host path; ";
+                        if (rr.h.nsend != 0 || rr.h.nrecv != 0)
+                            e << "isend/irecv hooks used; ";
+                        if (!fold && rr.h.nreduce != 0)
+                            e << "reduce hook used without device_fold; ";
+                        if (fold && alg == LLRDMA_AR_SHM_DIRECT && rr.h.nreduce != rounds * (p - 1))
+                            e << "reduce called " << rr.h.nreduce << " times for " << rounds
+                              << " rounds; ";
+                        long copies = (fold && alg == LLRDMA_AR_SHM_DIRECT ? 1 : 2) * rounds;
+                        if (p > 1 && (fold && alg == LLRDMA_AR_SHM_SPLIT ? rr.h.ncopy < copies
+                                                                         : rr.h.ncopy != copies))
+                            e << "copy called " << rr.h.ncopy << " times for " << rounds
+                              << " rounds; ";
+                        if (rr.h.nsync < rounds)
+                            e << "sync called " << rr.h.nsync << " times for " << rounds
+                              << " rounds; ";
+                        if (rr.h.nalloc != rr.h.nfree)
+                            e << rr.h.nalloc << " allocs, " << rr.h.nfree << " frees; ";
+                        for (const std::string &s : rr.h.problems)
+                            e << s << "; ";
+                        if (!e.str().empty())
+                            errs.push_back(describe(k, p) + " fold=" + std::to_string(fold) +
+                                           ": rank " + std::to_string(r) + ": " + e.str());
+                    }
+                    if (fold == 1 && p > 1 && n > 0 && reduces == 0)
+                        errs.push_back(describe(k, p) + ": device fold never used the hook");
                 }
-            }
     BOOST_CHECK_EQUAL(heap.nlive(), 0u);
     report(errs);
 }
 
 BOOST_AUTO_TEST_CASE(shm_hook_failures_break_the_arena)
 {
-    // A copy or sync failure on one rank: that rank returns LLRDMA_AR_ERR_MEMORY,
+    // A copy, sync or device-fold failure on one rank: that rank returns LLRDMA_AR_ERR_MEMORY,
     // the others LLRDMA_AR_ERR_TRANSPORT (or success when they had finished) --
     // none waits forever -- and every later shm call on the arena fails at once.
     DeviceHeap heap;
     int fired = 0, runs = 0;
     for (int alg : {LLRDMA_AR_SHM_DIRECT, LLRDMA_AR_SHM_SPLIT})
         for (int p : {2, 4})
-            for (int kind : {kCopy, kSync})
+            for (int kind : {kCopy, kSync, kReduce})
                 for (long at : {1L, 2L, 3L, 7L, 1000L}) {
                     sim::Options opt;
                     opt.shm_chunk = 256;
@@ -690,13 +713,17 @@ BOOST_AUTO_TEST_CASE(shm_hook_failures_break_the_arena)
                                 h.fail_at = at;
                             }
                             llrdma_ar_comm_t c = h.comm(true);
+                            c.shm->device_fold = kind == kReduce; // the fold fails there
                             llrdma_ar_plan_t plan{alg, 64, 1, "test"};
                             void *buf = heap.alloc(1000 * 4);
                             rc1[r] = llrdma_ar_run(&plan, &c, nullptr, buf, 1000, LLRDMA_DT_INT32,
                                                    LLRDMA_OP_SUM, nullptr, 0);
                             rc2[r] = llrdma_ar_run(&plan, &c, nullptr, buf, 1000, LLRDMA_DT_INT32,
                                                    LLRDMA_OP_SUM, nullptr, 0);
-                            hit[r] = (kind == kCopy ? h.ncopy : h.nsync) >= at && r == p - 1;
+                            hit[r] = (kind == kCopy   ? h.ncopy
+                                      : kind == kSync ? h.nsync
+                                                      : h.nreduce) >= at &&
+                                     r == p - 1;
                             heap.free(buf);
                         });
                     for (auto &t : th)

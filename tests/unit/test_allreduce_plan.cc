@@ -226,12 +226,13 @@ BOOST_AUTO_TEST_CASE(plan_with_a_shared_arena)
     const ShmRow rows[] = {
         // bytes       p   hint     chunk     forced        alg     seg
         {8,            2,  0,       256 * K,  AUTO,   0,    DIRECT, 256 * K},
-        {32 * K,       2,  0,       256 * K,  AUTO,   0,    DIRECT, 256 * K}, // 64K total
-        {32 * K + 8,   2,  0,       256 * K,  AUTO,   0,    SPLIT,  256 * K},
-        {4 * K,        16, 0,       256 * K,  AUTO,   0,    DIRECT, 256 * K},
-        {4 * K + 8,    16, 0,       256 * K,  AUTO,   0,    SPLIT,  256 * K},
+        {2 * K,        2,  0,       256 * K,  AUTO,   0,    DIRECT, 256 * K}, // 4K total
+        {2 * K + 8,    2,  0,       256 * K,  AUTO,   0,    SPLIT,  256 * K},
+        {256,          16, 0,       256 * K,  AUTO,   0,    DIRECT, 256 * K},
+        {256 + 8,      16, 0,       256 * K,  AUTO,   0,    SPLIT,  256 * K},
         {64 * M,       16, 8 * K,   256 * K,  AUTO,   0,    SPLIT,  256 * K}, // hint ignored
-        {8 * K,        3,  64 * K,  256 * K,  AUTO,   0,    DIRECT, 256 * K},
+        {1 * K,        3,  64 * K,  256 * K,  AUTO,   0,    DIRECT, 256 * K}, // hint ignored
+        {8 * K,        3,  64 * K,  256 * K,  AUTO,   0,    SPLIT,  256 * K},
         {M,            4,  0,       256 * K,  AUTO,   4 * K, SPLIT, 4 * K},   // smaller segment
         {M,            4,  0,       256 * K,  AUTO,   M,    SPLIT,  256 * K}, // at most the chunk
         {8,            4,  0,       256 * K,  SPLIT,  0,    SPLIT,  256 * K}, // forced

@@ -73,7 +73,7 @@ class World
     {
         for (int r = 0; r < n; ++r) {
             ctx_[r] = RankCtx{this, r};
-            shm_[r] = llrdma_ar_shm_t{arena_.data(), o.shm_chunk, 0, nullptr, nullptr};
+            shm_[r] = llrdma_ar_shm_t{arena_.data(), o.shm_chunk, 0, nullptr, nullptr, 0, 0};
         }
     }
     // The arena as seen by the threads: [arena_begin(), arena_end()).
