@@ -34,6 +34,7 @@ typedef struct mca_coll_llrdma_component_t {
     char *mismatch_text;  /* abort | warn */
     int shm_enable;       /* 1: shared-memory arena on single-node communicators */
     char *shm_chunk_text; /* arena chunk per rank and round */
+    char *gpu_fold_text;  /* arena slices from this size reduce on the GPU */
 
     /* Validated at init_query */
     int output;
@@ -42,6 +43,7 @@ typedef struct mca_coll_llrdma_component_t {
     size_t gpu_stage_max; /* device vectors up to this: host copy + host path */
     int gpu_stage_auto;   /* "auto": 16K with an arena, 2M without */
     size_t shm_chunk;     /* validated shm_chunk_text; 0 = by communicator size */
+    size_t gpu_fold_min;  /* validated gpu_fold_text */
     llrdma_mismatch_action_t mismatch;
     uint64_t hint;     /* the hint coll uses */
     int checked_world; /* cross-rank check done */

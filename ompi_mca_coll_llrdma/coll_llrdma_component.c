@@ -104,9 +104,17 @@ static int llrdma_register(void)
     (void)reg("shm_chunk_size",
               "Bytes per rank and round of the shared-memory Allreduce (larger vectors take "
               "several rounds); a multiple of 64. The arena holds 4 x ranks + 2 chunks. 0 = "
-              "the largest power of two from 16K to 4M that keeps the arena within 32 MB. "
+              "the largest power of two from 16K to 1M that keeps the arena within 32 MB, "
+              "halved while /dev/shm has no room. "
               "Same size syntax as the hint",
               MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_5, &c->shm_chunk_text);
+    c->gpu_fold_text = "64K";
+    (void)reg("gpu_fold_min",
+              "GPU buffers through the shared-memory arena: slices of at least this many bytes "
+              "are reduced by GPU kernels reading the pinned arena, smaller ones by the CPU "
+              "(a GPU reduction costs one more stream synchronisation). Same size syntax as "
+              "the hint",
+              MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_5, &c->gpu_fold_text);
     c->mismatch_text = "abort";
     (void)reg("mismatch_action",
               "What to do when ranks disagree on the size hint (checked once in MPI_Init "

@@ -351,7 +351,7 @@ int mca_coll_llrdma_allreduce_gpu(const llrdma_ar_plan_t *plan, const void *sbuf
     if (NULL != m->shm.base) {
         pin_arena(m, g.api, comm);
         m->shm.device_fold = (1 == m->shm_pinned);
-        m->shm.device_fold_min = (size_t)64 << 10; /* see shm_split.cc */
+        m->shm.device_fold_min = mca_coll_llrdma_component.gpu_fold_min;
         tc.shm = &m->shm;
     }
 

@@ -16,11 +16,13 @@
  *
  * Tests: LLRDMA_TEST_SHM_FAIL=RANK:STEP makes step STEP (1 open, 2 reserve or
  * check the size, 3 map) fail on communicator rank RANK, to run every
- * cleanup path.
+ * cleanup path; step 4 makes rank 0's first reservation find /dev/shm full
+ * (the chunk is halved).
  */
 #include "ompi_config.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +41,13 @@
 #include "coll_llrdma.h"
 
 #define NAME_LEN 64
+#define SHM_MIN_CHUNK ((size_t)16 << 10)
+
+/* What rank 0 broadcasts: the segment's name (empty: none) and its chunk. */
+typedef struct {
+    char name[NAME_LEN];
+    uint64_t chunk;
+} seg_info_t;
 
 static void progress(void *ctx)
 {
@@ -73,9 +82,11 @@ static int test_fail(struct ompi_communicator_t *comm, int step)
     return 0;
 }
 
-/* Rank 0: create, reserve and map.  Returns the mapping or NULL with why. */
-static void *create_segment(struct ompi_communicator_t *comm, const char *name, size_t bytes,
-                            char *why, size_t whylen)
+/* Rank 0: create, reserve and map, halving the chunk while /dev/shm has no
+ * room for the arena (down to `min_chunk`; with the chunk knob set, no
+ * shrinking).  Returns the mapping, *chunk and *bytes, or NULL with why. */
+static void *create_segment(struct ompi_communicator_t *comm, const char *name, size_t *chunk,
+                            size_t min_chunk, size_t *bytes, char *why, size_t whylen)
 {
     void *base;
     int fd, rc;
@@ -85,14 +96,23 @@ static void *create_segment(struct ompi_communicator_t *comm, const char *name, 
         snprintf(why, whylen, "shm_open(%s): %s", name, strerror(errno));
         return NULL;
     }
-    rc = test_fail(comm, 2) ? EIO : posix_fallocate(fd, 0, (off_t)bytes);
+    for (int tries = 0;; ++tries) {
+        *bytes = llrdma_ar_shm_bytes(ompi_comm_size(comm), *chunk);
+        rc = test_fail(comm, 2)                 ? EIO
+             : 0 == tries && test_fail(comm, 4) ? ENOSPC
+                                                : posix_fallocate(fd, 0, (off_t)*bytes);
+        if (ENOSPC != rc || *chunk / 2 < min_chunk) {
+            break;
+        }
+        *chunk /= 2;
+    }
     if (0 != rc) {
-        snprintf(why, whylen, "reserving %lu bytes in /dev/shm for %s: %s", (unsigned long)bytes,
+        snprintf(why, whylen, "reserving %lu bytes in /dev/shm for %s: %s", (unsigned long)*bytes,
                  name, strerror(rc));
         goto unlink_segment;
     }
     base = test_fail(comm, 3) ? MAP_FAILED
-                              : mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+                              : mmap(NULL, *bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (MAP_FAILED == base) {
         snprintf(why, whylen, "mmap of %s: %s", name, strerror(errno));
         goto unlink_segment;
@@ -140,18 +160,21 @@ close_fd:
 
 size_t mca_coll_llrdma_shm_chunk(int comm_size)
 {
-    /* The largest power of two that keeps the arena (4p + 2 chunks) within
-     * 32 MB -- containers often give /dev/shm 64 MB -- between 16K and 4M:
-     * 2M on 2 ranks, 1M on 4, 256K on 16.  Large rounds matter for GPU
-     * buffers (each round costs a few GPU operations; on 2 H200s, 1 MB took
-     * 219 us with 256K chunks, 112 with 1M, docs/benchmarks.md). */
-    const size_t target = (size_t)32 << 20, max = (size_t)4 << 20, min = (size_t)16 << 10;
+    /* The largest power of two from 16K to 1M that keeps the arena (4p + 2
+     * chunks) within 32 MB: 1M up to 4 ranks, 512K on 8, 256K on 16.  The
+     * two kinds of buffers pull apart: GPU buffers pay a few stream
+     * operations per round (2 H200s, one rank each: 1 MB took 219 us with
+     * 256K chunks, 112 with 1M), host buffers want a round to stay in cache
+     * (2 ranks, 2-core VM: 4 MB took 858 us with 4M chunks, 501 with 256K,
+     * tuned 598; 1M chunks beat tuned at every size).  Setup halves it while
+     * /dev/shm has no room (containers often give 64 MB). */
+    const size_t target = (size_t)32 << 20, max = (size_t)1 << 20;
     size_t c = mca_coll_llrdma_component.shm_chunk, fit;
     if (0 != c) {
         return c;
     }
     fit = target / (4 * (size_t)comm_size + 2);
-    for (c = max; c > min && c > fit; c /= 2) {
+    for (c = max; c > SHM_MIN_CHUNK && c > fit; c /= 2) {
     }
     return c;
 }
@@ -160,37 +183,39 @@ int mca_coll_llrdma_shm_setup(mca_coll_llrdma_module_t *m, struct ompi_communica
 {
     static unsigned serial;
     mca_coll_llrdma_component_t *c = &mca_coll_llrdma_component;
-    size_t chunk = mca_coll_llrdma_shm_chunk(ompi_comm_size(comm));
-    size_t bytes = llrdma_ar_shm_bytes(ompi_comm_size(comm), chunk);
-    char name[NAME_LEN], why[256] = "";
+    size_t chunk = mca_coll_llrdma_shm_chunk(ompi_comm_size(comm)), bytes = 0;
+    seg_info_t info;
+    char why[256] = "";
     void *base = NULL;
     int mine, all, rc;
 
-    if (0 == bytes) {
-        return OMPI_ERR_BAD_PARAM; /* the knob was validated: cannot happen */
-    }
+    memset(&info, 0, sizeof(info));
     if (0 == ompi_comm_rank(comm)) {
         /* pid + context id + a serial: unique on the node while it exists. */
-        snprintf(name, sizeof(name), "/llrdma-coll-%ld-%u-%u", (long)getpid(),
+        snprintf(info.name, sizeof(info.name), "/llrdma-coll-%ld-%u-%u", (long)getpid(),
                  (unsigned)ompi_comm_get_cid(comm), serial++);
-        base = create_segment(comm, name, bytes, why, sizeof(why));
+        base = create_segment(comm, info.name, &chunk, 0 != c->shm_chunk ? chunk : SHM_MIN_CHUNK,
+                              &bytes, why, sizeof(why));
         if (NULL == base) {
-            name[0] = '\0'; /* the others need not try */
+            info.name[0] = '\0'; /* the others need not try */
         }
+        info.chunk = chunk;
     }
-    rc = comm->c_coll->coll_bcast(name, NAME_LEN, MPI_CHAR, 0, comm,
+    rc = comm->c_coll->coll_bcast(&info, (int)sizeof(info), MPI_BYTE, 0, comm,
                                   comm->c_coll->coll_bcast_module);
     if (OMPI_SUCCESS != rc) {
         snprintf(why, sizeof(why), "broadcasting the segment name failed (%d)", rc);
-    } else if (0 != ompi_comm_rank(comm) && '\0' != name[0]) {
-        name[NAME_LEN - 1] = '\0';
-        base = attach_segment(comm, name, bytes, why, sizeof(why));
+    } else if (0 != ompi_comm_rank(comm) && '\0' != info.name[0]) {
+        info.name[NAME_LEN - 1] = '\0';
+        chunk = (size_t)info.chunk;
+        bytes = llrdma_ar_shm_bytes(ompi_comm_size(comm), chunk);
+        base = attach_segment(comm, info.name, bytes, why, sizeof(why));
     }
     mine = (NULL != base) ? 1 : 0;
     rc =
         m->previous_allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm, m->previous_allreduce_module);
     if (0 == ompi_comm_rank(comm) && NULL != base) {
-        shm_unlink(name); /* every rank mapped it or gave up */
+        shm_unlink(info.name); /* every rank mapped it or gave up */
     }
     if (OMPI_SUCCESS != rc || 1 != all) {
         if (NULL != base) {
@@ -210,8 +235,9 @@ int mca_coll_llrdma_shm_setup(mca_coll_llrdma_module_t *m, struct ompi_communica
     m->shm.progress = progress;
     m->shm.progress_ctx = NULL;
     m->shm_bytes = bytes;
-    opal_output_verbose(10, c->output, "coll:llrdma: %s: shared-memory arena of %lu bytes (%s)",
-                        comm->c_name, (unsigned long)bytes, name);
+    opal_output_verbose(10, c->output,
+                        "coll:llrdma: %s: shared-memory arena of %lu bytes, chunk %lu (%s)",
+                        comm->c_name, (unsigned long)bytes, (unsigned long)chunk, info.name);
     return OMPI_SUCCESS;
 }
 
