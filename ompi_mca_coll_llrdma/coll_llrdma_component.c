@@ -188,6 +188,10 @@ int mca_coll_llrdma_init_query(bool enable_progress_threads, bool enable_mpi_thr
         bad_knob("coll_llrdma_allreduce_segment_size", c->segment_text, err);
     }
     c->segment_bytes = (size_t)seg;
+    if (LLRDMA_OK != llrdma_parse_size(c->gpu_fold_text, UINT64_MAX, &seg, err, sizeof(err))) {
+        bad_knob("coll_llrdma_gpu_fold_min", c->gpu_fold_text, err);
+    }
+    c->gpu_fold_min = (size_t)seg;
     if (NULL != c->gpu_stage_text && 0 == strcmp(c->gpu_stage_text, "auto")) {
         c->gpu_stage_auto = 1;
         seg = 0;

@@ -46,6 +46,14 @@ expect_fail "bad coll size hint" "coll_llrdma_size_hint" "'x1'" -- \
   -np 2 --mca coll_llrdma_size_hint x1 "$TRING"
 expect_fail "bad GPU staging threshold" "coll_llrdma_gpu_stage_max" "'2Z'" -- \
   -np 2 --mca coll_llrdma_gpu_stage_max 2Z "$TRING"
+expect_fail "shm knob not 0 or 1" "coll_llrdma_shm" "'2'" "not 0 or 1" -- \
+  -np 2 --mca coll_llrdma_shm 2 "$TRING"
+expect_fail "shm chunk not a multiple of 64" "coll_llrdma_shm_chunk_size" "'100'" "multiple of 64" -- \
+  -np 2 --mca coll_llrdma_shm_chunk_size 100 "$TRING"
+expect_fail "bad shm chunk" "coll_llrdma_shm_chunk_size" "'1T'" -- \
+  -np 2 --mca coll_llrdma_shm_chunk_size 1T "$TRING"
+expect_fail "bad GPU fold threshold" "coll_llrdma_gpu_fold_min" "'64KK'" -- \
+  -np 2 --mca coll_llrdma_gpu_fold_min 64KK "$TRING"
 expect_fail "bad mismatch action" "coll_llrdma_mismatch_action" "'maybe'" -- \
   -np 2 --mca coll_llrdma_mismatch_action maybe "$TRING"
 expect_fail "profile override out of range" "btl_llrdma" "out of range" -- \

@@ -9,7 +9,8 @@ for k in size_hint dump verbose if_include if_exclude ll_sq_depth bw_sq_depth ll
     grep -q "^mca:btl:llrdma:param:btl_llrdma_$k:help:..." <<<"$btl"
 done
 coll=$("$OMPI_INFO" --param coll llrdma --level 9 --parsable 2>&1)
-for k in priority verbose size_hint allreduce_algorithm allreduce_segment_size mismatch_action gpu_stage_max; do
+for k in priority verbose size_hint allreduce_algorithm allreduce_segment_size mismatch_action \
+         gpu_stage_max gpu_fold_min shm shm_chunk_size; do
   check "coll_llrdma_$k listed with help text" \
     grep -q "^mca:coll:llrdma:param:coll_llrdma_$k:help:..." <<<"$coll"
 done
