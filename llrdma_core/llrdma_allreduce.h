@@ -176,9 +176,10 @@ int llrdma_ar_plan_shm(size_t bytes, size_t dtype_size, int comm_size, uint64_t 
 
 /* A memory arena every rank of the communicator maps (POSIX shared memory on
  * one node; threads in tests), used by the shm_* algorithms instead of
- * messages.  Layout (llrdma_ar_shm_bytes): per rank two 64-byte flag lines,
- * then two generations of one chunk per rank, then two result chunks, then an
- * abort word.  Each rank has its own llrdma_ar_shm_t (its mapping's address,
+ * messages.  Layout (llrdma_ar_shm_bytes, shm_arena.cc): per rank three
+ * 64-byte lines (two flags, one info line), an abort line, then 4p + 2
+ * chunks (two generations of one slot per rank, two results, two private
+ * chunks per rank).  Each rank has its own llrdma_ar_shm_t (its mapping's address,
  * its own generation counter); the arena's bytes are shared.
  *  - base: the mapping, 64-byte aligned, zero-filled before the first run.
  *  - chunk_bytes: a multiple of 64, > 0, equal on every rank.
@@ -208,6 +209,10 @@ typedef struct llrdma_ar_shm {
 
 /* Bytes of the arena for comm_size ranks; 0 for invalid arguments or overflow. */
 size_t llrdma_ar_shm_bytes(int comm_size, size_t chunk_bytes);
+/* Rank `rank`'s info line: 64 bytes, zero at first, that the core never
+ * touches -- for the caller to publish per-rank facts to the other ranks
+ * (the Open MPI glue: which GPU a rank uses).  NULL for bad arguments. */
+void *llrdma_ar_shm_rank_info(const llrdma_ar_shm_t *shm, int comm_size, int rank);
 /* 1 when a rank has failed on this arena (see above), else 0. */
 int llrdma_ar_shm_broken(const llrdma_ar_shm_t *shm, int comm_size);
 

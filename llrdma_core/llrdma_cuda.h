@@ -88,6 +88,11 @@ typedef struct llrdma_cuda_api {
     int (*sync)(llrdma_cuda_session_t *s);
     int (*host_register)(void *p, size_t bytes, char *err, size_t errlen);
     void (*host_unregister)(void *p);
+    /* A nonzero key naming the physical GPU `device` (an ordinal of this
+     * process; < 0: the current device), equal in every process that uses it
+     * whatever its CUDA_VISIBLE_DEVICES: a hash of the PCI bus id.  0 or -1
+     * with err. */
+    int (*device_key)(int device, unsigned long long *key, char *err, size_t errlen);
 } llrdma_cuda_api_t;
 
 /* NULL when the library does not implement `version`. */

@@ -66,6 +66,11 @@ typedef struct mca_coll_llrdma_module_t {
     /* Host copies of device vectors for the whole-vector path (gpu fallback). */
     void *host_stage[2];
     size_t host_stage_bytes[2];
+    int host_stage_pinned[2];
+    /* The GPU this rank last used, as published in the arena's info line. */
+    unsigned long long gpu_key;
+    int gpu_key_device;
+    int gpu_shared_said;
     int shm_pinned; /* GPU path: 0 not tried, 1 pinned and mapped, 2 pinned, -1 failed */
 } mca_coll_llrdma_module_t;
 
@@ -130,6 +135,13 @@ int mca_coll_llrdma_gpu_fallback(const void *sbuf, void *rbuf, int count,
 void mca_coll_llrdma_gpu_finalize(void);
 /* Unpins the module's arena if the GPU path pinned it. */
 void mca_coll_llrdma_gpu_unregister(mca_coll_llrdma_module_t *m);
+/* Frees (and unpins) the whole-vector host copies. */
+void mca_coll_llrdma_gpu_release(mca_coll_llrdma_module_t *m);
+/* 1 when another rank of comm uses the same physical GPU (published in the
+ * arena's info lines; a rank's first call may not see the others yet, which
+ * only changes how its data moves, never the schedule). */
+int mca_coll_llrdma_gpu_shared(mca_coll_llrdma_module_t *m, struct ompi_communicator_t *comm,
+                               int device);
 /* 1 when this process may load libllrdma_cuda.so (built with CUDA, or
  * LLRDMA_CUDA_LIB set); loads nothing. */
 int mca_coll_llrdma_gpu_possible(void);

@@ -256,7 +256,8 @@ static const char *where(int kind)
 
 /* Device vectors up to this go whole through the host path.  "auto": with
  * an arena the device path wins from 32K (2 H200s, one rank each: 25 against
- * 43 us), without one per-segment PML staging only from about 2M. */
+ * 43 us), without one per-segment PML staging only from about 2M; and with
+ * "auto", ranks sharing a GPU always go whole (see the call site). */
 static size_t gpu_stage_max(const mca_coll_llrdma_module_t *m)
 {
     const mca_coll_llrdma_component_t *c = &mca_coll_llrdma_component;
@@ -346,10 +347,13 @@ int mca_coll_llrdma_allreduce(const void *sbuf, void *rbuf, int count,
             LLRDMA_MEM_HOST != rkind ? where(rkind) : where(skind));
     }
 
-    if (LLRDMA_MEM_HOST != rkind && (size_t)count * esize <= gpu_stage_max(m)) {
-        /* Small vector on the GPU: two whole copies and the host path cost fewer
-         * GPU operations (each a context switch when ranks share a GPU) than
-         * per-segment staging; docs/benchmarks.md has the measurement. */
+    if (LLRDMA_MEM_HOST != rkind &&
+        ((size_t)count * esize <= gpu_stage_max(m) ||
+         (c->gpu_stage_auto && mca_coll_llrdma_gpu_shared(m, comm, device)))) {
+        /* Small vector on the GPU, or a GPU other ranks use too: two whole
+         * copies and the host path cost fewer GPU operations (each a context
+         * switch when ranks share a GPU) than per-round staging;
+         * docs/benchmarks.md has the measurements. */
         return mca_coll_llrdma_gpu_fallback(sbuf, rbuf, count, dtype, op, comm, m, skind, rkind, 1);
     }
     if (LLRDMA_MEM_HOST != rkind) {

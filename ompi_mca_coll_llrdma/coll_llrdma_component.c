@@ -91,8 +91,8 @@ static int llrdma_register(void)
               "(ranks sharing a GPU pay a context switch per GPU operation, so few large "
               "copies beat per-segment staging at small sizes); larger ones reduce on the GPU "
               "segment by segment. 0 = always reduce on the GPU; auto = 16K where the "
-              "communicator has a shared-memory arena, 2M where it does not. Same size syntax "
-              "as the hint",
+              "communicator has a shared-memory arena (and every size on a GPU another rank of "
+              "the communicator uses too), 2M where it has none. Same size syntax as the hint",
               MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_5, &c->gpu_stage_text);
     c->shm_enable = 1;
     (void)reg("shm",
@@ -104,8 +104,8 @@ static int llrdma_register(void)
     (void)reg("shm_chunk_size",
               "Bytes per rank and round of the shared-memory Allreduce (larger vectors take "
               "several rounds); a multiple of 64. The arena holds 4 x ranks + 2 chunks. 0 = "
-              "the largest power of two from 16K to 1M that keeps the arena within 32 MB, "
-              "halved while /dev/shm has no room. "
+              "one core's L2 cache as a power of two (64K to 4M), halved while the arena would "
+              "pass 160 MB or /dev/shm has no room. "
               "Same size syntax as the hint",
               MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_5, &c->shm_chunk_text);
     c->gpu_fold_text = "64K";

@@ -389,15 +389,74 @@ int mca_coll_llrdma_gpu_copy_sync(void *dst, const void *src, size_t bytes,
  * on first touch (2 MB took 3.9 ms instead of 0.6 on the H200). */
 static void *stage_buf(mca_coll_llrdma_module_t *m, int i, size_t bytes)
 {
+    char err[256];
     if (bytes > m->host_stage_bytes[i]) {
-        void *p = realloc(m->host_stage[i], bytes);
-        if (NULL == p) {
+        void *p;
+        if (m->host_stage_pinned[i]) {
+            cuda_api->host_unregister(m->host_stage[i]);
+            m->host_stage_pinned[i] = 0;
+        }
+        if (NULL == (p = realloc(m->host_stage[i], bytes))) {
             return NULL;
         }
         m->host_stage[i] = p;
         m->host_stage_bytes[i] = bytes;
+        /* Pinned, the whole-vector copies run at DMA speed (pageable ones
+         * go through the driver's own staging); unpinned they still work. */
+        m->host_stage_pinned[i] =
+            NULL != cuda_api && cuda_api->host_register(p, bytes, err, sizeof(err)) >= 0;
     }
     return m->host_stage[i];
+}
+
+void mca_coll_llrdma_gpu_release(mca_coll_llrdma_module_t *m)
+{
+    for (int i = 0; i < 2; ++i) {
+        if (m->host_stage_pinned[i] && NULL != cuda_api) {
+            cuda_api->host_unregister(m->host_stage[i]);
+        }
+        free(m->host_stage[i]);
+        m->host_stage[i] = NULL;
+        m->host_stage_bytes[i] = 0;
+        m->host_stage_pinned[i] = 0;
+    }
+}
+
+int mca_coll_llrdma_gpu_shared(mca_coll_llrdma_module_t *m, struct ompi_communicator_t *comm,
+                               int device)
+{
+    const llrdma_cuda_api_t *api;
+    unsigned long long key = 0, *line;
+    int n = ompi_comm_size(comm), me = ompi_comm_rank(comm), same = 0;
+    char err[256];
+
+    if (NULL == m->shm.base || NULL == (api = load_api(comm))) {
+        return 0;
+    }
+    if (0 == m->gpu_key || device != m->gpu_key_device) {
+        if (0 != api->device_key(device, &key, err, sizeof(err))) {
+            return 0;
+        }
+        m->gpu_key = key;
+        m->gpu_key_device = device;
+        line = (unsigned long long *)llrdma_ar_shm_rank_info(&m->shm, n, me);
+        __atomic_store_n(line, key, __ATOMIC_RELEASE);
+    }
+    for (int r = 0; r < n; ++r) {
+        line = (unsigned long long *)llrdma_ar_shm_rank_info(&m->shm, n, r);
+        if (r != me && __atomic_load_n(line, __ATOMIC_ACQUIRE) == m->gpu_key) {
+            ++same;
+        }
+    }
+    if (same > 0 && !m->gpu_shared_said) {
+        m->gpu_shared_said = 1;
+        opal_output_verbose(10, mca_coll_llrdma_component.output,
+                            "coll:llrdma: %s: rank %d shares its GPU with %d other rank(s): "
+                            "device vectors are copied whole to the host (fewer GPU operations, "
+                            "each a context switch)",
+                            comm->c_name, me, same);
+    }
+    return same > 0;
 }
 
 int mca_coll_llrdma_gpu_fallback(const void *sbuf, void *rbuf, int count,
@@ -412,6 +471,9 @@ int mca_coll_llrdma_gpu_fallback(const void *sbuf, void *rbuf, int count,
     void *r = rbuf;
     int rc;
 
+    if (NULL == load_api(comm)) { /* the copies need it; loaded now, it pins */
+        return OMPI_ERR_NOT_SUPPORTED;
+    }
     if (LLRDMA_MEM_HOST != rkind) {
         if (NULL == (hr = stage_buf(m, 0, span))) {
             return OMPI_ERR_OUT_OF_RESOURCE;

@@ -30,13 +30,16 @@ static void module_construct(mca_coll_llrdma_module_t *m)
     m->shm_pinned = 0;
     m->host_stage[0] = m->host_stage[1] = NULL;
     m->host_stage_bytes[0] = m->host_stage_bytes[1] = 0;
+    m->host_stage_pinned[0] = m->host_stage_pinned[1] = 0;
+    m->gpu_key = 0;
+    m->gpu_key_device = -1;
+    m->gpu_shared_said = 0;
 }
 
 static void module_destruct(mca_coll_llrdma_module_t *m)
 {
     free(m->scratch);
-    free(m->host_stage[0]);
-    free(m->host_stage[1]);
+    mca_coll_llrdma_gpu_release(m);
     mca_coll_llrdma_shm_release(m);
     /* A module may be destroyed without ever being enabled. */
     if (NULL != m->previous_allreduce_module) {

@@ -160,21 +160,33 @@ close_fd:
 
 size_t mca_coll_llrdma_shm_chunk(int comm_size)
 {
-    /* The largest power of two from 16K to 1M that keeps the arena (4p + 2
-     * chunks) within 32 MB: 1M up to 4 ranks, 512K on 8, 256K on 16.  The
-     * two kinds of buffers pull apart: GPU buffers pay a few stream
-     * operations per round (2 H200s, one rank each: 1 MB took 219 us with
-     * 256K chunks, 112 with 1M), host buffers want a round to stay in cache
-     * (2 ranks, 2-core VM: 4 MB took 858 us with 4M chunks, 501 with 256K,
-     * tuned 598; 1M chunks beat tuned at every size).  Setup halves it while
-     * /dev/shm has no room (containers often give 64 MB). */
-    const size_t target = (size_t)32 << 20, max = (size_t)1 << 20;
-    size_t c = mca_coll_llrdma_component.shm_chunk, fit;
+    /* A round should stay in one core's L2: copy in, fold and copy out then
+     * run from cache.  Measured on 2 ranks of a 2-core VM (1 MB L2 per core):
+     * 4 MB took 858 us with 4M chunks, 501 with 256K, 454 with 1M (tuned
+     * 598); on 16 ranks of the H200 host (2 MB L2 per core): 1 MB took 471 us
+     * with 2M chunks, 657 with 256K.  Larger rounds also suit GPU buffers,
+     * which pay a few stream operations per round.  So: L2 per core as a
+     * power of two, 64K to 4M, halved while the arena (4p + 2 chunks) would
+     * pass 160 MB; setup halves it further while /dev/shm has no room
+     * (containers often give 64 MB).  Only rank 0's value counts: it is
+     * broadcast with the segment's name. */
+    const size_t target = (size_t)160 << 20, max = (size_t)4 << 20, min = (size_t)64 << 10;
+    size_t c = mca_coll_llrdma_component.shm_chunk, l2 = (size_t)1 << 20;
+    long v;
     if (0 != c) {
         return c;
     }
-    fit = target / (4 * (size_t)comm_size + 2);
-    for (c = max; c > SHM_MIN_CHUNK && c > fit; c /= 2) {
+#ifdef _SC_LEVEL2_CACHE_SIZE
+    v = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    if (v > 0) {
+        l2 = (size_t)v;
+    }
+#endif
+    (void)v;
+    for (c = max; c > min && c > l2; c /= 2) {
+    }
+    while (c > SHM_MIN_CHUNK && (4 * (size_t)comm_size + 2) * c > target) {
+        c /= 2;
     }
     return c;
 }

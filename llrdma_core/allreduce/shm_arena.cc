@@ -1,9 +1,10 @@
 // shm_arena.cc -- the shared arena of the shm_* algorithms: layout and flags.
 //
 // Layout (offsets from base, every part 64-byte aligned):
-//   flags   size x 128 B   rank r: in flag at r*128, red flag at r*128 + 64
-//                          (own cache lines: a poller never shares a line
-//                          with another rank's writes)
+//   flags   size x 192 B   rank r: in flag at r*192, red flag at r*192 + 64,
+//                          the caller's info line at r*192 + 128 (own cache
+//                          lines: a poller never shares a line with another
+//                          rank's writes)
 //   abort   64 B           nonzero once a rank failed
 //   slots   2 x size x chunk   generation g % 2, rank r
 //   results 2 x chunk          generation g % 2
@@ -23,7 +24,7 @@ namespace
 {
 
 constexpr size_t kLine = 64;
-constexpr size_t kFlagsPerRank = 2 * kLine;
+constexpr size_t kFlagsPerRank = 3 * kLine;
 constexpr unsigned kPollsPerYield = 64;
 
 inline void cpu_relax()
@@ -175,4 +176,12 @@ extern "C" int llrdma_ar_shm_broken(const llrdma_ar_shm_t *shm, int comm_size)
                reinterpret_cast<const uint64_t *>(static_cast<const unsigned char *>(shm->base) +
                                                   abort_offset(comm_size)),
                __ATOMIC_ACQUIRE) != 0;
+}
+
+extern "C" void *llrdma_ar_shm_rank_info(const llrdma_ar_shm_t *shm, int comm_size, int rank)
+{
+    if (!shm || !shm->base || comm_size < 1 || rank < 0 || rank >= comm_size)
+        return nullptr;
+    return static_cast<unsigned char *>(shm->base) + static_cast<size_t>(rank) * kFlagsPerRank +
+           2 * kLine;
 }

@@ -475,6 +475,23 @@ void api_host_unregister(void *p)
     (void)cudaHostUnregister(p);
 }
 
+int api_device_key(int device, unsigned long long *key, char *err, size_t errlen)
+{
+    char bus[64] = "";
+    cudaError_t e = device < 0 ? cudaGetDevice(&device) : cudaSuccess;
+    if (e == cudaSuccess)
+        e = cudaDeviceGetPCIBusId(bus, sizeof bus, device);
+    if (e != cudaSuccess) {
+        put_err(err, errlen, describe("cudaDeviceGetPCIBusId", e));
+        return -1;
+    }
+    unsigned long long h = 1469598103934665603ull; // FNV-1a
+    for (const char *c = bus; *c; ++c)
+        h = (h ^ static_cast<unsigned char>(*c)) * 1099511628211ull;
+    *key = h ? h : 1;
+    return 0;
+}
+
 void api_finalize()
 {
     Global &g = global();
@@ -510,6 +527,7 @@ const llrdma_cuda_api_t kApi = {
     api_sync,
     api_host_register,
     api_host_unregister,
+    api_device_key,
 };
 
 } // namespace

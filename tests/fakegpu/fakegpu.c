@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #define SPAN ((size_t)1 << 34)
 #define EXPORT __attribute__((visibility("default")))
@@ -366,6 +367,17 @@ static void f_host_unregister(void *p)
     pthread_mutex_unlock(&lock);
 }
 
+/* Every process its own GPU, unless FAKEGPU_DEVICE_KEY names one they share. */
+static int f_device_key(int device, unsigned long long *key, char *err, size_t errlen)
+{
+    const char *k = getenv("FAKEGPU_DEVICE_KEY");
+    (void)device;
+    (void)err;
+    (void)errlen;
+    *key = NULL != k ? strtoull(k, NULL, 10) : 1000ull + (unsigned long long)getpid();
+    return 0;
+}
+
 static const llrdma_cuda_api_t api = {
     LLRDMA_CUDA_API_VERSION,
     f_begin,
@@ -384,6 +396,7 @@ static const llrdma_cuda_api_t api = {
     f_sync,
     f_host_register,
     f_host_unregister,
+    f_device_key,
 };
 
 EXPORT const llrdma_cuda_api_t *llrdma_cuda_api(int version)

@@ -62,6 +62,10 @@ check "3 ranks, arena pinned for copies only (CPU fold): PASS" \
   grep -q "t_allreduce_fakegpu: PASS" <<<"$out"
 check "3 ranks, arena pinned for copies only: said so" \
   grep -q "arena pinned for copies only (fakegpu: pinned, not mapped" <<<"$out"
+out=$(mpi -np 3 --mca coll_llrdma_verbose 10 -x FAKEGPU_EXPECT_STAGING=0 -x FAKEGPU_DEVICE_KEY=7 "$T" 2>&1)
+check "3 ranks on one GPU: PASS" grep -q "t_allreduce_fakegpu: PASS" <<<"$out"
+check "3 ranks on one GPU: detected, vectors copied whole" \
+  grep -q "shares its GPU with 2 other rank(s): device vectors are copied whole" <<<"$out"
 out=$(mpi -np 2 --mca coll_llrdma_gpu_stage_max 0 -x FAKEGPU_FAIL_SYNC_AT=3 "$T" \
       --fault-sticky 3 2>&1)
 check "arena, injected failure: that call and every later one fail, none hangs" \

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace
 {
@@ -263,11 +264,23 @@ BOOST_AUTO_TEST_CASE(plan_with_a_shared_arena)
     // a chunk smaller than one element cannot hold a round
     BOOST_CHECK_EQUAL(llrdma_ar_plan_shm(64, 16, 4, 0, 0, 8, AUTO, 0, &plan),
                       LLRDMA_AR_ERR_INVALID);
-    // the arena size: flags, abort line, 4p + 2 chunks; invalid chunks give 0
-    BOOST_CHECK_EQUAL(llrdma_ar_shm_bytes(4, 1024), 4 * 128 + 64 + 18 * 1024);
+    // the arena size: flag and info lines, abort line, 4p + 2 chunks; invalid
+    // chunks give 0
+    BOOST_CHECK_EQUAL(llrdma_ar_shm_bytes(4, 1024), 4 * 192 + 64 + 18 * 1024);
     BOOST_CHECK_EQUAL(llrdma_ar_shm_bytes(4, 1000), 0u);
     BOOST_CHECK_EQUAL(llrdma_ar_shm_bytes(0, 1024), 0u);
     BOOST_CHECK_EQUAL(llrdma_ar_shm_bytes(4, size_t(-64)), 0u);
+    // info lines: one per rank, distinct, inside the arena, clear of the flags
+    std::vector<unsigned char> arena(llrdma_ar_shm_bytes(3, 1024), 0);
+    llrdma_ar_shm_t shm{arena.data(), 1024, 0, nullptr, nullptr, 0, 0};
+    auto *i0 = static_cast<unsigned char *>(llrdma_ar_shm_rank_info(&shm, 3, 0));
+    auto *i2 = static_cast<unsigned char *>(llrdma_ar_shm_rank_info(&shm, 3, 2));
+    BOOST_REQUIRE(i0 && i2);
+    BOOST_CHECK(i0 >= arena.data() + 128 && i2 + 64 <= arena.data() + 3 * 192);
+    BOOST_CHECK_EQUAL(i2 - i0, 2 * 192);
+    BOOST_CHECK(llrdma_ar_shm_rank_info(&shm, 3, 3) == nullptr);
+    BOOST_CHECK(llrdma_ar_shm_rank_info(&shm, 3, -1) == nullptr);
+    BOOST_CHECK(llrdma_ar_shm_rank_info(nullptr, 3, 0) == nullptr);
     BOOST_CHECK_EQUAL(std::string(llrdma_ar_alg_name(DIRECT)), "shm_direct");
     BOOST_CHECK_EQUAL(llrdma_ar_alg_from_name("shm_split"), SPLIT);
 }
