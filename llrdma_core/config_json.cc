@@ -109,6 +109,8 @@ std::string to_json(const llrdma_rank_config_t &c)
     put_u64(o, "coll_hint", c.coll_hint);
     put_i64(o, "coll_algorithm", c.coll_algorithm);
     put_u64(o, "coll_segment_knob", c.coll_segment_knob);
+    put_i64(o, "coll_shm", c.coll_shm);
+    put_u64(o, "coll_shm_chunk_knob", c.coll_shm_chunk_knob);
     put_str(o, "btl_status", from_fixed(c.btl_status, sizeof c.btl_status));
     put_i64(o, "devices", c.ndevices);
     put_key(o, "device");
@@ -295,6 +297,8 @@ bool from_json(const char *json, llrdma_rank_config_t &c)
     r.unsig("coll_hint", c.coll_hint, UINT64_MAX);
     r.integer("coll_algorithm", c.coll_algorithm, 0, 64);
     r.unsig("coll_segment_knob", c.coll_segment_knob, UINT64_MAX);
+    r.integer("coll_shm", c.coll_shm, 0, 1);
+    r.unsig("coll_shm_chunk_knob", c.coll_shm_chunk_knob, UINT64_MAX);
     r.str("btl_status", c.btl_status, sizeof c.btl_status);
     r.integer("devices", c.ndevices, INT32_MIN, INT32_MAX);
     if (const JValue *v = r.obj("device")) {

@@ -157,12 +157,14 @@ typedef struct {
     long pid;
     llrdma_hint_t hint;
     llrdma_profile_t profile;
-    int ndevices;                /* 0: BTL disqualified itself */
-    llrdma_device_info_t device; /* first device */
-    char btl_status[128];        /* "active", "disqualified: no verbs device", ... */
-    uint64_t coll_hint;          /* hint coll/llrdma plans with (its override, else hint) */
-    int coll_algorithm;          /* coll_llrdma_allreduce_algorithm (LLRDMA_AR_*; 0 = auto) */
-    uint64_t coll_segment_knob;  /* coll_llrdma_allreduce_segment_size, 0 = from the hint */
+    int ndevices;                 /* 0: BTL disqualified itself */
+    llrdma_device_info_t device;  /* first device */
+    char btl_status[128];         /* "active", "disqualified: no verbs device", ... */
+    uint64_t coll_hint;           /* hint coll/llrdma plans with (its override, else hint) */
+    int coll_algorithm;           /* coll_llrdma_allreduce_algorithm (LLRDMA_AR_*; 0 = auto) */
+    uint64_t coll_segment_knob;   /* coll_llrdma_allreduce_segment_size, 0 = from the hint */
+    int coll_shm;                 /* coll_llrdma_shm: 1 = arena on single-node communicators */
+    uint64_t coll_shm_chunk_knob; /* coll_llrdma_shm_chunk_size, 0 = default */
 } llrdma_rank_config_t;
 
 /* Buffer size that holds the JSON of any llrdma_rank_config_t (worst-case escaping). */

@@ -98,6 +98,7 @@ int mca_coll_llrdma_agree(mca_coll_llrdma_module_t *m, struct ompi_communicator_
  * _release: unmaps (module destruction). */
 int mca_coll_llrdma_shm_local(struct ompi_communicator_t *comm);
 size_t mca_coll_llrdma_shm_chunk(int comm_size); /* the knob, or its default */
+size_t mca_coll_llrdma_shm_l2_bytes(void);       /* L2 per core, 0 = unknown */
 int mca_coll_llrdma_shm_setup(mca_coll_llrdma_module_t *m, struct ompi_communicator_t *comm);
 void mca_coll_llrdma_shm_release(mca_coll_llrdma_module_t *m);
 

@@ -246,6 +246,8 @@ int mca_coll_llrdma_init_query(bool enable_progress_threads, bool enable_mpi_thr
     cfg.coll_hint = c->hint;
     cfg.coll_algorithm = c->algorithm;
     cfg.coll_segment_knob = c->segment_bytes;
+    cfg.coll_shm = c->shm_enable;
+    cfg.coll_shm_chunk_knob = c->shm_chunk;
     llrdma_state_freeze();
     llrdma_state_publish(&cfg);
     return OMPI_SUCCESS;

@@ -158,37 +158,22 @@ close_fd:
     return NULL;
 }
 
+size_t mca_coll_llrdma_shm_l2_bytes(void)
+{
+#ifdef _SC_LEVEL2_CACHE_SIZE
+    long v = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return v > 0 ? (size_t)v : 0;
+#else
+    return 0;
+#endif
+}
+
+/* The knob, or the core's default for this machine's L2 (docs/allreduce.md,
+ * "Chunk").  Only rank 0's value counts: it is broadcast with the name. */
 size_t mca_coll_llrdma_shm_chunk(int comm_size)
 {
-    /* A round should stay in one core's L2: copy in, fold and copy out then
-     * run from cache.  Measured on 2 ranks of a 2-core VM (1 MB L2 per core):
-     * 4 MB took 858 us with 4M chunks, 501 with 256K, 454 with 1M (tuned
-     * 598); on 16 ranks of the H200 host (2 MB L2 per core): 1 MB took 471 us
-     * with 2M chunks, 657 with 256K.  Larger rounds also suit GPU buffers,
-     * which pay a few stream operations per round.  So: L2 per core as a
-     * power of two, 64K to 4M, halved while the arena (4p + 2 chunks) would
-     * pass 160 MB; setup halves it further while /dev/shm has no room
-     * (containers often give 64 MB).  Only rank 0's value counts: it is
-     * broadcast with the segment's name. */
-    const size_t target = (size_t)160 << 20, max = (size_t)4 << 20, min = (size_t)64 << 10;
-    size_t c = mca_coll_llrdma_component.shm_chunk, l2 = (size_t)1 << 20;
-    long v;
-    if (0 != c) {
-        return c;
-    }
-#ifdef _SC_LEVEL2_CACHE_SIZE
-    v = sysconf(_SC_LEVEL2_CACHE_SIZE);
-    if (v > 0) {
-        l2 = (size_t)v;
-    }
-#endif
-    (void)v;
-    for (c = max; c > min && c > l2; c /= 2) {
-    }
-    while (c > SHM_MIN_CHUNK && (4 * (size_t)comm_size + 2) * c > target) {
-        c /= 2;
-    }
-    return c;
+    size_t c = mca_coll_llrdma_component.shm_chunk;
+    return 0 != c ? c : llrdma_ar_shm_default_chunk(comm_size, mca_coll_llrdma_shm_l2_bytes());
 }
 
 int mca_coll_llrdma_shm_setup(mca_coll_llrdma_module_t *m, struct ompi_communicator_t *comm)

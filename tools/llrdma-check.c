@@ -79,36 +79,54 @@ static void print_row(const llrdma_rank_config_t *c)
     }
 }
 
-/* The coll/llrdma planner's choice per message size for this job, from rank 0's
- * coll settings (all ranks agree when the hint check passed). */
-static void print_plan(const llrdma_rank_config_t *c, int nranks)
+/* The coll/llrdma planner's choice per message size for MPI_COMM_WORLD, from
+ * rank 0's coll settings (all ranks agree when the hint check passed).  With
+ * every rank on one node coll/llrdma reduces through its shared-memory arena
+ * (unless coll_llrdma_shm is 0), whose chunk this computes as coll does. */
+static void print_plan(const llrdma_rank_config_t *c, int nranks, int one_node)
 {
     static const size_t sizes[] = {8,          256,         4096,         32768,
                                    256 * 1024, 2 * 1048576, 16 * 1048576, 64 * 1048576};
     char hint[32], sz[32], seg[32];
+    size_t chunk = 0;
 
+    if (one_node && c->coll_shm && nranks > 1) {
+        long l2 = -1;
+#ifdef _SC_LEVEL2_CACHE_SIZE
+        l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#endif
+        chunk = c->coll_shm_chunk_knob
+                    ? (size_t)c->coll_shm_chunk_knob
+                    : llrdma_ar_shm_default_chunk(nranks, l2 > 0 ? (size_t)l2 : 0);
+    }
     llrdma_format_size(c->coll_hint, hint, sizeof(hint));
-    printf("\ncoll/llrdma Allreduce plan for %d ranks, MPI_DOUBLE, coll hint %s%s:\n", nranks, hint,
-           c->coll_algorithm ? " (algorithm forced)" : "");
+    printf("\ncoll/llrdma Allreduce plan for %d ranks, MPI_DOUBLE, coll hint %s%s%s:\n", nranks,
+           hint, c->coll_algorithm ? " (algorithm forced)" : "",
+           chunk ? ", shared-memory arena (all ranks on one node)" : "");
     printf("%10s  %-19s %9s %9s  %s\n", "bytes", "algorithm", "segment", "in-flight", "rule");
     for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); ++i) {
         llrdma_ar_plan_t plan;
+        int shown;
         llrdma_format_size(sizes[i], sz, sizeof(sz));
-        if (LLRDMA_AR_OK != llrdma_ar_plan(sizes[i], 8, nranks, c->coll_hint, c->coll_algorithm,
-                                           (size_t)c->coll_segment_knob, &plan)) {
+        if (LLRDMA_AR_OK != llrdma_ar_plan_shm(sizes[i], 8, nranks, c->coll_hint, 0, chunk,
+                                               c->coll_algorithm, (size_t)c->coll_segment_knob,
+                                               &plan)) {
             printf("%10s  (planner rejected)\n", sz);
             continue;
         }
+        /* The segment means something for the ring (message size) and the
+         * arena (round size). */
+        shown = LLRDMA_AR_RING == plan.alg || LLRDMA_AR_SHM_DIRECT == plan.alg ||
+                LLRDMA_AR_SHM_SPLIT == plan.alg;
         llrdma_format_size(plan.segment_bytes, seg, sizeof(seg));
-        printf("%10s  %-19s %9s %9d  %s\n", sz, llrdma_ar_alg_name(plan.alg),
-               LLRDMA_AR_RING == plan.alg ? seg : "-",
+        printf("%10s  %-19s %9s %9d  %s\n", sz, llrdma_ar_alg_name(plan.alg), shown ? seg : "-",
                LLRDMA_AR_RING == plan.alg ? plan.nsegments_in_flight : 1, plan.why);
     }
 }
 
 int main(int argc, char **argv)
 {
-    int json = 0, quiet = 0, rank, size, rc = 0, len;
+    int json = 0, quiet = 0, rank, size, rc = 0, len, one_node = 0;
     char *mine, *all = NULL;
     int *lens = NULL, *displs = NULL;
 
@@ -132,6 +150,15 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    {
+        /* Whether coll/llrdma can use its arena on MPI_COMM_WORLD. */
+        MPI_Comm node;
+        int node_size = 0;
+        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+        MPI_Comm_size(node, &node_size);
+        MPI_Comm_free(&node);
+        one_node = node_size == size;
+    }
 
     mine = malloc(CFG_MAX);
     if (NULL == mine) {
@@ -217,7 +244,7 @@ int main(int argc, char **argv)
         } else if (!json) {
             char hint[32];
             if (!quiet) {
-                print_plan(&cfgs[0], size);
+                print_plan(&cfgs[0], size, one_node);
             }
             llrdma_format_size(cons.majority_bytes, hint, sizeof(hint));
             printf("llrdma-check: all %d ranks agree: size hint %s (%llu bytes)\n", size, hint,

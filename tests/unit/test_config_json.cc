@@ -41,6 +41,8 @@ llrdma_rank_config_t sample(uint64_t hint)
     c.coll_hint = hint / 2;
     c.coll_algorithm = 3;
     c.coll_segment_knob = 4096;
+    c.coll_shm = 1;
+    c.coll_shm_chunk_knob = 1 << 20;
     return c;
 }
 
@@ -275,8 +277,9 @@ BOOST_AUTO_TEST_CASE(worst_case_fits_json_max)
     c.device.rq_depth_granted_ll = c.device.rq_depth_granted_bw = UINT32_MAX;
     c.device.gid_index = INT32_MIN;
     c.hint.bytes = c.profile.coll_segment_bytes = UINT64_MAX;
-    c.coll_hint = c.coll_segment_knob = UINT64_MAX;
+    c.coll_hint = c.coll_segment_knob = c.coll_shm_chunk_knob = UINT64_MAX;
     c.coll_algorithm = 64;
+    c.coll_shm = 1;
     c.rank = c.size = c.ndevices = c.device.port = c.device.cq_moderation_supported = INT32_MIN;
     c.pid = LONG_MIN;
     c.hint.source = LLRDMA_SRC_OVERRIDE;
