@@ -82,6 +82,19 @@ static int test_fail(struct ompi_communicator_t *comm, int step)
     return 0;
 }
 
+/* Maps fd (step 3 of the set-up); NULL with why. */
+static void *map_segment(struct ompi_communicator_t *comm, int fd, const char *name, size_t bytes,
+                         char *why, size_t whylen)
+{
+    void *base = test_fail(comm, 3) ? MAP_FAILED
+                                    : mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (MAP_FAILED == base) {
+        snprintf(why, whylen, "mmap of %s: %s", name, strerror(errno));
+        return NULL;
+    }
+    return base;
+}
+
 /* Rank 0: create, reserve and map, halving the chunk while /dev/shm has no
  * room for the arena (down to `min_chunk`; with the chunk knob set, no
  * shrinking).  Returns the mapping, *chunk and *bytes, or NULL with why. */
@@ -111,10 +124,7 @@ static void *create_segment(struct ompi_communicator_t *comm, const char *name, 
                  name, strerror(rc));
         goto unlink_segment;
     }
-    base = test_fail(comm, 3) ? MAP_FAILED
-                              : mmap(NULL, *bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (MAP_FAILED == base) {
-        snprintf(why, whylen, "mmap of %s: %s", name, strerror(errno));
+    if (NULL == (base = map_segment(comm, fd, name, *bytes, why, whylen))) {
         goto unlink_segment;
     }
     close(fd);
@@ -144,10 +154,7 @@ static void *attach_segment(struct ompi_communicator_t *comm, const char *name, 
                  (unsigned long)bytes);
         goto close_fd;
     }
-    base = test_fail(comm, 3) ? MAP_FAILED
-                              : mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (MAP_FAILED == base) {
-        snprintf(why, whylen, "mmap of %s: %s", name, strerror(errno));
+    if (NULL == (base = map_segment(comm, fd, name, bytes, why, whylen))) {
         goto close_fd;
     }
     close(fd);

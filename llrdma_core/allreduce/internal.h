@@ -214,6 +214,28 @@ class ShmInput
     bool prefetched_ = false;
 };
 size_t scratch_shm_split(const llrdma_ar_plan_t *plan, size_t count, size_t esize, int size);
+
+// The round loop both shm algorithms share: cuts the vector into rounds of
+// shm_round_elems(), runs the input side of each, then body(g, off, n) for
+// what follows it; stops at the first error (the arena is then broken).
+template <typename Body> int shm_rounds(const Args &a, Arena &ar, Body body)
+{
+    if (ar.broken())
+        return LLRDMA_AR_ERR_TRANSPORT;
+    ShmInput in(a, ar);
+    const size_t per = shm_round_elems(a);
+    for (size_t off = 0; off < a.count; off += per) {
+        size_t n = a.count - off < per ? a.count - off : per;
+        size_t rest = a.count - off - n;
+        uint64_t g = ar.next_round();
+        int rc = in.round(g, off, n, rest < per ? rest : per);
+        if (rc == LLRDMA_AR_OK)
+            rc = body(g, off, n);
+        if (rc != LLRDMA_AR_OK)
+            return ar.fail(rc);
+    }
+    return LLRDMA_AR_OK;
+}
 // out = v0 OP v1 OP ... OP v(p-1), elements [s, s + n) of the slots of round g.
 void shm_fold_slots(const Args &a, const Arena &ar, uint64_t g, size_t s, size_t n, void *out);
 

@@ -26,33 +26,22 @@ int run_shm_direct(const Args &a)
 {
     Transport &t = *a.t;
     Arena ar(a.shm, t.rank(), t.size());
-    if (ar.broken())
-        return LLRDMA_AR_ERR_TRANSPORT;
     const bool hooked = t.hooked(), device = hooked && a.shm->device_fold;
-    ShmInput in(a, ar);
-    const size_t per = shm_round_elems(a);
-    for (size_t off = 0; off < a.count; off += per) {
-        size_t n = a.count - off < per ? a.count - off : per;
-        size_t rest = a.count - off - n;
-        uint64_t g = ar.next_round();
-        int rc = in.round(g, off, n, rest < per ? rest : per);
-        if (rc != LLRDMA_AR_OK)
-            return rc;
+    return shm_rounds(a, ar, [&](uint64_t g, size_t off, size_t n) {
         void *out = at(a.buf, off, a.esize);
         if (device) {
-            rc = t.reduce(a.op, a.dtype, ar.slot(g, 0), ar.slot(g, 1), out, n);
+            int rc = t.reduce(a.op, a.dtype, ar.slot(g, 0), ar.slot(g, 1), out, n);
             for (int r = 2; r < t.size() && rc == LLRDMA_AR_OK; ++r)
                 rc = t.reduce(a.op, a.dtype, out, ar.slot(g, r), out, n);
-        } else if (hooked) {
-            shm_fold_slots(a, ar, g, 0, n, ar.own(g));
-            rc = t.copy(out, ar.own(g), n * a.esize);
-        } else {
-            shm_fold_slots(a, ar, g, 0, n, out);
+            return rc;
         }
-        if (rc != LLRDMA_AR_OK)
-            return ar.fail(rc);
-    }
-    return LLRDMA_AR_OK;
+        if (hooked) {
+            shm_fold_slots(a, ar, g, 0, n, ar.own(g));
+            return t.copy(out, ar.own(g), n * a.esize);
+        }
+        shm_fold_slots(a, ar, g, 0, n, out);
+        return LLRDMA_AR_OK;
+    });
 }
 
 } // namespace ar

@@ -70,38 +70,25 @@ int run_shm_split(const Args &a)
 {
     Transport &t = *a.t;
     Arena ar(a.shm, t.rank(), t.size());
-    if (ar.broken())
-        return LLRDMA_AR_ERR_TRANSPORT;
     const bool device = t.hooked() && a.shm->device_fold;
     if (device && a.scratch_bytes < scratch_shm_split(a.plan, a.count, a.esize, t.size()))
         return ar.fail(LLRDMA_AR_ERR_INVALID);
-    ShmInput in(a, ar);
-    const size_t per = shm_round_elems(a);
-    for (size_t off = 0; off < a.count; off += per) {
-        size_t n = a.count - off < per ? a.count - off : per;
-        size_t rest = a.count - off - n;
-        uint64_t g = ar.next_round();
-        int rc = in.round(g, off, n, rest < per ? rest : per);
-        if (rc != LLRDMA_AR_OK)
-            return rc;
+    return shm_rounds(a, ar, [&](uint64_t g, size_t off, size_t n) {
         size_t s = block_start(n, t.size(), t.rank()), len = block_len(n, t.size(), t.rank());
+        int rc = LLRDMA_AR_OK;
         if (len > 0 && device && len * a.esize >= a.shm->device_fold_min)
             rc = fold_on_device(a, ar, g, s, len);
         else if (len > 0)
             shm_fold_slots(a, ar, g, s, len, at(ar.result(g), s, a.esize));
         if (rc != LLRDMA_AR_OK)
-            return ar.fail(rc);
+            return rc;
         ar.post_red(g);
         rc = ar.wait_red(g);
         // With hooks this copy is asynchronous: the next round's sync (before
         // its post) covers it, and the result chunk is only rewritten once
         // every rank has posted round g + 2.
-        if (rc == LLRDMA_AR_OK)
-            rc = t.copy(at(a.buf, off, a.esize), ar.result(g), n * a.esize);
-        if (rc != LLRDMA_AR_OK)
-            return ar.fail(rc);
-    }
-    return LLRDMA_AR_OK;
+        return rc == LLRDMA_AR_OK ? t.copy(at(a.buf, off, a.esize), ar.result(g), n * a.esize) : rc;
+    });
 }
 
 } // namespace ar
