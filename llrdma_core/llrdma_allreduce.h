@@ -209,7 +209,9 @@ typedef struct llrdma_ar_shm {
 
 /* The default arena chunk for comm_size ranks on a machine with l2_bytes of
  * L2 cache per core (0 = unknown: 1M): l2 as a power of two, 64K to 4M,
- * halved while the arena would pass 160 MB (docs/allreduce.md, "Chunk"). */
+ * halved while the arena would pass 160 MB, never below
+ * LLRDMA_AR_SHM_MIN_CHUNK (docs/allreduce.md, "Chunk"). */
+#define LLRDMA_AR_SHM_MIN_CHUNK ((size_t)16 << 10)
 size_t llrdma_ar_shm_default_chunk(int comm_size, size_t l2_bytes);
 /* Bytes of the arena for comm_size ranks; 0 for invalid arguments or overflow. */
 size_t llrdma_ar_shm_bytes(int comm_size, size_t chunk_bytes);

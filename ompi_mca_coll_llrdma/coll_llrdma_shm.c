@@ -41,7 +41,6 @@
 #include "coll_llrdma.h"
 
 #define NAME_LEN 64
-#define SHM_MIN_CHUNK ((size_t)16 << 10)
 
 /* What rank 0 broadcasts: the segment's name (empty: none) and its chunk. */
 typedef struct {
@@ -198,8 +197,9 @@ int mca_coll_llrdma_shm_setup(mca_coll_llrdma_module_t *m, struct ompi_communica
         /* pid + context id + a serial: unique on the node while it exists. */
         snprintf(info.name, sizeof(info.name), "/llrdma-coll-%ld-%u-%u", (long)getpid(),
                  (unsigned)ompi_comm_get_cid(comm), serial++);
-        base = create_segment(comm, info.name, &chunk, 0 != c->shm_chunk ? chunk : SHM_MIN_CHUNK,
-                              &bytes, why, sizeof(why));
+        base = create_segment(comm, info.name, &chunk,
+                              0 != c->shm_chunk ? chunk : LLRDMA_AR_SHM_MIN_CHUNK, &bytes, why,
+                              sizeof(why));
         if (NULL == base) {
             info.name[0] = '\0'; /* the others need not try */
         }

@@ -191,7 +191,8 @@ extern "C" size_t llrdma_ar_shm_default_chunk(int comm_size, size_t l2_bytes)
     // A round that fits one core's L2 runs copy-in, fold and copy-out from
     // cache; large rounds also suit GPU buffers (a few stream operations per
     // round).  Measurements: docs/allreduce.md, "Chunk".
-    constexpr size_t kMax = size_t(4) << 20, kMin = size_t(64) << 10, kFloor = size_t(16) << 10;
+    constexpr size_t kMax = size_t(4) << 20, kMin = size_t(64) << 10;
+    constexpr size_t kFloor = LLRDMA_AR_SHM_MIN_CHUNK;
     constexpr size_t kArenaTarget = size_t(160) << 20;
     size_t l2 = l2_bytes ? l2_bytes : size_t(1) << 20;
     size_t c = kMax;

@@ -1,10 +1,9 @@
 // reduce_kernels.cu -- elementwise reduction kernels for every op x datatype the
-// host core supports (llrdma_core/allreduce/reduce_ops.cc), with the same bits.
+// host core supports, with the same bits.
 //
-// Same semantics as the host: out = a OP b with `a` the left operand; integer
-// arithmetic in the unsigned type of at least int width (wraps); logical ops
-// give 0/1; min/max keep the left operand on ties and NaN; maxloc/minloc take
-// the smaller index on equal values.  Floating point uses one IEEE add or
+// The ops and the op x datatype table are the host's own
+// (allreduce/reduce_table.hpp, compiled here as __host__ __device__), so the
+// semantics cannot drift apart.  Floating point uses one IEEE add or
 // multiply per element, rounded to nearest, no flush to zero (nvcc's default
 // without --use_fast_math), and no contraction is possible with a single
 // operation, so a GPU result equals the CPU's bit for bit and ranks on the host
@@ -15,6 +14,7 @@
 // they are aligned to the element, byte copies otherwise (the core promises
 // no alignment).  Grid-stride loops; out may alias a or b since every element
 // is read before it is written by the same thread.
+#include "allreduce/reduce_table.hpp"
 #include "cuda_internal.h"
 #include "llrdma_allreduce.h"
 
@@ -30,90 +30,6 @@ namespace
 {
 
 constexpr int kThreads = 256;
-
-template <typename T> struct Pair {
-    T v;
-    int k;
-};
-
-template <typename T>
-using Wide = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
-
-struct Sum {
-    template <typename T> __device__ static T apply(T a, T b)
-    {
-        if constexpr (std::is_integral_v<T>)
-            return static_cast<T>(static_cast<Wide<T>>(a) + static_cast<Wide<T>>(b));
-        else
-            return a + b;
-    }
-};
-struct Prod {
-    template <typename T> __device__ static T apply(T a, T b)
-    {
-        if constexpr (std::is_integral_v<T>)
-            return static_cast<T>(static_cast<Wide<T>>(a) * static_cast<Wide<T>>(b));
-        else
-            return a * b;
-    }
-};
-struct Min {
-    template <typename T> __device__ static T apply(T a, T b) { return b < a ? b : a; }
-};
-struct Max {
-    template <typename T> __device__ static T apply(T a, T b) { return b > a ? b : a; }
-};
-struct Land {
-    template <typename T> __device__ static T apply(T a, T b)
-    {
-        return static_cast<T>((a != 0) && (b != 0));
-    }
-};
-struct Lor {
-    template <typename T> __device__ static T apply(T a, T b)
-    {
-        return static_cast<T>((a != 0) || (b != 0));
-    }
-};
-struct Lxor {
-    template <typename T> __device__ static T apply(T a, T b)
-    {
-        return static_cast<T>((a != 0) != (b != 0));
-    }
-};
-struct Band {
-    template <typename T> __device__ static T apply(T a, T b) { return static_cast<T>(a & b); }
-};
-struct Bor {
-    template <typename T> __device__ static T apply(T a, T b) { return static_cast<T>(a | b); }
-};
-struct Bxor {
-    template <typename T> __device__ static T apply(T a, T b) { return static_cast<T>(a ^ b); }
-};
-struct Maxloc {
-    template <typename P> __device__ static P apply(P a, P b)
-    {
-        if (a.v > b.v)
-            return a;
-        if (b.v > a.v)
-            return b;
-        P r = a;
-        r.k = a.k < b.k ? a.k : b.k;
-        return r;
-    }
-};
-struct Minloc {
-    template <typename P> __device__ static P apply(P a, P b)
-    {
-        if (a.v < b.v)
-            return a;
-        if (b.v < a.v)
-            return b;
-        P r = a;
-        r.k = a.k < b.k ? a.k : b.k;
-        return r;
-    }
-};
 
 __device__ inline size_t first_index()
 {
@@ -198,112 +114,18 @@ cudaError_t launch(const void *a, const void *b, void *out, size_t n, cudaStream
     return cudaLaunchKernel(fn, dim3(blocks_for(work, maxb)), dim3(kThreads), args, 0, st);
 }
 
-using Launcher = cudaError_t (*)(const void *, const void *, void *, size_t, cudaStream_t, int);
-
-// sum, prod, min, max: every type but the pairs.
-template <typename T> Launcher arith_launcher(int op)
-{
-    switch (op) {
-    case LLRDMA_OP_SUM:
-        return launch<Sum, T>;
-    case LLRDMA_OP_PROD:
-        return launch<Prod, T>;
-    case LLRDMA_OP_MIN:
-        return launch<Min, T>;
-    case LLRDMA_OP_MAX:
-        return launch<Max, T>;
-    default:
-        return nullptr;
-    }
-}
-
-template <typename T> Launcher int_launcher(int op)
-{
-    if (Launcher f = arith_launcher<T>(op))
-        return f;
-    switch (op) {
-    case LLRDMA_OP_LAND:
-        return launch<Land, T>;
-    case LLRDMA_OP_LOR:
-        return launch<Lor, T>;
-    case LLRDMA_OP_LXOR:
-        return launch<Lxor, T>;
-    case LLRDMA_OP_BAND:
-        return launch<Band, T>;
-    case LLRDMA_OP_BOR:
-        return launch<Bor, T>;
-    case LLRDMA_OP_BXOR:
-        return launch<Bxor, T>;
-    default:
-        return nullptr;
-    }
-}
-
-template <typename T> Launcher loc_launcher(int op)
-{
-    switch (op) {
-    case LLRDMA_OP_MAXLOC:
-        return launch<Maxloc, Pair<T>>;
-    case LLRDMA_OP_MINLOC:
-        return launch<Minloc, Pair<T>>;
-    default:
-        return nullptr;
-    }
-}
-
-// Mirrors reduce_ops.cc's lookup(): the same pairs are supported.
-Launcher lookup(int op, int dtype)
-{
-    switch (dtype) {
-    case LLRDMA_DT_INT8:
-        return int_launcher<int8_t>(op);
-    case LLRDMA_DT_INT16:
-        return int_launcher<int16_t>(op);
-    case LLRDMA_DT_INT32:
-        return int_launcher<int32_t>(op);
-    case LLRDMA_DT_INT64:
-        return int_launcher<int64_t>(op);
-    case LLRDMA_DT_UINT8:
-        return int_launcher<uint8_t>(op);
-    case LLRDMA_DT_UINT16:
-        return int_launcher<uint16_t>(op);
-    case LLRDMA_DT_UINT32:
-        return int_launcher<uint32_t>(op);
-    case LLRDMA_DT_UINT64:
-        return int_launcher<uint64_t>(op);
-    case LLRDMA_DT_FLOAT:
-        return arith_launcher<float>(op);
-    case LLRDMA_DT_DOUBLE:
-        return arith_launcher<double>(op);
-    case LLRDMA_DT_BOOL:
-        if (op == LLRDMA_OP_LAND || op == LLRDMA_OP_LOR || op == LLRDMA_OP_LXOR)
-            return int_launcher<uint8_t>(op);
-        return nullptr;
-    case LLRDMA_DT_BYTE:
-        if (op == LLRDMA_OP_BAND || op == LLRDMA_OP_BOR || op == LLRDMA_OP_BXOR)
-            return int_launcher<uint8_t>(op);
-        return nullptr;
-    case LLRDMA_DT_FLOAT_INT:
-        return loc_launcher<float>(op);
-    case LLRDMA_DT_DOUBLE_INT:
-        return loc_launcher<double>(op);
-    case LLRDMA_DT_LONG_INT:
-        return loc_launcher<long>(op);
-    case LLRDMA_DT_2INT:
-        return loc_launcher<int>(op);
-    case LLRDMA_DT_SHORT_INT:
-        return loc_launcher<short>(op);
-    default:
-        return nullptr;
-    }
-}
+// The table's Maker: each pair becomes the launcher instantiation.
+struct Launchers {
+    using Fn = cudaError_t (*)(const void *, const void *, void *, size_t, cudaStream_t, int);
+    template <typename Op, typename T> static Fn make() { return launch<Op, T>; }
+};
 
 } // namespace
 
 cudaError_t launch_reduce(int op, int dtype, const void *a, const void *b, void *out, size_t count,
                           cudaStream_t stream, int max_blocks)
 {
-    Launcher fn = lookup(op, dtype);
+    Launchers::Fn fn = ops::lookup<Launchers>(op, dtype);
     if (!fn)
         return cudaErrorInvalidValue;
     if (count == 0)
@@ -313,36 +135,7 @@ cudaError_t launch_reduce(int op, int dtype, const void *a, const void *b, void 
 
 size_t dtype_size(int dtype)
 {
-    switch (dtype) {
-    case LLRDMA_DT_INT8:
-    case LLRDMA_DT_UINT8:
-    case LLRDMA_DT_BOOL:
-    case LLRDMA_DT_BYTE:
-        return 1;
-    case LLRDMA_DT_INT16:
-    case LLRDMA_DT_UINT16:
-        return 2;
-    case LLRDMA_DT_INT32:
-    case LLRDMA_DT_UINT32:
-    case LLRDMA_DT_FLOAT:
-        return 4;
-    case LLRDMA_DT_INT64:
-    case LLRDMA_DT_UINT64:
-    case LLRDMA_DT_DOUBLE:
-        return 8;
-    case LLRDMA_DT_FLOAT_INT:
-        return sizeof(Pair<float>);
-    case LLRDMA_DT_DOUBLE_INT:
-        return sizeof(Pair<double>);
-    case LLRDMA_DT_LONG_INT:
-        return sizeof(Pair<long>);
-    case LLRDMA_DT_2INT:
-        return sizeof(Pair<int>);
-    case LLRDMA_DT_SHORT_INT:
-        return sizeof(Pair<short>);
-    default:
-        return 0;
-    }
+    return ops::dtype_size(dtype);
 }
 
 } // namespace cuda

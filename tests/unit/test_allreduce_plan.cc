@@ -281,6 +281,17 @@ BOOST_AUTO_TEST_CASE(plan_with_a_shared_arena)
     BOOST_CHECK(llrdma_ar_shm_rank_info(&shm, 3, 3) == nullptr);
     BOOST_CHECK(llrdma_ar_shm_rank_info(&shm, 3, -1) == nullptr);
     BOOST_CHECK(llrdma_ar_shm_rank_info(nullptr, 3, 0) == nullptr);
+    // default chunk: L2 per core as a power of two (64K-4M), arena <= 160 MB
+    BOOST_CHECK_EQUAL(llrdma_ar_shm_default_chunk(2, 1 * M), 1 * M);    // the 2-core VM
+    BOOST_CHECK_EQUAL(llrdma_ar_shm_default_chunk(16, 2 * M), 2 * M);   // H200 host: 132 MB
+    BOOST_CHECK_EQUAL(llrdma_ar_shm_default_chunk(2, 0), 1 * M);        // L2 unknown
+    BOOST_CHECK_EQUAL(llrdma_ar_shm_default_chunk(2, 3 * M), 2 * M);    // not a power of two
+    BOOST_CHECK_EQUAL(llrdma_ar_shm_default_chunk(2, 64 * M), 4 * M);   // at most 4M
+    BOOST_CHECK_EQUAL(llrdma_ar_shm_default_chunk(2, 16 * K), 64 * K);  // at least 64K
+    BOOST_CHECK_EQUAL(llrdma_ar_shm_default_chunk(64, 2 * M), 512 * K); // 258 chunks
+    BOOST_CHECK_EQUAL(llrdma_ar_shm_default_chunk(1 << 20, 2 * M), LLRDMA_AR_SHM_MIN_CHUNK);
+    for (int p : {1, 2, 3, 16, 100, 1000})
+        BOOST_CHECK(llrdma_ar_shm_bytes(p, llrdma_ar_shm_default_chunk(p, 2 * M)) > 0);
     BOOST_CHECK_EQUAL(std::string(llrdma_ar_alg_name(DIRECT)), "shm_direct");
     BOOST_CHECK_EQUAL(llrdma_ar_alg_from_name("shm_split"), SPLIT);
 }
