@@ -87,6 +87,19 @@ typedef struct mca_btl_llrdma_component_t {
     unsigned ovr_bw_cq_count, ovr_bw_cq_usec;
     int cm_timeout_ms;      /* rdma_cm address/route resolution */
     unsigned cm_poll_every; /* progress calls between CM polls when idle of set-ups */
+    int connect_timeout_s;  /* a connection is retried this long before it fails */
+
+    /* Fabric addressing (btl_llrdma_device.c) */
+    int gid_index;      /* -1: choose; else this GID index on every RoCE port */
+    char *roce_version; /* auto | 1 | 2 */
+
+    /* Reliability and flow control (see docs/btl-design.md) */
+    unsigned min_rnr_timer;  /* IB encoding 0..31 */
+    unsigned rnr_retry;      /* 0..7, 7 = forever */
+    unsigned retry_count;    /* transport retries, 0..7 */
+    size_t recv_mem_max;     /* bytes of receive buffers per path before allotments shrink */
+    int stall_warn_ms;       /* a peer without credits this long is reported (verbose 1) */
+    char *fork_safe;         /* auto | yes | no */
 
     int output;                  /* opal_output stream for verbose messages */
     llrdma_rank_config_t config; /* what took effect on this rank */

@@ -103,6 +103,68 @@ int mca_btl_llrdma_register_params(void)
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY,
         &c->cm_poll_every);
 
+    c->connect_timeout_s = 300;
+    (void)mca_base_component_var_register(
+        &c->super.btl_version, "connect_timeout",
+        "Seconds a connection to a peer is retried (a peer busy outside MPI cannot answer) "
+        "before the peer is reported unreachable",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY,
+        &c->connect_timeout_s);
+
+    /* Fabric addressing */
+    c->gid_index = -1;
+    (void)mca_base_component_var_register(
+        &c->super.btl_version, "gid_index",
+        "RoCE: use this GID table index on every port (-1: the IPv4-mapped GID of the "
+        "preferred RoCE version). Its GID must be IPv4-mapped (rdma_cm binds to its address)",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+        &c->gid_index);
+    (void)reg_string("roce_version",
+                     "RoCE: which GID type to use when choosing the GID: auto (v2, else v1), "
+                     "1 or 2",
+                     OPAL_INFO_LVL_5, &c->roce_version, "auto");
+
+    /* Reliability and flow control */
+    c->min_rnr_timer = 12;
+    (void)mca_base_component_var_register(
+        &c->super.btl_version, "min_rnr_timer",
+        "Receiver-not-ready back-off a receiver asks of its senders (IB encoding 0-31; 12 = "
+        "0.64 ms, 0 = 655 ms). Credits keep senders from needing it; it is the last resort",
+        MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY,
+        &c->min_rnr_timer);
+    c->rnr_retry = 7;
+    (void)mca_base_component_var_register(
+        &c->super.btl_version, "rnr_retry",
+        "Receiver-not-ready retries before a send fails (0-7, 7 = retry forever)",
+        MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY,
+        &c->rnr_retry);
+    c->retry_count = 7;
+    (void)mca_base_component_var_register(
+        &c->super.btl_version, "retry_count",
+        "Transport retries (lost packets, no acknowledgement) before a send fails (0-7)",
+        MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY,
+        &c->retry_count);
+    c->recv_mem_max = 256u << 20;
+    (void)mca_base_component_var_register(
+        &c->super.btl_version, "recv_mem_max",
+        "Bytes of pre-posted receive buffers per path and port. Each connected peer is given "
+        "its profile's allotment of buffers (its send credits) until this is reached; later "
+        "peers get the minimum allotment",
+        MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+        &c->recv_mem_max);
+    c->stall_warn_ms = 2000;
+    (void)mca_base_component_var_register(
+        &c->super.btl_version, "stall_warn",
+        "Milliseconds a send may wait for credits from a peer that does not progress before "
+        "this is reported (verbose level 1); sending resumes when the peer does",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY,
+        &c->stall_warn_ms);
+    (void)reg_string("fork_safe",
+                     "Make registered memory safe across fork() (Python data-loader workers): "
+                     "auto (only where the kernel does not already), yes (always call "
+                     "ibv_fork_init), no",
+                     OPAL_INFO_LVL_5, &c->fork_safe, "auto");
+
     /* Generic BTL limits (exclusivity, latency, ...) as btl_llrdma_*.  The
      * eager limit, rendezvous eager limit and max send size are derived from
      * the profile in each module and replace these (see docs/btl-design.md). */
