@@ -70,6 +70,110 @@ int llrdma_sq_post(llrdma_sq_t *sq, int needs_completion, int more_queued);
 /* `n` WRs retired (a signalled completion covering them). */
 void llrdma_sq_retire(llrdma_sq_t *sq, uint32_t n);
 
+/* ------------------------------------------------------------------ credits
+ * Flow control of one connection (llrdma_core/flow.cc; docs/btl-design.md).
+ * Each side posts an allotment of receive buffers for the connection before
+ * it is set up and tells the peer (connection private data): that many sends
+ * may be in flight.  The receiver counts the peer's sends it has consumed and
+ * reposted, and writes the cumulative count back into the sender's memory
+ * (an RDMA write, which consumes no receive buffer) once `threshold` have
+ * accumulated.  A sender never posts a send without a credit, so a receive
+ * queue cannot run dry and RNR is never the flow control. */
+typedef struct {
+    uint32_t granted;   /* the peer's allotment for us */
+    uint32_t threshold; /* reposted buffers that trigger a credit write */
+    uint64_t sent;      /* sends posted that took a peer buffer */
+    uint64_t seen;      /* the peer's latest valid cumulative return */
+    uint64_t consumed;  /* the peer's sends we received and reposted */
+    uint64_t returned;  /* the cumulative count last written to the peer */
+} llrdma_credit_t;
+
+/* my_allotment: buffers this side posted for the peer (sets the threshold). */
+void llrdma_credit_init(llrdma_credit_t *c, uint32_t peer_granted, uint32_t my_allotment);
+/* Sends that may be posted now, given the cumulative count the peer last
+ * wrote.  A value that cannot be true (decreasing, or more than was sent: a
+ * torn read) is ignored. */
+uint32_t llrdma_credit_avail(llrdma_credit_t *c, uint64_t peer_returned);
+void llrdma_credit_take(llrdma_credit_t *c);
+/* One of our buffers taken by the peer was reposted.  Returns 1 when the
+ * count should be written back now. */
+int llrdma_credit_consume(llrdma_credit_t *c);
+/* 1 when consumed buffers are waiting to be returned at all (a write that
+ * could not be posted stays owed). */
+int llrdma_credit_owed(const llrdma_credit_t *c);
+/* The count to write now, and the bookkeeping that it was posted. */
+uint64_t llrdma_credit_return(llrdma_credit_t *c);
+
+/* ------------------------------------------------------- receive allotments
+ * A path's shared receive queue holds the buffers allotted to every live
+ * connection.  Buffers stay posted when a connection closes; its allotment
+ * becomes free and is reused before new buffers are posted. */
+typedef struct {
+    uint32_t cap;       /* SRQ capacity granted by the device */
+    uint32_t posted;    /* buffers posted (or owned by the SRQ) */
+    uint32_t reserved;  /* allotted to live connections */
+    uint32_t want;      /* the profile's allotment per connection */
+    uint32_t min;       /* the least a connection is given */
+    uint64_t buf_bytes; /* one buffer */
+    uint64_t mem_max;   /* posted bytes beyond which allotments shrink to `min` */
+} llrdma_rq_pool_t;
+
+#define LLRDMA_RQ_MIN_ALLOT 4u
+
+void llrdma_rq_pool_init(llrdma_rq_pool_t *p, uint32_t cap, uint32_t want, uint64_t buf_bytes,
+                         uint64_t mem_max);
+/* Allot buffers to one new connection: *allot the credits it gets, *post how
+ * many buffers must be posted first.  LLRDMA_ERR_RANGE when not even `min`
+ * fit the queue (the caller rejects the connection and says why). */
+int llrdma_rq_allot(llrdma_rq_pool_t *p, uint32_t *allot, uint32_t *post);
+/* `n` of those buffers could not be posted after all (undoes part of an allot). */
+void llrdma_rq_unpost(llrdma_rq_pool_t *p, uint32_t n);
+void llrdma_rq_release(llrdma_rq_pool_t *p, uint32_t allot);
+
+/* ----------------------------------------------------- connection set-up
+ * One queue pair per peer and path.  When both processes connect at once the
+ * attempt of the process with the smaller name wins (as btl/tcp's and
+ * openib's tie-breaks): the other side accepts it and drops its own. */
+typedef enum {
+    LLRDMA_CONN_NONE = 0,        /* no connection for this path */
+    LLRDMA_CONN_ACTIVE_PENDING,  /* our attempt, not yet established */
+    LLRDMA_CONN_PASSIVE_PENDING, /* an accepted attempt of the peer, not yet established */
+    LLRDMA_CONN_UP,              /* established */
+} llrdma_conn_have_t;
+
+typedef enum {
+    LLRDMA_CM_ACCEPT = 0,
+    LLRDMA_CM_ACCEPT_SUPERSEDE, /* accept; our own pending attempt is dropped */
+    LLRDMA_CM_REJECT_TIE,       /* ours wins the tie-break */
+    LLRDMA_CM_REJECT_DUP,       /* we already have this path */
+} llrdma_cm_request_t;
+
+/* Names are (jobid << 32 | vpid). */
+llrdma_cm_request_t llrdma_cm_on_request(llrdma_conn_have_t have, uint64_t my_name,
+                                         uint64_t peer_name);
+
+/* Why an active attempt ended without a connection. */
+typedef enum {
+    LLRDMA_CM_ERR_TIE = 0,  /* peer rejected: its attempt wins */
+    LLRDMA_CM_ERR_DUP,      /* peer rejected: it already has the path */
+    LLRDMA_CM_ERR_NORES,    /* peer rejected: no receive buffers for us */
+    LLRDMA_CM_ERR_REJECTED, /* rejected without an llrdma reason (no listener yet, ...) */
+    LLRDMA_CM_ERR_TIMEOUT,  /* unreachable / connect error / no answer */
+    LLRDMA_CM_ERR_RESOLVE,  /* address or route resolution */
+    LLRDMA_CM_ERR_LOCAL,    /* a local call failed (QP, memory) */
+} llrdma_cm_err_t;
+
+typedef enum {
+    LLRDMA_CM_DROP = 0, /* drop this attempt quietly: the peer's connection will serve */
+    LLRDMA_CM_RETRY,    /* try again after llrdma_cm_retry_delay_ms */
+    LLRDMA_CM_FAIL,     /* report the peer unreachable */
+} llrdma_cm_next_t;
+
+llrdma_cm_next_t llrdma_cm_on_active_error(llrdma_cm_err_t err, uint64_t elapsed_ms,
+                                           uint64_t timeout_ms);
+/* Back-off before attempt number `attempt` (1 = first retry). */
+uint32_t llrdma_cm_retry_delay_ms(uint32_t attempt);
+
 #ifdef __cplusplus
 }
 #endif

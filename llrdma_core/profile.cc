@@ -23,9 +23,9 @@ constexpr uint64_t kRecvAlign = 64;
 // ---- hint == 0: one generic profile (bw covers [1, inf), ll is empty).  These mirror a
 // classic verbs BTL's defaults so that "no hint" behaves like the transport users know.
 constexpr uint32_t kGenSqDepth = 256;
-constexpr uint32_t kGenRqDepth = 64;
 // A receive buffer holds a whole fragment (send/receive fragments land in pre-posted
-// buffers), so its payload equals kGenMaxSendSize.  64 x 64K = 4 MiB per peer.
+// buffers), so its payload equals kGenMaxSendSize.  The buffers allotted to each connection
+// (its credits) follow the bandwidth path's per-connection budget below: 32 x 64K.
 constexpr uint64_t kGenRecvPayload = 64 * kKiB; // recv buffer = this + header, aligned
 constexpr uint32_t kGenInline = 64;
 constexpr uint32_t kGenSignalInterval = 16;
@@ -42,9 +42,11 @@ constexpr uint64_t kGenCollSegment = 64 * kKiB;
 constexpr uint64_t kLlInlineCap = 256;
 // Largest low-latency fragment.  Hints above it still get the low-latency profile up to
 // the hint, but messages are cut into 64K fragments: pre-posting hint-sized buffers would
-// cost rq_depth x hint per peer (16 x 1G at the maximum hint).
+// cost rq_depth x hint per connection (16 x 1G at the maximum hint).
 constexpr uint64_t kLlFragMax = 64 * kKiB;
-// Pre-posted receive memory per QP is bounded by ~1 MiB: a large hint gets fewer buffers.
+// Receive buffers allotted to each connection (the credits its peer gets; they sit in the
+// path's shared receive queue) are bounded by ~1 MiB: a large hint gets fewer buffers, so a
+// burst of small messages waits for credits sooner (background.md's failure case 1).
 constexpr uint64_t kLlRecvBudget = 1 * kMiB;
 constexpr uint32_t kLlRqMin = 16;
 constexpr uint32_t kLlRqMax = 256;
@@ -57,7 +59,11 @@ constexpr uint32_t kSignalDivisor = 4;
 
 // ---- hint > 0, bandwidth path (hint, inf): deep queues, moderation, big fragments.
 constexpr uint32_t kBwSqDepth = 512;
-constexpr uint32_t kBwRqDepth = 64;
+// Receive buffers per connection: ~4 MiB of fragments, 4 to 64 of them.  Enough to keep a
+// pipeline of bandwidth-path sends in flight; memory grows with connected peers only.
+constexpr uint64_t kBwRecvBudget = 4 * kMiB;
+constexpr uint32_t kBwRqMin = 4;
+constexpr uint32_t kBwRqMax = 64;
 constexpr uint64_t kBwFragMin = 64 * kKiB;
 constexpr uint64_t kBwFragMax = 1 * kMiB;
 constexpr uint32_t kBwInline = 0; // payloads here are too large for inline to help
@@ -111,6 +117,12 @@ constexpr uint32_t signal_for(uint32_t sq_depth)
     return sq_depth / kSignalDivisor > 0 ? sq_depth / kSignalDivisor : 1;
 }
 
+uint32_t bw_rq_for(uint64_t buf)
+{
+    return static_cast<uint32_t>(
+        clamp<uint64_t>(pow2_floor(kBwRecvBudget / buf), kBwRqMin, kBwRqMax));
+}
+
 void derive_generic(llrdma_profile_t &p)
 {
     p.generic = 1;
@@ -119,8 +131,8 @@ void derive_generic(llrdma_profile_t &p)
     bw.min_bytes = 1;
     bw.max_bytes = UINT64_MAX;
     bw.sq_depth = kGenSqDepth;
-    bw.rq_depth = kGenRqDepth;
     bw.recv_buf_bytes = static_cast<uint32_t>(round_up(kGenRecvPayload + kHeaderBytes, kRecvAlign));
+    bw.rq_depth = bw_rq_for(bw.recv_buf_bytes);
     bw.inline_bytes = kGenInline;
     bw.signal_interval = kGenSignalInterval;
     bw.cq_mod_count = kGenCqModCount;
@@ -163,8 +175,8 @@ void derive_hinted(uint64_t hint, llrdma_profile_t &p)
     bw.min_bytes = hint + 1;
     bw.max_bytes = UINT64_MAX;
     bw.sq_depth = kBwSqDepth;
-    bw.rq_depth = kBwRqDepth;
     bw.recv_buf_bytes = static_cast<uint32_t>(round_up(frag + kHeaderBytes, kRecvAlign));
+    bw.rq_depth = bw_rq_for(bw.recv_buf_bytes);
     bw.inline_bytes = kBwInline;
     bw.signal_interval = kBwSignalInterval;
     bw.cq_mod_count = kBwCqModCount;

@@ -15,6 +15,7 @@
 
 #include <netinet/in.h>
 
+#include "opal/class/opal_hash_table.h"
 #include "opal/mca/btl/base/base.h"
 #include "opal/mca/btl/btl.h"
 
@@ -39,14 +40,26 @@ typedef struct mca_btl_llrdma_port_t {
     uint32_t max_cqe, max_srq_wr, max_qp_wr;
 } mca_btl_llrdma_port_t;
 
-typedef struct mca_btl_llrdma_path_t {
+/* Completion queues are never resized (ibv_resize_cq is optional): a path
+ * has CQs of a fixed size, each shared by the connections that fit in it;
+ * a connection reserves its send queue depth plus its receive allotment. */
+#define MCA_BTL_LLRDMA_MAX_CQS 64
+
+typedef struct mca_btl_llrdma_cq_slab_t {
     struct ibv_cq *cq;
+    uint32_t cqe;      /* entries */
+    uint32_t reserved; /* promised to connections */
+} mca_btl_llrdma_cq_slab_t;
+
+typedef struct mca_btl_llrdma_path_t {
     struct ibv_srq *srq;
     mca_btl_llrdma_pool_t recv_pool;
     mca_btl_llrdma_pool_t send_pool;
-    uint32_t srq_depth;   /* granted */
-    uint32_t cq_reserved; /* CQ entries promised to the SRQ and to connections */
-    int cq_moderation;    /* -1 not requested, 0 unsupported, 1 applied */
+    uint32_t srq_depth;  /* capacity granted */
+    llrdma_rq_pool_t rq; /* buffers posted and allotted to connections */
+    int ncq;
+    mca_btl_llrdma_cq_slab_t cqs[MCA_BTL_LLRDMA_MAX_CQS];
+    int cq_moderation; /* -1 not requested, 0 unsupported, 1 applied */
 } mca_btl_llrdma_path_t;
 
 typedef struct mca_btl_llrdma_module_t {
@@ -65,8 +78,11 @@ typedef struct mca_btl_llrdma_module_t {
     struct rdma_cm_id *listen_id;
     mca_btl_llrdma_addr_t addr; /* what peers connect to */
     opal_list_t endpoints;
-    opal_list_t conns; /* every connection, live or closed, until finalize */
-    int connecting;    /* connections in set-up: poll the CM channel on every progress */
+    opal_list_t conns;       /* every connection, live or closed, until finalize */
+    opal_hash_table_t by_qp; /* qp_num -> connection, for receive completions */
+    int connecting;          /* connections in set-up: poll the CM channel on every progress */
+    int retrying;            /* connection retries scheduled */
+    int waiting;             /* endpoints with fragments and no connection or no credits */
     unsigned cm_tick;
     int failed;  /* a module-wide fatal error was reported */
     int running; /* creation finished: errors now go to ob1 */
@@ -94,12 +110,12 @@ typedef struct mca_btl_llrdma_component_t {
     char *roce_version; /* auto | 1 | 2 */
 
     /* Reliability and flow control (see docs/btl-design.md) */
-    unsigned min_rnr_timer;  /* IB encoding 0..31 */
-    unsigned rnr_retry;      /* 0..7, 7 = forever */
-    unsigned retry_count;    /* transport retries, 0..7 */
-    size_t recv_mem_max;     /* bytes of receive buffers per path before allotments shrink */
-    int stall_warn_ms;       /* a peer without credits this long is reported (verbose 1) */
-    char *fork_safe;         /* auto | yes | no */
+    unsigned min_rnr_timer; /* IB encoding 0..31 */
+    unsigned rnr_retry;     /* 0..7, 7 = forever */
+    unsigned retry_count;   /* transport retries, 0..7 */
+    size_t recv_mem_max;    /* bytes of receive buffers per path before allotments shrink */
+    int stall_warn_ms;      /* a peer without credits this long is reported (verbose 1) */
+    char *fork_safe;        /* auto | yes | no */
 
     int output;                  /* opal_output stream for verbose messages */
     llrdma_rank_config_t config; /* what took effect on this rank */
@@ -135,14 +151,18 @@ int mca_btl_llrdma_module_progress(mca_btl_llrdma_module_t *m);
 /* A fatal error not tied to one peer (or with `proc` named): report it once
  * and hand it to ob1's error callback. */
 void mca_btl_llrdma_module_fatal(mca_btl_llrdma_module_t *m, opal_proc_t *proc, const char *detail);
-/* Completion-queue entries for one more connection on `path` (resizing the
- * CQ when the device allows); OPAL_ERR_OUT_OF_RESOURCE when it cannot. */
-int mca_btl_llrdma_module_reserve_cq(mca_btl_llrdma_module_t *m, int path);
-void mca_btl_llrdma_module_release_cq(mca_btl_llrdma_module_t *m, int path);
+/* Give one more connection on `path` its receive allotment (posting buffers
+ * as needed) and room in a completion queue (a new one when all are full).
+ * Fills conn->allot and conn->cq_slab; OPAL_ERR_OUT_OF_RESOURCE with `why`
+ * when either cannot be had. */
+int mca_btl_llrdma_module_reserve(mca_btl_llrdma_module_t *m, struct mca_btl_llrdma_conn_t *conn,
+                                  char *why, size_t whylen);
+/* Return both when the connection goes. */
+void mca_btl_llrdma_module_release(mca_btl_llrdma_module_t *m, struct mca_btl_llrdma_conn_t *conn);
 /* Give a receive buffer back to the path's shared receive queue. */
 int mca_btl_llrdma_module_repost(mca_btl_llrdma_module_t *m, int path, mca_btl_llrdma_frag_t *frag);
 /* QP attributes for a path (shared by the probe QP and real connections). */
-void mca_btl_llrdma_module_qp_attr(const mca_btl_llrdma_module_t *m, int path,
+void mca_btl_llrdma_module_qp_attr(const mca_btl_llrdma_module_t *m, int path, struct ibv_cq *cq,
                                    struct ibv_qp_init_attr *attr);
 
 /* Endpoint lookup by process name, creating it for a connection request from

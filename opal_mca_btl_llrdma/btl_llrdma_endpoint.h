@@ -2,12 +2,11 @@
  * btl/llrdma endpoints (one per peer process and module) and connections
  * (one RC queue pair each, set up over librdmacm on first use).
  *
- * An endpoint sends on at most one connection per path (LL, BW).  When both
- * processes connect at the same moment, both attempts succeed: each side keeps
- * sending on whichever connection of a path was established first and only
- * receives on the other one (receives arrive through the module's shared
- * receive queues, so a second connection costs a QP, not receive buffers).
- * This avoids the tie-break protocols of classic connection managers.
+ * An endpoint has at most one connection per path (LL, BW), used in both
+ * directions.  When both processes connect at the same moment the attempt of
+ * the process with the smaller name wins (llrdma_cm_on_request in the core);
+ * the loser's attempt is rejected and dropped.  Every send takes a credit: a
+ * receive buffer the peer allotted to this connection (llrdma_credit_t).
  */
 #ifndef MCA_BTL_LLRDMA_ENDPOINT_H
 #define MCA_BTL_LLRDMA_ENDPOINT_H
@@ -45,12 +44,26 @@ typedef struct mca_btl_llrdma_conn_t {
     struct rdma_cm_id *id;
     struct ibv_qp *qp;
     int path;
-    int active; /* this process initiated it */
+    int active;     /* this process initiated it */
+    int superseded; /* an active attempt that lost the tie-break: dropped at its next event */
     mca_btl_llrdma_conn_state_t state;
     llrdma_sq_t sq;
     uint32_t inline_max;       /* wire bytes sent inline on this QP */
     mca_btl_llrdma_wr_t *ring; /* sq.depth entries, in post order */
     uint32_t ring_head, ring_tail;
+    int cq_slab;      /* index of the send/receive CQ it was given; -1 none */
+    uint32_t cq_need; /* entries reserved there */
+    /* flow control */
+    llrdma_credit_t credit;
+    uint32_t allot;         /* receive buffers this side allotted to the connection */
+    uint32_t peer_frag_max; /* largest fragment the peer receives on this path */
+    uint64_t *credit_buf;   /* [0] the peer writes returned credits here; [1] our source */
+    struct ibv_mr *credit_mr;
+    uint64_t peer_credit_addr;
+    uint32_t peer_credit_rkey;
+    int credit_owed;      /* a credit write is due but could not be posted yet */
+    uint64_t stall_since; /* ms: sends wait for credits since then (0: not waiting) */
+    int stall_reported;
 } mca_btl_llrdma_conn_t;
 OBJ_CLASS_DECLARATION(mca_btl_llrdma_conn_t);
 
@@ -67,10 +80,17 @@ typedef struct mca_btl_base_endpoint_t {
     opal_proc_t *proc;
     mca_btl_llrdma_addr_t addr; /* the peer module we talk to */
     mca_btl_llrdma_ep_state_t state;
-    mca_btl_llrdma_conn_t *conn[LLRDMA_NPATHS]; /* sending connection per path */
+    mca_btl_llrdma_conn_t *conn[LLRDMA_NPATHS]; /* the connection per path, any state */
     opal_list_t pending[LLRDMA_NPATHS];         /* fragments waiting, in order */
-    uint64_t peer_hint;                         /* from the peer's connection request */
-    int in_add_procs;                           /* returned to ob1 by add_procs */
+    uint64_t peer_hint;                         /* from the peer's modex record */
+    /* Per-peer limits: the smaller of ours and the peer's receive limits. */
+    int use_path[LLRDMA_NPATHS];      /* both sides have the path */
+    uint32_t frag_max[LLRDMA_NPATHS]; /* largest fragment sent on it */
+    /* connection retries (a peer busy outside MPI answers late) */
+    uint64_t first_try_ms[LLRDMA_NPATHS]; /* 0: no attempt under way */
+    uint64_t retry_at_ms[LLRDMA_NPATHS];  /* 0: none scheduled */
+    uint32_t attempts[LLRDMA_NPATHS];
+    int in_add_procs; /* returned to ob1 by add_procs */
 } mca_btl_llrdma_endpoint_t;
 OBJ_CLASS_DECLARATION(mca_btl_llrdma_endpoint_t);
 
@@ -94,6 +114,25 @@ void mca_btl_llrdma_conn_destroy(mca_btl_llrdma_conn_t *conn);
 
 /* Run the CM events that are waiting; returns how many. */
 int mca_btl_llrdma_cm_progress(struct mca_btl_llrdma_module_t *m);
+/* Start connection retries that are due; returns how many were started. */
+int mca_btl_llrdma_endpoint_retries(struct mca_btl_llrdma_module_t *m);
+/* Post what credits now allow on endpoints that were waiting for them, and
+ * report peers that have kept senders waiting too long. */
+int mca_btl_llrdma_endpoint_unstall(struct mca_btl_llrdma_module_t *m);
+/* A receive on `conn` was consumed and its buffer reposted: return credits
+ * when enough have accumulated. */
+void mca_btl_llrdma_conn_recv_done(mca_btl_llrdma_conn_t *conn);
+/* The path a fragment of `bytes` takes to this peer; -1 when none can carry it. */
+int mca_btl_llrdma_endpoint_path_for(const mca_btl_llrdma_endpoint_t *ep, uint64_t bytes);
+/* Sends the peer's credits allow now.  The peer writes the returned count
+ * by RDMA: it is read as memory that changes under us. */
+static inline uint32_t mca_btl_llrdma_conn_credits(mca_btl_llrdma_conn_t *conn)
+{
+    return llrdma_credit_avail(&conn->credit, *(volatile uint64_t *)&conn->credit_buf[0]);
+}
+
+/* Milliseconds of a monotonic clock. */
+uint64_t mca_btl_llrdma_now_ms(void);
 
 /* Complete a send fragment towards ob1 (callback and ownership as its flags say). */
 void mca_btl_llrdma_frag_complete(mca_btl_llrdma_frag_t *frag, int status);

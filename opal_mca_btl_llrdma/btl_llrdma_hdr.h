@@ -20,17 +20,36 @@ typedef struct mca_btl_llrdma_hdr_t {
 #define MCA_BTL_LLRDMA_HDR_MAGIC 0x4c4cu /* "LL" */
 
 #define MCA_BTL_LLRDMA_CONN_MAGIC 0x6c6c7264u /* "llrd" */
-#define MCA_BTL_LLRDMA_CONN_VERSION 1
+#define MCA_BTL_LLRDMA_CONN_VERSION 2
 
-/* rdma_connect private data (56 bytes are available on IB/RoCE). */
+/* Why a connection request was rejected (conn_req_t.reason). */
+enum {
+    MCA_BTL_LLRDMA_REJ_NONE = 0,
+    MCA_BTL_LLRDMA_REJ_TIE,    /* simultaneous connect: the rejecting side's attempt wins */
+    MCA_BTL_LLRDMA_REJ_DUP,    /* the rejecting side already has this path */
+    MCA_BTL_LLRDMA_REJ_NORES,  /* no receive buffers could be allotted */
+    MCA_BTL_LLRDMA_REJ_NOPATH, /* the rejecting side has no such path */
+    MCA_BTL_LLRDMA_REJ_BAD,    /* malformed or foreign request */
+};
+
+/* rdma_connect / rdma_accept / rdma_reject private data (56 bytes are
+ * available in a request on IB/RoCE).  Each side tells the other what it may
+ * send: the credits (receive buffers allotted to this connection), the
+ * largest fragment it receives on the path, and where to write returned
+ * credits (see docs/btl-design.md, "Flow control"). */
 typedef struct mca_btl_llrdma_conn_req_t {
     uint32_t magic;
     uint8_t version;
-    uint8_t path; /* LLRDMA_PATH_LL or LLRDMA_PATH_BW */
-    uint16_t reserved;
-    uint32_t jobid; /* the initiator's opal_process_name_t */
+    uint8_t path;   /* LLRDMA_PATH_LL or LLRDMA_PATH_BW */
+    uint8_t reason; /* MCA_BTL_LLRDMA_REJ_* in a reject */
+    uint8_t reserved;
+    uint32_t jobid; /* the sender's opal_process_name_t */
     uint32_t vpid;
-    uint64_t hint; /* the initiator's size hint, fixed for this connection */
+    uint64_t hint;        /* the sender's size hint, fixed for this connection */
+    uint64_t credit_addr; /* 8 bytes the peer RDMA-writes its cumulative return count to */
+    uint32_t credit_rkey;
+    uint32_t credits;  /* receive buffers the sender allotted to this connection */
+    uint32_t frag_max; /* largest fragment (BTL header excluded) it receives on this path */
 } mca_btl_llrdma_conn_req_t;
 
 /* What a module publishes in the modex; one record per module (port). */
@@ -40,6 +59,9 @@ typedef struct mca_btl_llrdma_addr_t {
     uint8_t ib_port;    /* informational */
     uint8_t link_layer; /* IBV_LINK_LAYER_* */
     char dev[24];       /* informational, for messages */
+    /* What this rank receives (its own profile): peers never send more. */
+    uint64_t hint;
+    uint32_t frag_max[2]; /* per path (LL, BW); 0 = no such path */
 } mca_btl_llrdma_addr_t;
 
 #endif

@@ -24,8 +24,12 @@
 
 /* Send fragments a path may hold, in bytes of buffer (grown on demand). */
 #define LLRDMA_SEND_POOL_BYTES (32u << 20)
-/* Connections a CQ is sized for at creation; it is resized beyond that. */
-#define LLRDMA_CQ_INITIAL_CONNS 4
+/* Entries per completion queue: large enough that one CQ usually serves every
+ * connection of a path (one poll per progress call). */
+#define LLRDMA_CQ_ENTRIES 32768u
+/* Receive queue capacity asked of the device; buffers are posted as peers
+ * connect (an empty capacity costs descriptors, not buffers). */
+#define LLRDMA_SRQ_CAPACITY 16384u
 
 static const char *path_name(int p)
 {
@@ -54,7 +58,7 @@ int mca_btl_llrdma_module_repost(mca_btl_llrdma_module_t *m, int p, mca_btl_llrd
     return post_recv(m, p, frag);
 }
 
-void mca_btl_llrdma_module_qp_attr(const mca_btl_llrdma_module_t *m, int p,
+void mca_btl_llrdma_module_qp_attr(const mca_btl_llrdma_module_t *m, int p, struct ibv_cq *cq,
                                    struct ibv_qp_init_attr *attr)
 {
     const llrdma_path_profile_t *pp = path_profile(m, p);
@@ -64,8 +68,8 @@ void mca_btl_llrdma_module_qp_attr(const mca_btl_llrdma_module_t *m, int p,
         depth = m->port.max_qp_wr;
     }
     memset(attr, 0, sizeof(*attr));
-    attr->send_cq = m->path[p].cq;
-    attr->recv_cq = m->path[p].cq;
+    attr->send_cq = cq;
+    attr->recv_cq = cq;
     attr->srq = m->path[p].srq;
     attr->qp_type = IBV_QPT_RC;
     attr->sq_sig_all = 0; /* selective signalling */
@@ -75,27 +79,114 @@ void mca_btl_llrdma_module_qp_attr(const mca_btl_llrdma_module_t *m, int p,
     attr->cap.max_inline_data = m->inline_req[p];
 }
 
-int mca_btl_llrdma_module_reserve_cq(mca_btl_llrdma_module_t *m, int p)
+static int cq_add(mca_btl_llrdma_module_t *m, int p)
 {
     mca_btl_llrdma_path_t *path = &m->path[p];
-    uint32_t need = path->cq_reserved + m->lim.sq_depth[p];
+    const llrdma_path_profile_t *pp = path_profile(m, p);
+    mca_btl_llrdma_cq_slab_t *slab;
+    uint32_t cqe = LLRDMA_CQ_ENTRIES;
 
-    if (need > (uint32_t)path->cq->cqe) {
-        uint32_t want = need > 2u * (uint32_t)path->cq->cqe ? need : 2u * (uint32_t)path->cq->cqe;
-        if (0 != m->port.max_cqe && want > m->port.max_cqe) {
-            want = m->port.max_cqe;
-        }
-        if (want < need || 0 != mca_btl_llrdma_verbs.resize_cq(path->cq, (int)want)) {
-            return OPAL_ERR_OUT_OF_RESOURCE;
-        }
+    if (path->ncq >= MCA_BTL_LLRDMA_MAX_CQS) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
     }
-    path->cq_reserved = need;
+    if (0 != m->port.max_cqe && cqe > m->port.max_cqe) {
+        cqe = m->port.max_cqe;
+    }
+    slab = &path->cqs[path->ncq];
+    slab->cq = mca_btl_llrdma_verbs.create_cq(m->ctx, (int)cqe, NULL, NULL, 0);
+    if (NULL == slab->cq) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    slab->cqe = (uint32_t)slab->cq->cqe < cqe ? (uint32_t)slab->cq->cqe : cqe;
+    slab->reserved = 0;
+    if (0 != pp->cq_mod_count || 0 != pp->cq_mod_usec) {
+        struct ibv_modify_cq_attr ma = {.attr_mask = IBV_CQ_ATTR_MODERATE,
+                                        .moderate = {.cq_count = (uint16_t)pp->cq_mod_count,
+                                                     .cq_period = (uint16_t)pp->cq_mod_usec}};
+        path->cq_moderation = 0 == mca_btl_llrdma_verbs.modify_cq(slab->cq, &ma) ? 1 : 0;
+    }
+    ++path->ncq;
     return OPAL_SUCCESS;
 }
 
-void mca_btl_llrdma_module_release_cq(mca_btl_llrdma_module_t *m, int p)
+/* Post `n` more receive buffers to the path's SRQ. */
+static int post_more(mca_btl_llrdma_module_t *m, int p, uint32_t n, uint32_t *done)
 {
-    m->path[p].cq_reserved -= m->lim.sq_depth[p];
+    *done = 0;
+    while (*done < n) {
+        mca_btl_llrdma_frag_t *f = mca_btl_llrdma_pool_get(&m->path[p].recv_pool);
+        if (NULL == f) {
+            return OPAL_ERR_OUT_OF_RESOURCE;
+        }
+        if (0 != post_recv(m, p, f)) {
+            mca_btl_llrdma_pool_put(f);
+            return OPAL_ERROR;
+        }
+        ++*done;
+    }
+    return OPAL_SUCCESS;
+}
+
+int mca_btl_llrdma_module_reserve(mca_btl_llrdma_module_t *m, mca_btl_llrdma_conn_t *conn,
+                                  char *why, size_t whylen)
+{
+    int p = conn->path;
+    mca_btl_llrdma_path_t *path = &m->path[p];
+    uint32_t allot, post, done, need;
+    int slab = -1;
+
+    if (LLRDMA_OK != llrdma_rq_allot(&path->rq, &allot, &post)) {
+        snprintf(why, whylen,
+                 "the %s receive queue of %s:%d is full (%u buffers for %u allotted; device "
+                 "capacity %u)",
+                 path_name(p), m->port.dev, m->port.port, path->rq.posted, path->rq.reserved,
+                 path->rq.cap);
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    if (OPAL_SUCCESS != post_more(m, p, post, &done)) {
+        llrdma_rq_unpost(&path->rq, post - done);
+        llrdma_rq_release(&path->rq, allot - (post - done));
+        snprintf(why, whylen, "posting %u receive buffers on %s:%d failed", post, m->port.dev,
+                 m->port.port);
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    /* Room for every send WR and every receive the peer's credits allow. */
+    need = m->lim.sq_depth[p] + allot;
+    for (int i = 0; i < path->ncq && slab < 0; ++i) {
+        if (path->cqs[i].cqe - path->cqs[i].reserved >= need) {
+            slab = i;
+        }
+    }
+    if (slab < 0 && OPAL_SUCCESS == cq_add(m, p) && path->cqs[path->ncq - 1].cqe >= need) {
+        slab = path->ncq - 1;
+    }
+    if (slab < 0) {
+        llrdma_rq_release(&path->rq, allot);
+        snprintf(why, whylen, "no completion queue room for %u entries on %s:%d (%d CQs)", need,
+                 m->port.dev, m->port.port, path->ncq);
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    path->cqs[slab].reserved += need;
+    conn->cq_slab = slab;
+    conn->cq_need = need;
+    conn->allot = allot;
+    return OPAL_SUCCESS;
+}
+
+void mca_btl_llrdma_module_release(mca_btl_llrdma_module_t *m, mca_btl_llrdma_conn_t *conn)
+{
+    mca_btl_llrdma_path_t *path = &m->path[conn->path];
+
+    if (conn->cq_slab >= 0) {
+        path->cqs[conn->cq_slab].reserved -= conn->cq_need;
+        conn->cq_slab = -1;
+        conn->cq_need = 0;
+    }
+    if (0 != conn->allot) {
+        /* The buffers stay posted for the next connection. */
+        llrdma_rq_release(&path->rq, conn->allot);
+        conn->allot = 0;
+    }
 }
 
 static void path_destroy(mca_btl_llrdma_module_t *m, int p)
@@ -108,9 +199,10 @@ static void path_destroy(mca_btl_llrdma_module_t *m, int p)
     }
     mca_btl_llrdma_pool_destruct(&path->send_pool);
     mca_btl_llrdma_pool_destruct(&path->recv_pool);
-    if (NULL != path->cq) {
-        (void)mca_btl_llrdma_verbs.destroy_cq(path->cq);
-        path->cq = NULL;
+    while (path->ncq > 0) {
+        --path->ncq;
+        (void)mca_btl_llrdma_verbs.destroy_cq(path->cqs[path->ncq].cq);
+        path->cqs[path->ncq].cq = NULL;
     }
 }
 
@@ -120,71 +212,44 @@ static int path_create(mca_btl_llrdma_module_t *m, int p)
     mca_btl_llrdma_path_t *path = &m->path[p];
     struct ibv_srq_init_attr sattr;
     struct ibv_srq_attr sq;
-    uint32_t depth = pp->rq_depth, cqe, send_frags;
+    uint32_t cap = LLRDMA_SRQ_CAPACITY, send_frags;
 
-    if (0 != m->port.max_srq_wr && depth > m->port.max_srq_wr) {
-        depth = m->port.max_srq_wr;
-    }
-    cqe = depth + LLRDMA_CQ_INITIAL_CONNS * pp->sq_depth;
-    if (0 != m->port.max_cqe && cqe > m->port.max_cqe) {
-        cqe = m->port.max_cqe;
+    if (0 != m->port.max_srq_wr && cap > m->port.max_srq_wr) {
+        cap = m->port.max_srq_wr;
     }
     send_frags = LLRDMA_SEND_POOL_BYTES / pp->recv_buf_bytes;
-    mca_btl_llrdma_pool_construct(&path->recv_pool, m, p, pp->recv_buf_bytes, depth, depth);
+    mca_btl_llrdma_pool_construct(&path->recv_pool, m, p, pp->recv_buf_bytes,
+                                  pp->rq_depth > 0 ? pp->rq_depth : 1, cap);
     mca_btl_llrdma_pool_construct(&path->send_pool, m, p, pp->recv_buf_bytes,
                                   pp->sq_depth < 64 ? pp->sq_depth : 64,
                                   send_frags > 16 ? send_frags : 16);
-
-    path->cq = mca_btl_llrdma_verbs.create_cq(m->ctx, (int)cqe, NULL, NULL, 0);
-    if (NULL == path->cq) {
-        goto fail_pools;
-    }
+    path->ncq = 0;
     path->cq_moderation = -1;
-    if (0 != pp->cq_mod_count || 0 != pp->cq_mod_usec) {
-        struct ibv_modify_cq_attr ma = {.attr_mask = IBV_CQ_ATTR_MODERATE,
-                                        .moderate = {.cq_count = (uint16_t)pp->cq_mod_count,
-                                                     .cq_period = (uint16_t)pp->cq_mod_usec}};
-        path->cq_moderation = 0 == mca_btl_llrdma_verbs.modify_cq(path->cq, &ma) ? 1 : 0;
+    if (OPAL_SUCCESS != cq_add(m, p)) {
+        goto fail_pools;
     }
 
     memset(&sattr, 0, sizeof(sattr));
-    sattr.attr.max_wr = depth;
+    sattr.attr.max_wr = cap;
     sattr.attr.max_sge = 1;
     path->srq = mca_btl_llrdma_verbs.create_srq(m->pd, &sattr);
     if (NULL == path->srq) {
         goto fail_cq;
     }
-    path->srq_depth = depth;
-    if (0 == mca_btl_llrdma_verbs.query_srq(path->srq, &sq) && sq.max_wr < depth) {
+    path->srq_depth = cap;
+    if (0 == mca_btl_llrdma_verbs.query_srq(path->srq, &sq) && sq.max_wr < cap) {
         path->srq_depth = sq.max_wr;
     }
     path->recv_pool.max_frags = path->srq_depth;
-    path->recv_pool.slab_frags = path->srq_depth;
-    if (OPAL_SUCCESS != mca_btl_llrdma_pool_grow(&path->recv_pool)) {
-        goto fail_srq;
-    }
-    for (;;) {
-        mca_btl_llrdma_frag_t *f =
-            (mca_btl_llrdma_frag_t *)opal_list_remove_first(&path->recv_pool.free);
-        if (NULL == f) {
-            break;
-        }
-        if (0 != post_recv(m, p, f)) {
-            mca_btl_llrdma_pool_put(f);
-            goto fail_srq;
-        }
-    }
-    path->cq_reserved = path->srq_depth;
+    llrdma_rq_pool_init(&path->rq, path->srq_depth, pp->rq_depth, pp->recv_buf_bytes,
+                        mca_btl_llrdma_component.recv_mem_max);
     return OPAL_SUCCESS;
 
-    /* Each label undoes what was created before its goto; the SRQ owns the
-     * posted receive buffers, so it goes before the pools. */
-fail_srq:
-    (void)mca_btl_llrdma_verbs.destroy_srq(path->srq);
-    path->srq = NULL;
+    /* Each label undoes what was created before its goto. */
 fail_cq:
-    (void)mca_btl_llrdma_verbs.destroy_cq(path->cq);
-    path->cq = NULL;
+    (void)mca_btl_llrdma_verbs.destroy_cq(path->cqs[0].cq);
+    path->cqs[0].cq = NULL;
+    path->ncq = 0;
 fail_pools:
     mca_btl_llrdma_pool_destruct(&path->send_pool);
     mca_btl_llrdma_pool_destruct(&path->recv_pool);
@@ -202,7 +267,7 @@ static int probe_path(mca_btl_llrdma_module_t *m, int p)
 
     m->inline_req[p] = path_profile(m, p)->inline_bytes;
     for (;;) {
-        mca_btl_llrdma_module_qp_attr(m, p, &attr);
+        mca_btl_llrdma_module_qp_attr(m, p, m->path[p].cqs[0].cq, &attr);
         qp = mca_btl_llrdma_verbs.create_qp(m->pd, &attr);
         if (NULL != qp || 0 == m->inline_req[p]) {
             break;
@@ -265,6 +330,10 @@ static int listen_create(mca_btl_llrdma_module_t *m)
     m->addr.ib_port = (uint8_t)m->port.port;
     m->addr.link_layer = (uint8_t)m->port.link_layer;
     snprintf(m->addr.dev, sizeof(m->addr.dev), "%.23s", m->port.dev);
+    m->addr.hint = m->profile->hint;
+    for (int p = 0; p < LLRDMA_NPATHS; ++p) {
+        m->addr.frag_max[p] = m->path_used[p] ? m->lim.frag_max[p] : 0;
+    }
     return OPAL_SUCCESS;
 
 fail_id:
@@ -278,6 +347,30 @@ fail:
 }
 
 /* ----------------------------------------------------- ob1 functions */
+
+/* ob1 reads one eager limit and one fragment size per module: a peer that
+ * receives smaller BW fragments than ours lowers them for the whole module
+ * (peers with other hints; docs/btl-design.md "Per-connection limits"). */
+static void fit_limits_to_peer(mca_btl_llrdma_module_t *m, const mca_btl_llrdma_endpoint_t *ep)
+{
+    uint64_t bw = ep->frag_max[LLRDMA_PATH_BW];
+
+    if (bw < m->super.btl_max_send_size) {
+        opal_output_verbose(1, mca_btl_llrdma_component.output,
+                            "btl:llrdma: %s receives fragments up to %llu bytes (size hint "
+                            "%llu); this rank's fragments shrink from %llu to fit",
+                            OPAL_NAME_PRINT(ep->proc->proc_name), (unsigned long long)bw,
+                            (unsigned long long)ep->peer_hint,
+                            (unsigned long long)m->super.btl_max_send_size);
+        m->super.btl_max_send_size = bw;
+    }
+    if (bw < m->super.btl_eager_limit) {
+        m->super.btl_eager_limit = bw;
+    }
+    if (bw < m->super.btl_rndv_eager_limit) {
+        m->super.btl_rndv_eager_limit = bw;
+    }
+}
 
 static int llrdma_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
                             struct opal_proc_t **procs, struct mca_btl_base_endpoint_t **peers,
@@ -293,10 +386,11 @@ static int llrdma_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
         }
         ep = mca_btl_llrdma_endpoint_lookup(m, &procs[i]->proc_name, 1);
         if (NULL == ep) {
-            continue; /* the peer published no llrdma address: not reachable */
+            continue; /* the peer published no llrdma address we can reach */
         }
         ep->in_add_procs = 1;
         peers[i] = ep;
+        fit_limits_to_peer(m, ep);
         if (NULL != reachable) {
             opal_bitmap_set_bit(reachable, (int)i);
         }
@@ -371,7 +465,7 @@ static mca_btl_base_descriptor_t *llrdma_prepare_src(struct mca_btl_base_module_
                                                      size_t reserve, size_t *size, uint32_t flags)
 {
     mca_btl_llrdma_module_t *m = (mca_btl_llrdma_module_t *)btl;
-    size_t max = m->lim.frag_max[LLRDMA_PATH_BW];
+    size_t max = m->super.btl_max_send_size;
     mca_btl_llrdma_frag_t *frag;
     struct iovec iov;
     uint32_t count = 1;
@@ -428,7 +522,7 @@ static int llrdma_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_e
 {
     mca_btl_llrdma_module_t *m = (mca_btl_llrdma_module_t *)btl;
     size_t total = header_size + payload_size;
-    int p = llrdma_btl_path_for(&m->lim, total);
+    int p = mca_btl_llrdma_endpoint_path_for(ep, total);
     mca_btl_llrdma_conn_t *conn = (p >= 0) ? ep->conn[p] : NULL;
     mca_btl_llrdma_frag_t *frag;
     int rc;
@@ -437,12 +531,13 @@ static int llrdma_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_e
     if (NULL != descriptor) {
         *descriptor = NULL;
     }
-    /* Immediate only: connected, nothing queued ahead, a free slot.  Else
-     * hand ob1 a descriptor for its regular path (it gives up on the message
-     * without one), which queues in order behind the rest. */
-    if (NULL == conn || LLRDMA_CONN_ESTABLISHED != conn->state || total > m->lim.eager_limit ||
-        !opal_list_is_empty(&ep->pending[p]) || 0 == llrdma_sq_free_slots(&conn->sq)) {
-        if (NULL != descriptor && total <= m->lim.eager_limit) {
+    /* Immediate only: connected, nothing queued ahead, a free slot and a
+     * credit.  Else hand ob1 a descriptor for its regular path (it gives up
+     * on the message without one), which queues in order behind the rest. */
+    if (NULL == conn || LLRDMA_CONN_ESTABLISHED != conn->state ||
+        total > m->super.btl_eager_limit || !opal_list_is_empty(&ep->pending[p]) ||
+        0 == llrdma_sq_free_slots(&conn->sq) || 0 == mca_btl_llrdma_conn_credits(conn)) {
+        if (NULL != descriptor && total <= m->super.btl_eager_limit) {
             frag = frag_alloc(m, ep, total, flags);
             *descriptor = NULL == frag ? NULL : &frag->base;
         }
@@ -503,6 +598,7 @@ static void module_destroy(mca_btl_llrdma_module_t *m)
         }
     }
     (void)mca_btl_llrdma_verbs.dealloc_pd(m->pd);
+    OBJ_DESTRUCT(&m->by_qp);
     OBJ_DESTRUCT(&m->conns);
     OBJ_DESTRUCT(&m->endpoints);
     free(m);
@@ -541,6 +637,11 @@ int mca_btl_llrdma_module_create(const mca_btl_llrdma_port_t *port, const llrdma
     m->path_used[LLRDMA_PATH_BW] = 1;
     OBJ_CONSTRUCT(&m->endpoints, opal_list_t);
     OBJ_CONSTRUCT(&m->conns, opal_list_t);
+    OBJ_CONSTRUCT(&m->by_qp, opal_hash_table_t);
+    if (OPAL_SUCCESS != opal_hash_table_init(&m->by_qp, 256)) {
+        rc = OPAL_ERR_OUT_OF_RESOURCE;
+        goto fail_free_module;
+    }
 
     rc = find_cm_context(m);
     if (OPAL_SUCCESS != rc) {
@@ -602,6 +703,7 @@ fail_destroy_paths:
     }
     (void)mca_btl_llrdma_verbs.dealloc_pd(m->pd);
 fail_free_module:
+    OBJ_DESTRUCT(&m->by_qp);
     OBJ_DESTRUCT(&m->conns);
     OBJ_DESTRUCT(&m->endpoints);
     free(m);
@@ -647,8 +749,9 @@ int mca_btl_llrdma_module_granted(const mca_btl_llrdma_module_t *m, llrdma_devic
         }
         if (path->srq_depth < pp->rq_depth) {
             used += (size_t)snprintf(why + used, used < whylen ? whylen - used : 0,
-                                     "%s receive queue %u of %u buffers; ", path_name(p),
-                                     path->srq_depth, pp->rq_depth);
+                                     "%s receive queue holds %u buffers, less than one "
+                                     "connection's %u; ",
+                                     path_name(p), path->srq_depth, pp->rq_depth);
             ++misses;
         }
         if (0 == path->cq_moderation) {

@@ -17,14 +17,11 @@
 
 static mca_btl_llrdma_conn_t *conn_by_qp_num(mca_btl_llrdma_module_t *m, uint32_t qp_num)
 {
-    mca_btl_llrdma_conn_t *conn;
-    OPAL_LIST_FOREACH(conn, &m->conns, mca_btl_llrdma_conn_t)
-    {
-        if (NULL != conn->qp && conn->qp->qp_num == qp_num) {
-            return conn;
-        }
+    void *conn = NULL;
+    if (OPAL_SUCCESS != opal_hash_table_get_value_uint32(&m->by_qp, qp_num, &conn)) {
+        return NULL;
     }
-    return NULL;
+    return (mca_btl_llrdma_conn_t *)conn;
 }
 
 void mca_btl_llrdma_module_fatal(mca_btl_llrdma_module_t *m, opal_proc_t *proc, const char *detail)
@@ -48,10 +45,11 @@ static void recv_done(mca_btl_llrdma_module_t *m, int p, const struct ibv_wc *wc
     mca_btl_llrdma_frag_t *frag = (mca_btl_llrdma_frag_t *)(uintptr_t)(wc->wr_id & ~(uint64_t)1);
     mca_btl_llrdma_hdr_t *hdr = frag->hdr;
     const mca_btl_active_message_callback_t *reg;
+    mca_btl_llrdma_conn_t *conn = NULL;
     char detail[256];
 
     if (IBV_WC_SUCCESS != wc->status) {
-        mca_btl_llrdma_conn_t *conn = conn_by_qp_num(m, wc->qp_num);
+        conn = conn_by_qp_num(m, wc->qp_num);
         if (NULL != conn && LLRDMA_CONN_CLOSED != conn->state) {
             mca_btl_llrdma_endpoint_fail(conn->endpoint, "a receive failed",
                                          mca_btl_llrdma_verbs.wc_status_str(wc->status));
@@ -83,13 +81,18 @@ static void recv_done(mca_btl_llrdma_module_t *m, int p, const struct ibv_wc *wc
                  m->port.dev, m->port.port);
         mca_btl_llrdma_pool_put(frag);
         mca_btl_llrdma_module_fatal(m, NULL, detail);
+        return;
+    }
+    /* The buffer is back in the queue: count it towards the sender's credits. */
+    if (IBV_WC_SUCCESS == wc->status && NULL != (conn = conn_by_qp_num(m, wc->qp_num))) {
+        mca_btl_llrdma_conn_recv_done(conn);
     }
 }
 
-static int poll_path(mca_btl_llrdma_module_t *m, int p)
+static int poll_cq(mca_btl_llrdma_module_t *m, int p, struct ibv_cq *cq)
 {
     struct ibv_wc wc[LLRDMA_POLL_BATCH];
-    int n = mca_btl_llrdma_verbs.poll_cq(m->path[p].cq, LLRDMA_POLL_BATCH, wc);
+    int n = mca_btl_llrdma_verbs.poll_cq(cq, LLRDMA_POLL_BATCH, wc);
 
     if (n < 0) {
         char detail[160];
@@ -109,6 +112,15 @@ static int poll_path(mca_btl_llrdma_module_t *m, int p)
     return n;
 }
 
+static int poll_path(mca_btl_llrdma_module_t *m, int p)
+{
+    int count = 0;
+    for (int i = 0; i < m->path[p].ncq; ++i) {
+        count += poll_cq(m, p, m->path[p].cqs[i].cq);
+    }
+    return count;
+}
+
 int mca_btl_llrdma_module_progress(mca_btl_llrdma_module_t *m)
 {
     int count = 0;
@@ -121,9 +133,18 @@ int mca_btl_llrdma_module_progress(mca_btl_llrdma_module_t *m)
     /* The CM channel costs a system call: every call while connections are
      * being set up, otherwise every cm_poll_every calls (a peer's first
      * connection request waits at most that long). */
-    if (m->connecting > 0 || ++m->cm_tick >= mca_btl_llrdma_component.cm_poll_every) {
+    if (m->connecting > 0 || m->retrying > 0 ||
+        ++m->cm_tick >= mca_btl_llrdma_component.cm_poll_every) {
         m->cm_tick = 0;
         count += mca_btl_llrdma_cm_progress(m);
+    }
+    if (m->retrying > 0) {
+        count += mca_btl_llrdma_endpoint_retries(m);
+    }
+    /* Credits arrive by RDMA write, without a completion: look for them
+     * while sends wait. */
+    if (m->waiting > 0) {
+        count += mca_btl_llrdma_endpoint_unstall(m);
     }
     return count;
 }

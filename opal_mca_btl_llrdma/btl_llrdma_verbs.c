@@ -124,6 +124,11 @@ static int real_destroy_qp(struct ibv_qp *qp)
     return ibv_destroy_qp(qp);
 }
 
+static int real_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
+{
+    return ibv_modify_qp(qp, attr, mask);
+}
+
 static int real_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
     return ibv_post_send(qp, wr, bad);
@@ -262,7 +267,7 @@ static const char *real_cm_event_str(enum rdma_cm_event_type t)
         .create_cq = real_create_cq, .destroy_cq = real_destroy_cq, .modify_cq = real_modify_cq,   \
         .resize_cq = real_resize_cq, .create_srq = real_create_srq, .query_srq = real_query_srq,   \
         .destroy_srq = real_destroy_srq, .create_qp = real_create_qp, .query_qp = real_query_qp,   \
-        .destroy_qp = real_destroy_qp, .post_send = real_post_send,                                \
+        .destroy_qp = real_destroy_qp, .modify_qp = real_modify_qp, .post_send = real_post_send,   \
         .post_srq_recv = real_post_srq_recv, .poll_cq = real_poll_cq,                              \
         .wc_status_str = real_wc_status_str, .cm_get_devices = real_cm_get_devices,                \
         .cm_free_devices = real_cm_free_devices,                                                   \

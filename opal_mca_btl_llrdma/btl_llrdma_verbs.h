@@ -45,6 +45,7 @@ typedef struct mca_btl_llrdma_verbs_ops_t {
     int (*query_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
                     struct ibv_qp_init_attr *init);
     int (*destroy_qp)(struct ibv_qp *qp);
+    int (*modify_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask);
 
     /* data path */
     int (*post_send)(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);

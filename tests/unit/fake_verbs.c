@@ -307,6 +307,14 @@ static int f_destroy_qp(struct ibv_qp *qp)
 
 /* ------------------------------------------------------------- data path */
 
+static int f_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask)
+{
+    (void)qp;
+    (void)a;
+    (void)mask;
+    return FAIL_POINT() ? EINVAL : 0;
+}
+
 static int f_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
     if (FAIL_POINT()) {
@@ -648,6 +656,7 @@ static const mca_btl_llrdma_verbs_ops_t fake_ops = {
     .create_qp = f_create_qp,
     .query_qp = f_query_qp,
     .destroy_qp = f_destroy_qp,
+    .modify_qp = f_modify_qp,
     .post_send = f_post_send,
     .post_srq_recv = f_post_srq_recv,
     .poll_cq = f_poll_cq,

@@ -1,0 +1,141 @@
+// flow.cc -- credits, receive allotments and the connection tie-break of btl/llrdma (see
+// llrdma_btl_plan.h and docs/btl-design.md).  Pure state machines: the BTL drives them from
+// verbs events, the unit tests drive every transition without a device.
+#include "llrdma_btl_plan.h"
+
+#include <algorithm>
+
+// ------------------------------------------------------------------ credits
+
+extern "C" void llrdma_credit_init(llrdma_credit_t *c, uint32_t peer_granted, uint32_t my_allotment)
+{
+    *c = llrdma_credit_t{};
+    c->granted = peer_granted;
+    // A quarter of the allotment: the sender never waits for a whole window to drain, and
+    // the receiver writes once per several messages, not per message.
+    c->threshold = std::max<uint32_t>(1, my_allotment / 4);
+}
+
+extern "C" uint32_t llrdma_credit_avail(llrdma_credit_t *c, uint64_t peer_returned)
+{
+    // The peer returns at most what we sent, and counts only up.
+    if (peer_returned > c->seen && peer_returned <= c->sent)
+        c->seen = peer_returned;
+    uint64_t in_flight = c->sent - c->seen;
+    return in_flight >= c->granted ? 0 : static_cast<uint32_t>(c->granted - in_flight);
+}
+
+extern "C" void llrdma_credit_take(llrdma_credit_t *c)
+{
+    ++c->sent;
+}
+
+extern "C" int llrdma_credit_consume(llrdma_credit_t *c)
+{
+    ++c->consumed;
+    return c->consumed - c->returned >= c->threshold ? 1 : 0;
+}
+
+extern "C" int llrdma_credit_owed(const llrdma_credit_t *c)
+{
+    return c->consumed > c->returned ? 1 : 0;
+}
+
+extern "C" uint64_t llrdma_credit_return(llrdma_credit_t *c)
+{
+    c->returned = c->consumed;
+    return c->returned;
+}
+
+// ------------------------------------------------------- receive allotments
+
+extern "C" void llrdma_rq_pool_init(llrdma_rq_pool_t *p, uint32_t cap, uint32_t want,
+                                    uint64_t buf_bytes, uint64_t mem_max)
+{
+    *p = llrdma_rq_pool_t{};
+    p->cap = cap;
+    p->min = std::min(LLRDMA_RQ_MIN_ALLOT, std::max<uint32_t>(want, 1));
+    p->want = std::max(want, p->min);
+    p->buf_bytes = buf_bytes;
+    p->mem_max = mem_max;
+}
+
+extern "C" int llrdma_rq_allot(llrdma_rq_pool_t *p, uint32_t *allot, uint32_t *post)
+{
+    uint32_t free_bufs = p->posted - p->reserved;
+    uint32_t room = p->cap - p->posted; // buffers the SRQ can still take
+    uint32_t grant = p->want;
+    // Growing past the memory budget: later peers get the minimum.
+    if (grant > free_bufs) {
+        uint64_t after = static_cast<uint64_t>(p->posted + (grant - free_bufs)) * p->buf_bytes;
+        if (after > p->mem_max)
+            grant = std::max(p->min, std::min(grant, free_bufs));
+    }
+    if (grant > free_bufs + room)
+        grant = free_bufs + room;
+    if (grant < p->min)
+        return LLRDMA_ERR_RANGE;
+    uint32_t need = grant > free_bufs ? grant - free_bufs : 0;
+    p->posted += need;
+    p->reserved += grant;
+    *allot = grant;
+    *post = need;
+    return LLRDMA_OK;
+}
+
+extern "C" void llrdma_rq_unpost(llrdma_rq_pool_t *p, uint32_t n)
+{
+    n = std::min(n, p->posted);
+    p->posted -= n;
+    p->reserved -= std::min(n, p->reserved);
+}
+
+extern "C" void llrdma_rq_release(llrdma_rq_pool_t *p, uint32_t allot)
+{
+    p->reserved -= std::min(allot, p->reserved);
+}
+
+// ----------------------------------------------------- connection set-up
+
+extern "C" llrdma_cm_request_t llrdma_cm_on_request(llrdma_conn_have_t have, uint64_t my_name,
+                                                    uint64_t peer_name)
+{
+    switch (have) {
+    case LLRDMA_CONN_NONE:
+        return LLRDMA_CM_ACCEPT;
+    case LLRDMA_CONN_ACTIVE_PENDING:
+        // Both sides apply the same rule, so exactly one attempt survives.
+        return my_name < peer_name ? LLRDMA_CM_REJECT_TIE : LLRDMA_CM_ACCEPT_SUPERSEDE;
+    case LLRDMA_CONN_PASSIVE_PENDING:
+    case LLRDMA_CONN_UP:
+    default:
+        return LLRDMA_CM_REJECT_DUP;
+    }
+}
+
+extern "C" llrdma_cm_next_t llrdma_cm_on_active_error(llrdma_cm_err_t err, uint64_t elapsed_ms,
+                                                      uint64_t timeout_ms)
+{
+    switch (err) {
+    case LLRDMA_CM_ERR_TIE:
+    case LLRDMA_CM_ERR_DUP:
+        return LLRDMA_CM_DROP;
+    case LLRDMA_CM_ERR_NORES:
+    case LLRDMA_CM_ERR_LOCAL:
+        return LLRDMA_CM_FAIL; // retrying cannot change either
+    case LLRDMA_CM_ERR_REJECTED:
+    case LLRDMA_CM_ERR_TIMEOUT:
+    case LLRDMA_CM_ERR_RESOLVE:
+    default:
+        // A peer busy outside MPI answers late or not at all for a while; a peer that is
+        // gone never does.  Only time tells them apart.
+        return elapsed_ms < timeout_ms ? LLRDMA_CM_RETRY : LLRDMA_CM_FAIL;
+    }
+}
+
+extern "C" uint32_t llrdma_cm_retry_delay_ms(uint32_t attempt)
+{
+    // 10, 20, 40, ... ms, at most 1 s: quick when the peer was just slow to listen.
+    uint32_t shift = std::min<uint32_t>(attempt > 0 ? attempt - 1 : 0, 7);
+    return std::min<uint32_t>(10u << shift, 1000);
+}
