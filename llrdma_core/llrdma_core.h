@@ -100,7 +100,7 @@ typedef struct {
     uint64_t min_bytes;       /* smallest message on this path */
     uint64_t max_bytes;       /* largest (UINT64_MAX = unbounded) */
     uint32_t sq_depth;        /* send queue work requests */
-    uint32_t rq_depth;        /* pre-posted receives */
+    uint32_t rq_depth;        /* receive buffers allotted per connection (its peer's credits) */
     uint32_t recv_buf_bytes;  /* size of each pre-posted receive buffer */
     uint32_t inline_bytes;    /* requested max_inline_data */
     uint32_t signal_interval; /* 1 = every send signalled */

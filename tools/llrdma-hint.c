@@ -88,7 +88,7 @@ static int profile(int n, char **texts)
         expr;                                                                                      \
     }
     ROW("send queue depth", printf(" %u |", q->sq_depth));
-    ROW("pre-posted receives", printf(" %u |", q->rq_depth));
+    ROW("receive buffers per connection", printf(" %u |", q->rq_depth));
     ROW("receive buffer bytes", printf(" %u |", q->recv_buf_bytes));
     ROW("inline bytes requested", printf(" %u |", q->inline_bytes));
     ROW("signal 1 send WR in", printf(" %u |", q->signal_interval));

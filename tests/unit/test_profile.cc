@@ -51,7 +51,7 @@ BOOST_AUTO_TEST_CASE(generic_profile_for_hint_zero)
     BOOST_TEST(bw.min_bytes == 1u);
     BOOST_TEST(bw.max_bytes == UINT64_MAX);
     BOOST_TEST(bw.sq_depth == 256u);
-    BOOST_TEST(bw.rq_depth == 64u);
+    BOOST_TEST(bw.rq_depth == 32u); // 4 MiB of 64K buffers per connection, power of two
     BOOST_TEST(bw.recv_buf_bytes == 64 * K + 64);
     BOOST_TEST(bw.inline_bytes == 64u);
     BOOST_TEST(bw.signal_interval == 16u);
@@ -92,7 +92,12 @@ BOOST_AUTO_TEST_CASE(table_of_hints)
             BOOST_TEST(p.bw.min_bytes == e.hint + 1);
             BOOST_TEST(p.bw.max_bytes == UINT64_MAX);
             BOOST_TEST(p.bw.sq_depth == 512u);
-            BOOST_TEST(p.bw.rq_depth == 64u);
+            // ~4 MiB of buffers per connection, 4..64, a power of two (written out, not derived).
+            const uint32_t bw_rq = e.bw_recv <= 64 * K + 64    ? 32u
+                                   : e.bw_recv <= 128 * K + 64 ? 16u
+                                   : e.bw_recv <= 256 * K + 64 ? 8u
+                                                               : 4u;
+            BOOST_TEST(p.bw.rq_depth == bw_rq);
             BOOST_TEST(p.bw.recv_buf_bytes == e.bw_recv);
             BOOST_TEST(p.bw.inline_bytes == 0u);
             BOOST_TEST(p.bw.signal_interval == 64u);
