@@ -3,7 +3,9 @@
  */
 #include "opal_config.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,12 +81,102 @@ void llrdma_mca_help_init(void)
     }
 }
 
+/* Where the messages go.  opal_show_help() from a rank travels through
+ * PMIx_Log to the PMIx server thread of its daemon, which relays it to
+ * mpirun with orte_rml.send_buffer_nb().  For ranks on mpirun's own node that
+ * is a send to self, and Open MPI 4.1's send-to-self frees the buffer on
+ * mpirun's event thread while the PMIx thread still copies it (a
+ * use-after-free in orte_rml_oob_send_buffer_nb, shown by valgrind): the
+ * message is lost and mpirun prints "ORTE_ERROR_LOG: Data unpack would read
+ * past end of buffer in file util/show_help.c".  So the rank renders the help
+ * text itself and writes it to its stderr, which mpirun forwards like any
+ * other output; the full text is printed once per node and topic. */
+static void write_stderr(const char *text)
+{
+    size_t left = strlen(text);
+    while (left > 0) {
+        ssize_t n = write(STDERR_FILENO, text, left);
+        if (n < 0 && EINTR == errno) {
+            continue;
+        }
+        if (n <= 0) {
+            return;
+        }
+        text += n;
+        left -= (size_t)n;
+    }
+}
+
+/* 1 if this process is the first of its job on this node to report `topic`
+ * (and `key`, if given): a marker file in the job's session directory, which
+ * Open MPI removes when the job ends.  Without one, every process reports. */
+static int first_on_node(const char *topic, const char *key)
+{
+    const char *dir = opal_process_info.job_session_dir;
+    char name[160], path[4096];
+    size_t n = 0;
+    int fd;
+
+    if (NULL == dir) {
+        return 1;
+    }
+    for (const char *t = topic; '\0' != *t && n < 80; ++t) {
+        name[n++] = isalnum((unsigned char)*t) ? *t : '_';
+    }
+    for (const char *t = key; NULL != t && '\0' != *t && n < sizeof(name) - 2; ++t) {
+        name[n++] = isalnum((unsigned char)*t) ? *t : '_';
+    }
+    name[n] = '\0';
+    if ((size_t)snprintf(path, sizeof(path), "%s/llrdma-reported-%s", dir, name) >= sizeof(path)) {
+        return 1;
+    }
+    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+        close(fd);
+        return 1;
+    }
+    return EEXIST == errno ? 0 : 1;
+}
+
+static void print_line(const char *topic, const char *detail)
+{
+    const char *host = NULL != opal_process_info.nodename ? opal_process_info.nodename : "?";
+    size_t len = strlen(topic) + strlen(host) + strlen(detail) + 64;
+    char *line = malloc(len);
+
+    if (NULL == line) {
+        return;
+    }
+    /* One write: lines of different ranks stay whole. */
+    snprintf(line, len, "llrdma: %s (host %s, PID %d): %s\n", topic, host, (int)getpid(), detail);
+    write_stderr(line);
+    free(line);
+}
+
+/* The help text; one line when the help file cannot be read. */
+static void print_help(const char *topic, const char *detail)
+{
+    const char *host = NULL != opal_process_info.nodename ? opal_process_info.nodename : "?";
+    char *text;
+
+    llrdma_mca_help_init();
+    text = opal_show_help_string(LLRDMA_HELP_FILE, topic, true, host, (int)getpid(), detail);
+    if (NULL == text) {
+        print_line(topic, detail);
+        return;
+    }
+    write_stderr(text);
+    free(text);
+}
+
 static void report(const char *topic, const char *detail)
 {
-    llrdma_mca_help_init();
-    opal_show_help(LLRDMA_HELP_FILE, topic, true, opal_process_info.nodename, (int)getpid(),
-                   detail);
-    opal_output(0, "llrdma: %s: %s", topic, detail);
+    if (first_on_node(topic, NULL)) {
+        print_help(topic, detail);
+    } else {
+        /* Another process of this node printed the explanation. */
+        print_line(topic, detail);
+    }
 }
 
 void llrdma_mca_fatal(const char *topic, const char *detail)
@@ -105,6 +197,15 @@ void llrdma_mca_abort(const char *detail)
 void llrdma_mca_warn(const char *topic, const char *detail)
 {
     report(topic, detail);
+}
+
+int llrdma_mca_warn_once(const char *topic, const char *key, const char *detail)
+{
+    if (!first_on_node(topic, key)) {
+        return 0;
+    }
+    print_help(topic, detail);
+    return 1;
 }
 
 void llrdma_mca_fill_identity(llrdma_rank_config_t *cfg)

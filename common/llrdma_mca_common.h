@@ -23,10 +23,16 @@ int llrdma_mca_hint_inputs(int var_index, const char *var_name, llrdma_hint_inpu
 /* Make the help file findable (idempotent). */
 void llrdma_mca_help_init(void);
 
-/* A configuration error that must stop the job: the help text (topic in
- * LLRDMA_HELP_FILE, one %s argument = detail), a one-line opal_output copy
- * (show_help from ranks can be lost when the job dies right after), then
- * abort the whole job through PMIx so no rank hangs in MPI_Init. */
+/* User-facing messages: the help text of `topic` in LLRDMA_HELP_FILE (its
+ * one %s argument = detail), rendered by this process and written to its
+ * stderr.  Not opal_show_help(): Open MPI 4.1 can lose a rank's show_help
+ * and print "ORTE_ERROR_LOG: Data unpack would read past end of buffer"
+ * instead (llrdma_mca_common.c says why).  The first process of the job on a
+ * node prints the whole text of a topic; later ones print one line with
+ * their own detail. */
+
+/* A configuration error that must stop the job: report it, then abort the
+ * whole job through PMIx so no rank hangs in MPI_Init. */
 void llrdma_mca_fatal(const char *topic, const char *detail);
 
 /* End the whole job without printing anything (another rank reports). */
@@ -34,6 +40,11 @@ void llrdma_mca_abort(const char *detail);
 
 /* Same reporting without aborting. */
 void llrdma_mca_warn(const char *topic, const char *detail);
+
+/* A warning every process of a node would give alike (about a device, say):
+ * the first process of the job on this node to report `topic` for `key`
+ * prints it, the others print nothing.  Returns 1 if this process printed. */
+int llrdma_mca_warn_once(const char *topic, const char *key, const char *detail);
 
 /* Write cfg as one JSON line according to `spec`: NULL/""/"off" -> nothing,
  * "stderr", "stdout", otherwise a path pattern (%r rank, %h host, %p pid).

@@ -111,6 +111,9 @@ AC_DEFUN([LLRDMA_FIND_VERBS], [
     AC_CHECK_LIB([ibverbs], [ibv_open_device], [:], [llrdma_verbs_missing="$llrdma_verbs_missing libibverbs"])
     AC_CHECK_LIB([rdmacm], [rdma_create_id], [:], [llrdma_verbs_missing="$llrdma_verbs_missing librdmacm"])
     AC_CHECK_DECLS([ibv_reg_dmabuf_mr], [], [], [[#include <infiniband/verbs.h>]])
+    # rdma-core 35+: tells whether the kernel copies registered pages on fork()
+    # (then ibv_fork_init is unneeded); older rdma-core: btl/llrdma calls ibv_fork_init.
+    AC_CHECK_DECLS([ibv_is_fork_initialized], [], [], [[#include <infiniband/verbs.h>]])
   ])
   CPPFLAGS=$llrdma_save_CPPFLAGS
   LDFLAGS=$llrdma_save_LDFLAGS

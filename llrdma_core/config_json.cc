@@ -111,6 +111,7 @@ std::string to_json(const llrdma_rank_config_t &c)
     put_u64(o, "coll_segment_knob", c.coll_segment_knob);
     put_i64(o, "coll_shm", c.coll_shm);
     put_u64(o, "coll_shm_chunk_knob", c.coll_shm_chunk_knob);
+    put_str(o, "fork_safe", from_fixed(c.fork_safe, sizeof c.fork_safe));
     put_str(o, "btl_status", from_fixed(c.btl_status, sizeof c.btl_status));
     put_i64(o, "devices", c.ndevices);
     put_key(o, "device");
@@ -127,6 +128,7 @@ std::string to_json(const llrdma_rank_config_t &c)
     put_i64(o, "gid_index", d.gid_index);
     put_u64(o, "rq_depth_granted_ll", d.rq_depth_granted_ll);
     put_u64(o, "rq_depth_granted_bw", d.rq_depth_granted_bw);
+    put_str(o, "gid_type", from_fixed(d.gid_type, sizeof d.gid_type));
     o += "}}";
     return o;
 }
@@ -300,6 +302,7 @@ bool from_json(const char *json, llrdma_rank_config_t &c)
     r.integer("coll_shm", c.coll_shm, 0, 1);
     r.unsig("coll_shm_chunk_knob", c.coll_shm_chunk_knob, UINT64_MAX);
     r.str("btl_status", c.btl_status, sizeof c.btl_status);
+    r.str("fork_safe", c.fork_safe, sizeof c.fork_safe);
     r.integer("devices", c.ndevices, INT32_MIN, INT32_MAX);
     if (const JValue *v = r.obj("device")) {
         llrdma_device_info_t &d = c.device;
@@ -314,6 +317,7 @@ bool from_json(const char *json, llrdma_rank_config_t &c)
         dr.integer("gid_index", d.gid_index, INT32_MIN, INT32_MAX);
         dr.unsig("rq_depth_granted_ll", d.rq_depth_granted_ll, UINT32_MAX);
         dr.unsig("rq_depth_granted_bw", d.rq_depth_granted_bw, UINT32_MAX);
+        dr.str("gid_type", d.gid_type, sizeof d.gid_type);
         if (!dr.ok)
             return false;
     }

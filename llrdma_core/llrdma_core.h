@@ -148,6 +148,7 @@ typedef struct {
     int cq_moderation_supported; /* -1 unknown (or not requested), 0 no, 1 applied */
     int gid_index;               /* GID rdma_cm binds to (RoCE); -1 unknown */
     uint32_t rq_depth_granted_ll, rq_depth_granted_bw; /* shared receive queue buffers */
+    char gid_type[12]; /* type of that GID: "roce_v1", "roce_v2", "ib"; "" unknown */
 } llrdma_device_info_t;
 
 typedef struct {
@@ -165,6 +166,8 @@ typedef struct {
     uint64_t coll_segment_knob;   /* coll_llrdma_allreduce_segment_size, 0 = from the hint */
     int coll_shm;                 /* coll_llrdma_shm: 1 = arena on single-node communicators */
     uint64_t coll_shm_chunk_knob; /* coll_llrdma_shm_chunk_size, 0 = default */
+    char fork_safe[64];           /* btl_llrdma_fork_safe outcome: "kernel", "ibv_fork_init", "off",
+                                     "failed: <strerror>"; "" when the BTL did not run */
 } llrdma_rank_config_t;
 
 /* Buffer size that holds the JSON of any llrdma_rank_config_t (worst-case escaping). */

@@ -38,6 +38,8 @@ typedef struct mca_btl_llrdma_port_t {
     unsigned gid_type;
     struct in_addr ipv4;
     uint32_t max_cqe, max_srq_wr, max_qp_wr;
+    int prefix_len;  /* netmask length of ipv4's interface; 0 unknown */
+    char netdev[16]; /* that interface (IPoIB, or RoCE's Ethernet device); "" unknown */
 } mca_btl_llrdma_port_t;
 
 /* Completion queues are never resized (ibv_resize_cq is optional): a path
@@ -138,6 +140,15 @@ int mca_btl_llrdma_register_params(void);
  * btl_status from the verbs devices this rank may use.  Returns the number
  * of usable ports. */
 int mca_btl_llrdma_discover(llrdma_rank_config_t *cfg);
+/* Where btl_llrdma_<name> got its value, for error messages: "default",
+ * "environment (OMPI_MCA_btl_llrdma_<name>; ...)", "file PATH:LINE", ... */
+void mca_btl_llrdma_var_origin(const char *name, char *buf, size_t len);
+
+/* btl_llrdma_fork.c: apply btl_llrdma_fork_safe and record the outcome in
+ * cfg->fork_safe.  Must run before any other verbs call of the process
+ * (ibv_fork_init fails once memory was registered).  A bad value, or a
+ * failure with "yes", stops MPI_Init with a message. */
+void mca_btl_llrdma_fork_setup(llrdma_rank_config_t *cfg);
 
 /* btl_llrdma_module.c */
 int mca_btl_llrdma_module_create(const mca_btl_llrdma_port_t *port, const llrdma_profile_t *prof,

@@ -119,6 +119,23 @@ static int publish_addresses(mca_btl_llrdma_component_t *c)
     return rc;
 }
 
+/* What failed, from mca_btl_llrdma_module_create's return code (it reports
+ * neither the call nor errno).  No memory is registered there, so none of
+ * these is the locked-memory limit. */
+static const char *create_failure(int rc)
+{
+    switch (rc) {
+    case OPAL_ERR_NOT_AVAILABLE:
+        return "librdmacm has no context for the device (is rdma_ucm loaded?), or "
+               "ibv_create_qp (probe queue pair) or the rdma_cm listener (rdma_create_id, "
+               "rdma_bind_addr, rdma_listen) failed";
+    case OPAL_ERR_BAD_PARAM:
+        return "the profile gives this device no usable fragment size";
+    default:
+        return "ibv_alloc_pd, ibv_create_cq or ibv_create_srq failed";
+    }
+}
+
 /* One module per usable port; a port whose resources cannot be created is
  * skipped with its reason in `why`. */
 static void create_modules(mca_btl_llrdma_component_t *c, llrdma_rank_config_t *cfg, char *why,
@@ -135,9 +152,7 @@ static void create_modules(mca_btl_llrdma_component_t *c, llrdma_rank_config_t *
         int rc = mca_btl_llrdma_module_create(&c->ports[i], &cfg->profile, &m);
         if (OPAL_SUCCESS != rc) {
             snprintf(why, whylen, "%s:%d: %s", c->ports[i].dev, c->ports[i].port,
-                     OPAL_ERR_NOT_AVAILABLE == rc
-                         ? "rdma_cm or queue pair set-up failed (is rdma_ucm loaded?)"
-                         : "resources could not be created (locked memory limit?)");
+                     create_failure(rc));
             opal_output_verbose(10, c->output, "btl:llrdma: skipping %s", why);
             continue;
         }
@@ -161,6 +176,7 @@ static mca_btl_base_module_t **llrdma_component_init(int *num_btls, bool enable_
     *num_btls = 0;
     memset(cfg, 0, sizeof(*cfg));
     llrdma_mca_fill_identity(cfg);
+    mca_btl_llrdma_fork_setup(cfg); /* before any other verbs call */
 
     llrdma_mca_hint_inputs(c->size_hint_index, "btl_llrdma_size_hint", &in);
     rc = llrdma_hint_resolve(&in, &cfg->hint, err, sizeof(err));
@@ -208,10 +224,19 @@ static mca_btl_base_module_t **llrdma_component_init(int *num_btls, bool enable_
             snprintf(cfg->btl_status, sizeof(cfg->btl_status), "active");
             cfg->ndevices = c->nmodules;
             if (mca_btl_llrdma_module_granted(c->modules[0], &cfg->device, why, sizeof(why)) > 0) {
-                char detail[768];
-                snprintf(detail, sizeof(detail), "%s:%d granted less than the profile asked: %s",
+                char detail[768], key[sizeof(cfg->device.name) + 16];
+                size_t len = strlen(why);
+                while (len > 0 && (' ' == why[len - 1] || ';' == why[len - 1])) {
+                    why[--len] = '\0';
+                }
+                /* Every rank of a node gets the same grant from the same
+                 * device: one message per node and device, not per rank. */
+                snprintf(detail, sizeof(detail), "device %s:%d granted less than asked: %s",
                          cfg->device.name, cfg->device.port, why);
-                llrdma_mca_warn("profile not applied", detail);
+                snprintf(key, sizeof(key), "%s:%d", cfg->device.name, cfg->device.port);
+                if (!llrdma_mca_warn_once("profile not applied", key, detail)) {
+                    opal_output_verbose(1, c->output, "btl:llrdma: %s", detail);
+                }
             }
         }
     }

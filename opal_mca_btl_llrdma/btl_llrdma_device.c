@@ -2,22 +2,31 @@
  * Verbs device discovery for btl/llrdma: which (device, port) pairs this rank
  * may use, honouring btl_llrdma_if_include / if_exclude, and which address
  * rdma_cm binds to on each: on RoCE the IPv4-mapped GID (RoCE v2 preferred,
- * as the Soft-RoCE notes require), on InfiniBand an IPoIB interface's IPv4
- * address.
+ * as the Soft-RoCE notes require; btl_llrdma_gid_index and roce_version
+ * override the choice), on InfiniBand the IPv4 address of an IPoIB interface
+ * of that port.  The address's netmask length is kept for pairing ports with
+ * a peer's by subnet (llrdma_reach_pick).
  */
 #include "opal_config.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <ifaddrs.h>
+#include <net/if.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
+#include "opal/constants.h"
+#include "opal/mca/base/mca_base_var.h"
 #include "opal/util/argv.h"
 #include "opal/util/output.h"
 
 #include "btl_llrdma.h"
 #include "btl_llrdma_verbs.h"
+#include "llrdma_mca_common.h"
+#include "llrdma_reach.h"
 
 /* Does `list` (argv of "dev" or "dev:port") name this device/port?  port 0
  * asks about the device as a whole (only plain "dev" entries match). */
@@ -71,74 +80,345 @@ static int gid_is_ipv4_mapped(const union ibv_gid *g)
     return 0 == memcmp(g->raw, prefix, sizeof(prefix));
 }
 
-/* RoCE: the IPv4-mapped GID to use, RoCE v2 before v1.  -1 when none. */
-static int pick_roce_gid(struct ibv_context *ctx, int port, int tbl_len, mca_btl_llrdma_port_t *out)
+static int gid_is_zero(const union ibv_gid *g)
 {
-    int best = -1, best_rank = 0;
-    for (int i = 0; i < tbl_len; ++i) {
-        union ibv_gid gid;
-        unsigned type = IBV_GID_TYPE_ROCE_V1;
-        int rank;
-        if (0 != mca_btl_llrdma_verbs.query_gid(ctx, (uint8_t)port, i, &gid) ||
-            !gid_is_ipv4_mapped(&gid)) {
-            continue;
-        }
-        (void)mca_btl_llrdma_verbs.query_gid_type(ctx, (uint8_t)port, i, &type);
-        rank = IBV_GID_TYPE_ROCE_V2 == type ? 2 : 1;
-        if (rank > best_rank) {
-            best = i;
-            best_rank = rank;
-            out->gid_type = type;
-            memcpy(&out->ipv4, &gid.raw[12], sizeof(out->ipv4));
-        }
-    }
-    out->gid_index = best;
-    return best;
+    static const uint8_t zero[16];
+    return 0 == memcmp(g->raw, zero, sizeof(zero));
 }
 
-/* InfiniBand: an IPv4 address of one of the device's IPoIB interfaces. */
-static int pick_ipoib_addr(const char *dev, mca_btl_llrdma_port_t *out)
+void mca_btl_llrdma_var_origin(const char *name, char *buf, size_t len)
 {
+    llrdma_hint_inputs_t in;
+    char full[128];
+    int idx = mca_base_var_find("opal", "btl", "llrdma", name);
+
+    snprintf(full, sizeof(full), "btl_llrdma_%s", name);
+    if (idx < 0 || OPAL_SUCCESS != llrdma_mca_hint_inputs(idx, full, &in)) {
+        snprintf(buf, len, "unknown source");
+        return;
+    }
+    switch (in.mca_source) {
+    case LLRDMA_SRC_ENV:
+        snprintf(buf, len, "environment (OMPI_MCA_%s; mpirun --mca sets this too)", full);
+        break;
+    case LLRDMA_SRC_FILE:
+        if (in.mca_line > 0) {
+            snprintf(buf, len, "file %s:%d", NULL != in.mca_file ? in.mca_file : "(unknown path)",
+                     in.mca_line);
+        } else {
+            snprintf(buf, len, "file %s", NULL != in.mca_file ? in.mca_file : "(unknown path)");
+        }
+        break;
+    default:
+        snprintf(buf, len, "%s", llrdma_source_name(in.mca_source));
+        break;
+    }
+}
+
+static void bad_knob(const char *name, const char *value, const char *why)
+{
+    char origin[600], detail[2048];
+    mca_btl_llrdma_var_origin(name, origin, sizeof(origin));
+    snprintf(detail, sizeof(detail), "btl_llrdma_%s = %s (from %s): %s", name, value, origin, why);
+    llrdma_mca_fatal("invalid btl knob", detail);
+}
+
+/* btl_llrdma_roce_version: auto | 1 | 2 (LLRDMA_ROCE_*). */
+static int roce_version_knob(void)
+{
+    const char *t = mca_btl_llrdma_component.roce_version;
+    char quoted[160];
+    if (NULL == t || 0 == strcasecmp(t, "auto")) {
+        return LLRDMA_ROCE_AUTO;
+    }
+    if (0 == strcmp(t, "1")) {
+        return LLRDMA_ROCE_V1;
+    }
+    if (0 == strcmp(t, "2")) {
+        return LLRDMA_ROCE_V2;
+    }
+    snprintf(quoted, sizeof(quoted), "'%.150s'", t);
+    bad_knob("roce_version", quoted, "not one of auto, 1, 2");
+    return LLRDMA_ROCE_AUTO; /* not reached */
+}
+
+/* Netmask length and interface of a local IPv4 address; 0 when unknown. */
+static int ipv4_prefix(struct ifaddrs *ifs, struct in_addr a, char *ifname, size_t len)
+{
+    for (struct ifaddrs *i = ifs; NULL != i; i = i->ifa_next) {
+        if (NULL != i->ifa_addr && AF_INET == i->ifa_addr->sa_family && NULL != i->ifa_netmask &&
+            ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr == a.s_addr) {
+            snprintf(ifname, len, "%s", i->ifa_name);
+            return __builtin_popcount(((struct sockaddr_in *)i->ifa_netmask)->sin_addr.s_addr);
+        }
+    }
+    return 0;
+}
+
+static const char *roce_name(int v)
+{
+    return LLRDMA_ROCE_V1 == v ? "RoCE v1" : LLRDMA_ROCE_V2 == v ? "RoCE v2" : "RoCE";
+}
+
+/* The RoCE version rdma_cm connects this port with, when an administrator
+ * set it (configfs rdma_cm/<dev>/ports/<port>/default_roce_mode); otherwise
+ * LLRDMA_ROCE_AUTO: the kernel's default, RoCE v2 where the device has it.
+ * rdma_cm takes the GID of the bound address with that type: no verbs call
+ * lets a process choose. */
+static int cm_roce_mode(const char *dev, int port)
+{
+    char path[320], line[32] = "";
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/sys/kernel/config/rdma_cm/%s/ports/%d/default_roce_mode", dev,
+             port);
+    if (NULL == (f = fopen(path, "r"))) {
+        return LLRDMA_ROCE_AUTO;
+    }
+    if (NULL == fgets(line, sizeof(line), f)) {
+        line[0] = '\0';
+    }
+    fclose(f);
+    return NULL != strstr(line, "v2")   ? LLRDMA_ROCE_V2
+           : NULL != strstr(line, "v1") ? LLRDMA_ROCE_V1
+                                        : LLRDMA_ROCE_AUTO;
+}
+
+/* RoCE: the GID rdma_cm binds to (llrdma_gid_choose: btl_llrdma_gid_index,
+ * else RoCE v2 before v1, restricted by btl_llrdma_roce_version or else by
+ * the RoCE version rdma_cm uses on the port).  -1 when the port has none; a
+ * setting that cannot take effect stops MPI_Init. */
+static int pick_roce_gid(struct ibv_context *ctx, const char *dev, int port, int tbl_len,
+                         int roce_version, mca_btl_llrdma_port_t *out)
+{
+    mca_btl_llrdma_component_t *c = &mca_btl_llrdma_component;
+    int pinned = c->gid_index, n = tbl_len > 0 ? tbl_len : 0, idx;
+    int cm_mode = cm_roce_mode(dev, port), want = roce_version;
+    char allows[160];
+    llrdma_gid_entry_t *tbl = calloc((size_t)(n > 0 ? n : 1), sizeof(*tbl));
+    union ibv_gid *gids = calloc((size_t)(n > 0 ? n : 1), sizeof(*gids));
+
+    if (NULL == tbl || NULL == gids) {
+        idx = -1;
+        goto out_free;
+    }
+    for (int i = 0; i < n; ++i) {
+        unsigned type = IBV_GID_TYPE_ROCE_V1; /* kernels without GID types have v1 only */
+        if (pinned >= 0 && i != pinned) {
+            continue; /* only the pinned entry is looked at */
+        }
+        if (0 != mca_btl_llrdma_verbs.query_gid(ctx, (uint8_t)port, i, &gids[i])) {
+            continue;
+        }
+        if (gid_is_zero(&gids[i])) {
+            continue; /* an empty entry reads as :: */
+        }
+        (void)mca_btl_llrdma_verbs.query_gid_type(ctx, (uint8_t)port, i, &type);
+        tbl[i].readable = 1;
+        tbl[i].ipv4_mapped = gid_is_ipv4_mapped(&gids[i]);
+        tbl[i].type = (int)type;
+    }
+    if (LLRDMA_ROCE_AUTO != roce_version && LLRDMA_ROCE_AUTO != cm_mode &&
+        cm_mode != roce_version) {
+        char value[160], why[512];
+        snprintf(value, sizeof(value), "'%.150s'", c->roce_version);
+        snprintf(why, sizeof(why),
+                 "rdma_cm connects %s:%d with %s (configfs rdma_cm/%s/ports/%d/"
+                 "default_roce_mode), which a process cannot change; set that to %s as well, "
+                 "or use auto",
+                 dev, port, roce_name(cm_mode), dev, port,
+                 LLRDMA_ROCE_V1 == roce_version ? "\"IB/RoCE v1\"" : "\"RoCE v2\"");
+        bad_knob("roce_version", value, why);
+    }
+    if (LLRDMA_ROCE_AUTO == want) {
+        want = cm_mode; /* report the GID type rdma_cm will really use */
+    }
+    if (LLRDMA_ROCE_AUTO != roce_version) {
+        snprintf(allows, sizeof(allows), "btl_llrdma_roce_version = %s allows only %s",
+                 c->roce_version, roce_name(roce_version));
+    } else if (LLRDMA_ROCE_AUTO != cm_mode) {
+        snprintf(allows, sizeof(allows),
+                 "rdma_cm connects this port with %s (configfs default_roce_mode)",
+                 roce_name(cm_mode));
+    } else {
+        snprintf(allows, sizeof(allows), "a RoCE port needs a RoCE v1 or v2 GID");
+    }
+    idx = llrdma_gid_choose(tbl, n, pinned, want);
+    if (idx < 0 && pinned < 0 && want != roce_version) {
+        opal_output_verbose(10, c->output,
+                            "btl:llrdma: %s:%d: no IPv4-mapped %s GID, the version rdma_cm uses "
+                            "on this port (configfs default_roce_mode)",
+                            dev, port, roce_name(want));
+    }
+    if (idx >= 0) {
+        out->gid_index = idx;
+        out->gid_type = (unsigned)tbl[idx].type;
+        memcpy(&out->ipv4, &gids[idx].raw[12], sizeof(out->ipv4));
+    } else if (pinned >= 0) {
+        char value[32], why[1024], text[INET6_ADDRSTRLEN] = "?";
+        const char *type = pinned < n ? llrdma_gid_type_name(tbl[pinned].type) : "";
+        if (pinned < n) {
+            (void)inet_ntop(AF_INET6, gids[pinned].raw, text, sizeof(text));
+        }
+        snprintf(value, sizeof(value), "%d", pinned);
+        switch (idx) {
+        case LLRDMA_GID_OUT_OF_RANGE:
+            snprintf(why, sizeof(why), "%s:%d has only %d GID table entries (0..%d)", dev, port, n,
+                     n - 1);
+            break;
+        case LLRDMA_GID_UNREADABLE:
+            snprintf(why, sizeof(why), "GID %d of %s:%d is an empty table entry", pinned, dev,
+                     port);
+            break;
+        case LLRDMA_GID_NOT_IPV4:
+            snprintf(why, sizeof(why),
+                     "GID %d of %s:%d is %s (%s), not an IPv4-mapped address (::ffff:a.b.c.d); "
+                     "rdma_cm binds to an IPv4 address, so the GID must carry one",
+                     pinned, dev, port, text, type);
+            break;
+        default: /* LLRDMA_GID_WRONG_TYPE */
+            snprintf(why, sizeof(why), "GID %d of %s:%d is %s (%s), but %s", pinned, dev, port,
+                     text, type, allows);
+            break;
+        }
+        bad_knob("gid_index", value, why);
+    }
+out_free:
+    free(gids);
+    free(tbl);
+    return idx >= 0 ? idx : -1;
+}
+
+/* Which port (1-based) an IPoIB interface belongs to: dev_port is 0-based
+ * (Linux 3.15+); older kernels set only dev_id (also 0-based; IPoIB sets
+ * both now).  0 when sysfs does not say. */
+static int netdev_port(const char *ifname)
+{
+    char path[320];
+    long dev_port = -1, dev_id = -1;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/sys/class/net/%s/dev_port", ifname);
+    if (NULL != (f = fopen(path, "r"))) {
+        if (1 != fscanf(f, "%ld", &dev_port)) {
+            dev_port = -1;
+        }
+        fclose(f);
+    }
+    snprintf(path, sizeof(path), "/sys/class/net/%s/dev_id", ifname);
+    if (NULL != (f = fopen(path, "r"))) {
+        if (1 != fscanf(f, "%li", &dev_id)) { /* "0x1" */
+            dev_id = -1;
+        }
+        fclose(f);
+    }
+    if (dev_port > 0) {
+        return (int)dev_port + 1;
+    }
+    if (dev_id > 0) {
+        return (int)dev_id + 1;
+    }
+    return dev_port == 0 || dev_id == 0 ? 1 : 0;
+}
+
+/* An Ethernet netdev of a VPI device's other port lives in the same
+ * directory: only IPoIB (ARPHRD_INFINIBAND, 32) counts; unknown is kept. */
+static int netdev_is_ipoib(const char *ifname)
+{
+    char path[320];
+    int type = -1;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/sys/class/net/%s/type", ifname);
+    if (NULL != (f = fopen(path, "r"))) {
+        if (1 != fscanf(f, "%d", &type)) {
+            type = -1;
+        }
+        fclose(f);
+    }
+    return type < 0 || 32 == type;
+}
+
+/* InfiniBand: the IPv4 address of an IPoIB interface of this device and
+ * port (the smallest name when several qualify: ib0 before ib0.8001).  On a
+ * multi-port HCA (mlx4) every port's interfaces are listed under the one PCI
+ * device; dev_port tells them apart.  If sysfs says nothing about ports, an
+ * interface of the device is used (said at verbose level 10). */
+static int pick_ipoib_addr(const char *dev, int port, struct ifaddrs *ifs,
+                           mca_btl_llrdma_port_t *out)
+{
+    mca_btl_llrdma_component_t *c = &mca_btl_llrdma_component;
     char path[256];
-    struct ifaddrs *ifs = NULL;
+    struct ifaddrs *best[2] = {NULL, NULL}; /* this port, port unknown */
     DIR *d;
     struct dirent *e;
-    int found = -1;
+    struct ifaddrs *use;
 
     snprintf(path, sizeof(path), "/sys/class/infiniband/%s/device/net", dev);
     d = opendir(path);
     if (NULL == d) {
         return -1;
     }
-    if (0 != getifaddrs(&ifs)) {
-        goto out_closedir;
-    }
-    while (found < 0 && NULL != (e = readdir(d))) {
+    while (NULL != (e = readdir(d))) {
+        int p;
+        if ('.' == e->d_name[0] || !netdev_is_ipoib(e->d_name)) {
+            continue;
+        }
+        p = netdev_port(e->d_name);
+        if (0 != p && port != p) {
+            continue; /* another port's interface */
+        }
         for (struct ifaddrs *a = ifs; NULL != a; a = a->ifa_next) {
-            if (NULL != a->ifa_addr && AF_INET == a->ifa_addr->sa_family &&
-                0 == strcmp(a->ifa_name, e->d_name)) {
-                out->ipv4 = ((struct sockaddr_in *)a->ifa_addr)->sin_addr;
-                out->gid_index = 0;
-                found = 0;
-                break;
+            struct ifaddrs **slot = &best[0 == p ? 1 : 0];
+            if (NULL == a->ifa_addr || AF_INET != a->ifa_addr->sa_family ||
+                !(a->ifa_flags & IFF_UP) || 0 != strcmp(a->ifa_name, e->d_name)) {
+                continue;
             }
+            if (NULL == *slot || strcmp(a->ifa_name, (*slot)->ifa_name) < 0) {
+                *slot = a;
+            }
+            break; /* its first IPv4 address */
         }
     }
-    freeifaddrs(ifs);
-out_closedir:
     closedir(d);
-    return found;
+    use = NULL != best[0] ? best[0] : best[1];
+    if (NULL == use) {
+        return -1;
+    }
+    if (use == best[1]) {
+        opal_output_verbose(10, c->output,
+                            "btl:llrdma: %s:%d: sysfs does not say which port %s belongs to "
+                            "(no dev_port/dev_id); using it",
+                            dev, port, use->ifa_name);
+    }
+    out->ipv4 = ((struct sockaddr_in *)use->ifa_addr)->sin_addr;
+    out->prefix_len =
+        NULL != use->ifa_netmask
+            ? __builtin_popcount(((struct sockaddr_in *)use->ifa_netmask)->sin_addr.s_addr)
+            : 0;
+    snprintf(out->netdev, sizeof(out->netdev), "%s", use->ifa_name);
+    out->gid_index = 0; /* rdma_cm resolves the path from the IPoIB address */
+    out->gid_type = IBV_GID_TYPE_IB;
+    return 0;
 }
 
 int mca_btl_llrdma_discover(llrdma_rank_config_t *cfg)
 {
     mca_btl_llrdma_component_t *c = &mca_btl_llrdma_component;
     struct ibv_device **devs = NULL;
+    struct ifaddrs *ifs = NULL;
     char **inc = NULL, **exc = NULL;
-    int ndev = 0, usable = 0, opened = 0;
+    int ndev = 0, usable = 0, opened = 0, no_roce_gid = 0;
+    int roce_version = roce_version_knob();
 
     c->nports = 0;
+    cfg->device.gid_index = -1; /* unknown until a port is found */
 
+    if (c->gid_index < -1) {
+        char value[32];
+        snprintf(value, sizeof(value), "%d", c->gid_index);
+        bad_knob("gid_index", value, "not -1 (choose) or a GID table index (0, 1, ...)");
+    }
     if (NULL != c->if_include && NULL != c->if_exclude) {
         snprintf(cfg->btl_status, sizeof(cfg->btl_status),
                  "disqualified: btl_llrdma_if_include and if_exclude both set");
@@ -150,11 +430,14 @@ int mca_btl_llrdma_discover(llrdma_rank_config_t *cfg)
     if (NULL != c->if_exclude) {
         exc = opal_argv_split(c->if_exclude, ',');
     }
+    if (0 != getifaddrs(&ifs)) {
+        ifs = NULL; /* no netmasks, no IPoIB addresses */
+    }
 
     devs = mca_btl_llrdma_verbs.get_device_list(&ndev);
     if (NULL == devs || 0 == ndev) {
         snprintf(cfg->btl_status, sizeof(cfg->btl_status), "disqualified: no verbs device");
-        goto out_free_lists;
+        goto out_free_ifaddrs;
     }
 
     for (int d = 0; d < ndev; ++d) {
@@ -177,6 +460,7 @@ int mca_btl_llrdma_discover(llrdma_rank_config_t *cfg)
         }
         for (int p = 1; p <= dattr.phys_port_cnt; ++p) {
             struct ibv_port_attr pattr;
+            int roce;
             if (!port_wanted(inc, exc, name, p) ||
                 0 != mca_btl_llrdma_verbs.query_port(ctx, (uint8_t)p, &pattr) ||
                 IBV_PORT_ACTIVE != pattr.state) {
@@ -194,42 +478,65 @@ int mca_btl_llrdma_discover(llrdma_rank_config_t *cfg)
             pt->max_cqe = (uint32_t)dattr.max_cqe;
             pt->max_srq_wr = (uint32_t)dattr.max_srq_wr;
             pt->max_qp_wr = (uint32_t)dattr.max_qp_wr;
-            if ((IBV_LINK_LAYER_ETHERNET == pattr.link_layer
-                     ? pick_roce_gid(ctx, p, pattr.gid_tbl_len, pt)
-                     : pick_ipoib_addr(name, pt)) < 0) {
+            roce = IBV_LINK_LAYER_ETHERNET == pattr.link_layer;
+            if (!roce && c->gid_index >= 0) {
+                opal_output_verbose(10, c->output,
+                                    "btl:llrdma: %s:%d is InfiniBand: btl_llrdma_gid_index "
+                                    "applies to RoCE ports only",
+                                    name, p);
+            }
+            if ((roce ? pick_roce_gid(ctx, name, p, pattr.gid_tbl_len, roce_version, pt)
+                      : pick_ipoib_addr(name, p, ifs, pt)) < 0) {
+                no_roce_gid += roce;
                 opal_output_verbose(10, c->output,
                                     "btl:llrdma: %s:%d active but has no IPv4 address for "
                                     "rdma_cm (%s); skipped",
                                     name, p,
-                                    IBV_LINK_LAYER_ETHERNET == pattr.link_layer
+                                    !roce ? "no IPoIB interface of this port with IPv4"
+                                    : LLRDMA_ROCE_AUTO == roce_version
                                         ? "no IPv4-mapped GID"
-                                        : "no IPoIB interface with IPv4");
+                                        : "no IPv4-mapped GID of the btl_llrdma_roce_version");
                 continue;
+            }
+            if (roce) {
+                pt->prefix_len = ipv4_prefix(ifs, pt->ipv4, pt->netdev, sizeof(pt->netdev));
             }
             if (0 == usable) {
                 snprintf(cfg->device.name, sizeof(cfg->device.name), "%s", name);
                 cfg->device.port = p;
                 cfg->device.cq_moderation_supported = -1; /* known once a CQ exists */
+                cfg->device.gid_index = pt->gid_index;
+                snprintf(cfg->device.gid_type, sizeof(cfg->device.gid_type), "%s",
+                         llrdma_gid_type_name((int)pt->gid_type));
             }
             ++usable;
             ++c->nports;
-            opal_output_verbose(10, c->output, "btl:llrdma: %s:%d active (%s, GID index %d, %s)",
-                                name, p,
-                                IBV_LINK_LAYER_ETHERNET == pattr.link_layer ? "RoCE" : "InfiniBand",
-                                pt->gid_index, inet_ntoa(pt->ipv4));
+            opal_output_verbose(10, c->output,
+                                "btl:llrdma: %s:%d active (%s, GID index %d, %s, %s/%d on %s)",
+                                name, p, roce ? "RoCE" : "InfiniBand", pt->gid_index,
+                                llrdma_gid_type_name((int)pt->gid_type), inet_ntoa(pt->ipv4),
+                                pt->prefix_len, '\0' != pt->netdev[0] ? pt->netdev : "?");
         }
     next_close_device:
         mca_btl_llrdma_verbs.close_device(ctx);
     }
 
-    if (0 == usable) {
+    if (0 == usable && no_roce_gid > 0 && LLRDMA_ROCE_AUTO != roce_version) {
+        snprintf(cfg->btl_status, sizeof(cfg->btl_status),
+                 "disqualified: no active port has an IPv4-mapped %s GID "
+                 "(btl_llrdma_roce_version=%s)",
+                 roce_name(roce_version), c->roce_version);
+    } else if (0 == usable) {
         snprintf(cfg->btl_status, sizeof(cfg->btl_status),
                  "disqualified: no usable active verbs port (%d device(s), %d opened)", ndev,
                  opened);
     }
     cfg->ndevices = usable;
     mca_btl_llrdma_verbs.free_device_list(devs);
-out_free_lists:
+out_free_ifaddrs:
+    if (NULL != ifs) {
+        freeifaddrs(ifs);
+    }
     opal_argv_free(inc);
     opal_argv_free(exc);
     return usable;

@@ -239,6 +239,7 @@ static int post_wr(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_conn_t *conn,
 {
     mca_btl_llrdma_wr_t *e = &conn->ring[conn->ring_head];
     struct ibv_send_wr *bad = NULL;
+    uint32_t unsignalled = conn->sq.unsignalled; /* posted since the last signalled WR */
     int rc;
 
     wr->wr_id = (uintptr_t)e;
@@ -252,6 +253,18 @@ static int post_wr(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_conn_t *conn,
         e->frag = NULL;
         llrdma_sq_retire(&conn->sq, 1);
         mca_btl_llrdma_endpoint_fail(ep, "ibv_post_send failed", strerror(rc));
+        /* The unsignalled WRs since the last signalled one waited for this
+         * WR (or a later one) to be signalled: no completion will retire
+         * them, so their fragments complete now. */
+        for (uint32_t k = 1; k <= unsignalled && k < conn->sq.depth; ++k) {
+            mca_btl_llrdma_wr_t *o =
+                &conn->ring[(conn->ring_head + conn->sq.depth - k) % conn->sq.depth];
+            mca_btl_llrdma_frag_t *orphan = o->frag;
+            o->frag = NULL;
+            if (NULL != orphan) {
+                mca_btl_llrdma_frag_complete(orphan, OPAL_ERR_UNREACH);
+            }
+        }
         return OPAL_ERR_UNREACH;
     }
     conn->ring_head = (conn->ring_head + 1) % conn->sq.depth;
@@ -988,6 +1001,17 @@ static llrdma_conn_have_t conn_have(const mca_btl_llrdma_endpoint_t *ep, int p)
     return c->active ? LLRDMA_CONN_ACTIVE_PENDING : LLRDMA_CONN_PASSIVE_PENDING;
 }
 
+/* A connection request this side could not set up was rejected: the peer
+ * fails (no resources).  Fragments of ours waiting for the path have no
+ * connection coming either (our own attempt may just have been superseded
+ * by the rejected one): fail them rather than let them wait forever. */
+static void accept_failed(mca_btl_llrdma_endpoint_t *ep, int p, const char *why)
+{
+    if (NULL == ep->conn[p] && !opal_list_is_empty(&ep->pending[p])) {
+        mca_btl_llrdma_endpoint_fail(ep, "accepting the peer's connection failed", why);
+    }
+}
+
 static void handle_connect_request(mca_btl_llrdma_module_t *m, struct rdma_cm_id *id,
                                    const mca_btl_llrdma_conn_req_t *req)
 {
@@ -1042,6 +1066,7 @@ static void handle_connect_request(mca_btl_llrdma_module_t *m, struct rdma_cm_id
     conn = OBJ_NEW(mca_btl_llrdma_conn_t);
     if (NULL == conn) {
         reject(id, MCA_BTL_LLRDMA_REJ_NORES);
+        accept_failed(ep, req->path, "out of memory");
         return;
     }
     conn->endpoint = ep;
@@ -1057,10 +1082,12 @@ static void handle_connect_request(mca_btl_llrdma_module_t *m, struct rdma_cm_id
         goto reject_release_conn;
     }
     if (0 != take_peer_param(conn, req)) {
+        snprintf(why, sizeof(why), "the request carried no usable parameters");
         goto destroy_qp;
     }
     fill_conn_param(conn, &mine, &param);
     if (0 != mca_btl_llrdma_verbs.cm_accept(id, &param)) {
+        snprintf(why, sizeof(why), "rdma_accept failed: %s", strerror(errno));
         goto destroy_qp;
     }
     opal_list_append(&m->conns, &conn->super);
@@ -1082,6 +1109,7 @@ reject_release_conn:
     conn->id = NULL;
     OBJ_RELEASE(conn);
     reject(id, MCA_BTL_LLRDMA_REJ_NORES);
+    accept_failed(ep, req->path, why);
 }
 
 static llrdma_cm_err_t reject_kind(const mca_btl_llrdma_conn_req_t *rej, int have)

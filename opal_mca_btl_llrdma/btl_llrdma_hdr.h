@@ -62,6 +62,7 @@ typedef struct mca_btl_llrdma_addr_t {
     /* What this rank receives (its own profile): peers never send more. */
     uint64_t hint;
     uint32_t frag_max[2]; /* per path (LL, BW); 0 = no such path */
+    uint8_t prefix_len;   /* netmask length of ipv4 (0 unknown): pairs ports by subnet */
 } mca_btl_llrdma_addr_t;
 
 #endif

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 
 #include "btl_llrdma_verbs.h"
+#include "llrdma_build_config.h" /* HAVE_DECL_IBV_IS_FORK_INITIALIZED */
 
 static struct ibv_device **real_get_device_list(int *n)
 {
@@ -256,6 +257,20 @@ static const char *real_cm_event_str(enum rdma_cm_event_type t)
     return rdma_event_str(t);
 }
 
+static int real_fork_init(void)
+{
+    return ibv_fork_init();
+}
+
+static int real_is_fork_initialized(void)
+{
+#if HAVE_DECL_IBV_IS_FORK_INITIALIZED
+    return (int)ibv_is_fork_initialized();
+#else
+    return -1; /* rdma-core before 35 cannot tell */
+#endif
+}
+
 #define LLRDMA_REAL_OPS                                                                            \
     {                                                                                              \
         .get_device_list = real_get_device_list, .free_device_list = real_free_device_list,        \
@@ -281,6 +296,7 @@ static const char *real_cm_event_str(enum rdma_cm_event_type t)
         .cm_accept = real_cm_accept, .cm_reject = real_cm_reject,                                  \
         .cm_disconnect = real_cm_disconnect, .cm_get_event = real_cm_get_event,                    \
         .cm_ack_event = real_cm_ack_event, .cm_event_str = real_cm_event_str,                      \
+        .fork_init = real_fork_init, .is_fork_initialized = real_is_fork_initialized,              \
     }
 
 const mca_btl_llrdma_verbs_ops_t mca_btl_llrdma_verbs_real = LLRDMA_REAL_OPS;

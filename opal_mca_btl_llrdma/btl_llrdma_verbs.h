@@ -77,6 +77,12 @@ typedef struct mca_btl_llrdma_verbs_ops_t {
     int (*cm_get_event)(struct rdma_event_channel *channel, struct rdma_cm_event **event);
     int (*cm_ack_event)(struct rdma_cm_event *event);
     const char *(*cm_event_str)(enum rdma_cm_event_type event);
+
+    /* fork safety (btl_llrdma_fork.c), called before any other entry */
+    int (*fork_init)(void); /* 0 or an errno */
+    /* IBV_FORK_DISABLED / _ENABLED / _UNNEEDED as an int; -1 when rdma-core
+     * has no ibv_is_fork_initialized (before rdma-core 35) */
+    int (*is_fork_initialized)(void);
 } mca_btl_llrdma_verbs_ops_t;
 
 /* Initialised to rdma-core; a test may overwrite any entry. */

@@ -1,7 +1,7 @@
 /*
  * bench.h -- shared declarations of llrdma-bench (see docs/bench.md).
  *
- * Modes: pingpong and allreduce are MPI programs (launched by mpirun); sweep
+ * Modes: pingpong, allreduce and incast are MPI programs (launched by mpirun); sweep
  * and allreduce-compare are plain drivers that relaunch the tool under mpirun
  * once per size hint / coll component and tabulate the CSV the runs print.
  */
@@ -14,7 +14,7 @@
 
 /* Exit status (documented in --help). */
 #define BENCH_EXIT_OK 0
-#define BENCH_EXIT_VERIFY 1      /* --verify found wrong data */
+#define BENCH_EXIT_VERIFY 1      /* --verify (incast: always) found wrong or missing data */
 #define BENCH_EXIT_USAGE 2       /* bad command line */
 #define BENCH_EXIT_RUNTIME 3     /* MPI/launch/allocation failure, a relaunched run failed */
 #define BENCH_EXIT_UNSUPPORTED 4 /* --device in a build without CUDA */
@@ -170,6 +170,7 @@ const bench_row_t *bench_run_find(const bench_run_t *run, uint64_t size);
 
 int bench_pingpong_main(int argc, char **argv);
 int bench_allreduce_main(int argc, char **argv);
+int bench_incast_main(int argc, char **argv);
 int bench_sweep_main(int argc, char **argv, const char *self);
 int bench_compare_main(int argc, char **argv, const char *self);
 int bench_selftest_main(void);

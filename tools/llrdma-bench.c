@@ -1,8 +1,8 @@
 /*
  * llrdma-bench: latency benchmarks for the low-latency RDMA size hint
  * (docs/bench.md).  Command line, help text and the self-test mode; the modes
- * live in bench_pingpong.c, bench_allreduce.c, bench_sweep.c and
- * bench_compare.c.
+ * live in bench_pingpong.c, bench_allreduce.c, bench_incast.c, bench_sweep.c
+ * and bench_compare.c.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -20,13 +20,14 @@ void bench_help(FILE *fp)
           "SYNOPSIS\n"
           "    mpirun -np 2 [mpirun options] llrdma-bench pingpong [options]\n"
           "    mpirun -np N [mpirun options] llrdma-bench allreduce [options]\n"
+          "    mpirun -np N [mpirun options] llrdma-bench incast [options]\n"
           "    llrdma-bench sweep [--hints LIST] [driver options] [-- pingpong options]\n"
           "    llrdma-bench allreduce-compare [--colls LIST] [driver options] [-- allreduce "
           "options]\n"
           "    llrdma-bench selftest | --help | --version\n"
           "\n"
           "DESCRIPTION\n"
-          "    pingpong and allreduce are MPI programs: launch them with mpirun like the\n"
+          "    pingpong, allreduce and incast are MPI programs: launch them with mpirun like the\n"
           "    application, over any transport (shared memory, TCP, btl/llrdma).  sweep and\n"
           "    allreduce-compare are not: they start mpirun themselves, once per size hint\n"
           "    or coll component, read the CSV each run prints and tabulate it.\n"
@@ -78,6 +79,28 @@ void bench_help(FILE *fp)
           "                      buffers, cudaMemcpy H2D\n"
           "    --csv FILE|-      CSV rows (ranks,hint,size,count,iters,p50_us,...,bw_MBps)\n"
           "\n"
+          "INCAST\n"
+          "    Ranks 1..N-1 each MPI_Isend --messages messages of each size to rank 0, then\n"
+          "    MPI_Waitall; rank 0 computes for --busy-ms without calling MPI, then posts the\n"
+          "    receives and drains them.  Per size: one message each way between rank 0 and\n"
+          "    every sender first (connections, not measured), then --iters rounds.  Columns:\n"
+          "    drain = rank 0's end of busy -> last message received; send = slowest\n"
+          "    sender's first MPI_Isend -> its MPI_Waitall returned (ms, median and max over\n"
+          "    rounds); lat = arrival - max(MPI_Isend, end of busy) per message (us, P50 P99\n"
+          "    max over all rounds; CLOCK_MONOTONIC: all ranks on one host, else not shown).\n"
+          "    Rank 0 checks every byte of every message and exits 1 by itself when one is\n"
+          "    corrupt, or (via MPI_Abort) when one is missing after --timeout.\n"
+          "    --messages N      messages per sender, per size and round (default 400)\n"
+          "    --size LIST       message sizes, as --sizes of pingpong (default 8); also\n"
+          "                      --sizes; hint-relative sizes are resolved on rank 0\n"
+          "    --busy-ms MS      rank 0's busy time per round (default 1000)\n"
+          "    --busy-sleep      rank 0 sleeps instead of computing while busy\n"
+          "    --iters N         rounds per size (default 3)\n"
+          "    --timeout S       seconds after the wake before missing messages (or a sender\n"
+          "                      whose MPI_Waitall did not return) fail the run (default 300)\n"
+          "    --json            one JSON document on stdout instead of the table (the '#'\n"
+          "                      lines go to stderr)\n"
+          "\n"
           "SWEEP\n"
           "    Runs, for each hint H:\n"
           "      $LLRDMA_MPIRUN [--mpirun-args] -np N --mca btl_llrdma_size_hint H \\\n"
@@ -112,12 +135,14 @@ void bench_help(FILE *fp)
           "                      a libtool wrapper script in a build tree)\n"
           "\n"
           "EXIT STATUS\n"
-          "    0 success; 1 --verify found wrong data; 2 bad command line (the message names\n"
-          "    the option and value); 3 run-time failure (too few ranks, allocation, CUDA\n"
-          "    device, a relaunched run failed); 4 --device in a build without CUDA.\n"
+          "    0 success; 1 --verify (incast: always) found wrong or missing data; 2 bad\n"
+          "    command line (the message names the option and value); 3 run-time failure\n"
+          "    (too few ranks, allocation, CUDA device, a relaunched run failed); 4 --device\n"
+          "    in a build without CUDA.\n"
           "\n"
           "EXAMPLES\n"
           "    mpirun -np 2 --mca btl_llrdma_size_hint 8K llrdma-bench pingpong --around-hint\n"
+          "    mpirun -np 4 llrdma-bench incast --messages 400 --size 8,hint --busy-ms 1000\n"
           "    llrdma-bench sweep --hints 0,8K,64K --csv sweep.csv -- --iters 1000\n"
           "    llrdma-bench allreduce-compare --np 4 --colls llrdma,tuned -- --max 2M\n",
           fp);
@@ -224,7 +249,7 @@ int main(int argc, char **argv)
     const char *mode = argc > 1 ? argv[1] : NULL;
 
     if (NULL == mode) {
-        bench_usage_error(NULL, "missing mode: pingpong, allreduce, sweep or "
+        bench_usage_error(NULL, "missing mode: pingpong, allreduce, incast, sweep or "
                                 "allreduce-compare");
         return BENCH_EXIT_USAGE;
     }
@@ -251,6 +276,9 @@ int main(int argc, char **argv)
     if (0 == strcmp(mode, "allreduce")) {
         return bench_allreduce_main(argc - 2, argv + 2);
     }
+    if (0 == strcmp(mode, "incast")) {
+        return bench_incast_main(argc - 2, argv + 2);
+    }
     if (0 == strcmp(mode, "sweep")) {
         return bench_sweep_main(argc - 2, argv + 2, argv[0]);
     }
@@ -262,7 +290,7 @@ int main(int argc, char **argv)
     }
     if (bench_early_printer()) {
         bench_usage_error(NULL,
-                          "unknown mode '%s' (expected pingpong, allreduce, sweep, "
+                          "unknown mode '%s' (expected pingpong, allreduce, incast, sweep, "
                           "allreduce-compare, selftest)",
                           mode);
     }

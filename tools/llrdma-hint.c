@@ -92,8 +92,10 @@ static int profile(int n, char **texts)
     ROW("receive buffer bytes", printf(" %u |", q->recv_buf_bytes));
     ROW("inline bytes requested", printf(" %u |", q->inline_bytes));
     ROW("signal 1 send WR in", printf(" %u |", q->signal_interval));
-    ROW("CQ moderation (count / usec)", printf(" %u / %u |", q->cq_mod_count, q->cq_mod_usec));
-    ROW("completion polling", printf(" %s |", LLRDMA_POLL_BUSY == q->poll ? "busy" : "event"));
+    ROW("CQ moderation requested (count / usec)",
+        printf(" %u / %u |", q->cq_mod_count, q->cq_mod_usec));
+    ROW("completion polling requested",
+        printf(" %s |", LLRDMA_POLL_BUSY == q->poll ? "busy" : "event"));
     ROW("eager limit", cell(a, sizeof(a), q->eager_limit); printf(" %s |", a));
     ROW("max send (fragment)", cell(a, sizeof(a), q->max_send_size); printf(" %s |", a));
     ROW("RDMA pipeline from", cell(a, sizeof(a), q->rdma_pipeline_bytes);
@@ -112,7 +114,11 @@ static int profile(int n, char **texts)
         cell(a, sizeof(a), p[i].coll_segment_bytes);
         printf(" %s |", a);
     }
-    printf("\n");
+    /* The profile is a request; say what btl/llrdma does with it today. */
+    printf("\n\nbtl/llrdma busy-polls every completion queue and never waits for completion\n"
+           "events, so the CQ moderation and event polling requested here have no effect\n"
+           "until a blocking progress mode exists (docs/btl-design.md, \"Signalling vs\n"
+           "moderation\").\n");
     return 0;
 }
 

@@ -9,7 +9,8 @@
  *   t_api mpit                print btl_llrdma_size_hint read through MPI_T
  *   t_api gradient            llrdma_hint_for_gradient edge cases
  *
- * Prints "t_api: PASS" on success, exits 1 with a reason otherwise.
+ * Each rank prints "t_api rank R: PASS" on success; a failing rank prints a
+ * FAIL line with the reason and exits 1 (MPI_Abort once MPI is initialised).
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -18,9 +19,12 @@
 
 #include "llrdma.h"
 
+static int rank = -1; /* in MPI_COMM_WORLD; before MPI_Init what mpirun says, if anything */
+
 #define FAIL(...)                                                                                  \
     do {                                                                                           \
-        fprintf(stderr, "t_api: FAIL: " __VA_ARGS__);                                              \
+        fprintf(stderr, "t_api rank %d: FAIL: ", rank);                                            \
+        fprintf(stderr, __VA_ARGS__);                                                              \
         fprintf(stderr, "\n");                                                                     \
         MPI_Abort(MPI_COMM_WORLD, 1);                                                              \
     } while (0)
@@ -49,14 +53,15 @@ static int set_mode(size_t v, int aliases)
 {
     int rc = aliases ? set_low_latency_rdma_size_hint(v) : llrdma_set_size_hint(v);
     if (LLRDMA_SUCCESS != rc) {
-        fprintf(stderr, "t_api: FAIL: setter before MPI_Init returned %d\n", rc);
+        fprintf(stderr, "t_api rank %d: FAIL: setter before MPI_Init returned %d\n", rank, rc);
         return 1;
     }
     if ((aliases ? get_low_latency_rdma_size_hint() : llrdma_get_size_hint()) != v) {
-        fprintf(stderr, "t_api: FAIL: getter before MPI_Init does not see %zu\n", v);
+        fprintf(stderr, "t_api rank %d: FAIL: getter before MPI_Init does not see %zu\n", rank, v);
         return 1;
     }
     MPI_Init(NULL, NULL);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     expect_effective(v, "api");
     rc = aliases ? set_low_latency_rdma_size_hint(v + 1) : llrdma_set_size_hint(v + 1);
     if (LLRDMA_ERR_FIXED != rc) {
@@ -80,7 +85,8 @@ static int mpit_mode(void)
 
     MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
     if (MPI_SUCCESS != MPI_T_cvar_get_index("btl_llrdma_size_hint", &idx)) {
-        fprintf(stderr, "t_api: FAIL: MPI_T_cvar_get_index(btl_llrdma_size_hint) failed\n");
+        fprintf(stderr, "t_api rank %d: FAIL: MPI_T_cvar_get_index(btl_llrdma_size_hint) failed\n",
+                rank);
         return 1;
     }
     MPI_T_cvar_handle_alloc(idx, NULL, &h, &count);
@@ -115,12 +121,16 @@ static void gradient_mode(void)
 
 int main(int argc, char **argv)
 {
+    if (getenv("OMPI_COMM_WORLD_RANK")) {
+        rank = atoi(getenv("OMPI_COMM_WORLD_RANK"));
+    }
     if (argc == 3 && (0 == strcmp(argv[1], "set") || 0 == strcmp(argv[1], "alias"))) {
         if (set_mode(strtoull(argv[2], NULL, 0), 0 == strcmp(argv[1], "alias"))) {
             return 1;
         }
     } else if (argc == 4 && 0 == strcmp(argv[1], "expect")) {
         MPI_Init(NULL, NULL);
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
         expect_effective(strtoull(argv[2], NULL, 0), argv[3]);
     } else if (argc == 2 && 0 == strcmp(argv[1], "mpit")) {
         if (mpit_mode()) {
@@ -129,13 +139,15 @@ int main(int argc, char **argv)
         MPI_Init(NULL, NULL);
     } else if (argc == 2 && 0 == strcmp(argv[1], "gradient")) {
         MPI_Init(NULL, NULL);
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
         gradient_mode();
     } else {
         fprintf(stderr, "usage: t_api set|alias VALUE | expect VALUE SOURCE | mpit | gradient\n");
         return 2;
     }
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_Finalize();
-    printf("t_api: PASS\n");
+    printf("t_api rank %d: PASS\n", rank);
     return 0;
 }

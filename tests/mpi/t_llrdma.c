@@ -6,21 +6,27 @@
  *   t_llrdma random COUNT SEED MAX    COUNT messages per rank, random peers and
  *                                     sizes in [0, MAX], sent in bursts of 32
  *   t_llrdma coll ITERS MAX           MPI_Alltoall and MPI_Allreduce up to MAX bytes
- *   t_llrdma forever                  exchange until killed (prints "running")
+ *   t_llrdma forever                  exchange until killed (prints "running (rank R,
+ *                                     pid P)")
+ *   t_llrdma stream                   even ranks send to rank + 1 until killed, odd
+ *                                     ones receive and acknowledge (prints "running")
  *
- * Prints "t_llrdma: PASS ..." on rank 0 when every check held.
+ * Every rank checks what it receives; one that finds a wrong byte or value
+ * prints a FAIL line and aborts the job (nonzero exit status).  At the end
+ * each rank prints "t_llrdma rank R: PASS MODE (N ranks)".
  */
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int rank, size;
 
 static void die(const char *what, long a, long b)
 {
-    fprintf(stderr, "t_llrdma: FAIL rank %d: %s (%ld, %ld)\n", rank, what, a, b);
+    fprintf(stderr, "t_llrdma rank %d: FAIL: %s (%ld, %ld)\n", rank, what, a, b);
     MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
@@ -232,6 +238,12 @@ static int collectives(int iters, size_t max)
     return 0;
 }
 
+static void running(void)
+{
+    printf("t_llrdma: running (rank %d, pid %ld)\n", rank, (long)getpid());
+    fflush(stdout);
+}
+
 static int forever(void)
 {
     unsigned char buf[4096];
@@ -243,8 +255,62 @@ static int forever(void)
                                  MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         }
         if (0 == i) {
-            printf("t_llrdma: running (rank %d)\n", rank);
-            fflush(stdout);
+            running();
+        }
+    }
+    return 0;
+}
+
+/* Waits at most SECONDS for *req (MPI_REQUEST_NULL once it completed). */
+static void wait_at_most(MPI_Request *req, double seconds)
+{
+    int done = 0;
+    double t0 = MPI_Wtime();
+    while (!done && MPI_Wtime() - t0 < seconds) {
+        MPI_Test(req, &done, MPI_STATUS_IGNORE);
+    }
+}
+
+/* A killed receiver leaves its sender sending into the dead connection, so
+ * the sender's BTL must notice (tests/softroce/test-btl-kill.sh).  Every 32nd
+ * message is acknowledged to bound the sender's lead, but the sender waits
+ * for an acknowledgement at most a second and then sends on. */
+static int stream(void)
+{
+    unsigned char buf[4096];
+    int peer = rank ^ 1, ack = 0;
+    MPI_Request req = MPI_REQUEST_NULL;
+
+    if (peer >= size) { /* odd rank out */
+        running();
+        for (;;) {
+            sleep(1);
+        }
+    }
+    for (long i = 0;; ++i) {
+        if (0 == (rank & 1)) {
+            fill(buf, sizeof(buf), rank, peer, i);
+            MPI_Send(buf, (int)sizeof(buf), MPI_BYTE, peer, 0, MPI_COMM_WORLD);
+            if (0 == i % 32) {
+                if (MPI_REQUEST_NULL != req) {
+                    wait_at_most(&req, 1.0);
+                }
+                if (MPI_REQUEST_NULL == req) {
+                    MPI_Irecv(&ack, 1, MPI_INT, peer, 1, MPI_COMM_WORLD, &req);
+                }
+            }
+            if (0 == i) { /* the pair works: the first message was acknowledged */
+                MPI_Wait(&req, MPI_STATUS_IGNORE);
+            }
+        } else {
+            MPI_Recv(buf, (int)sizeof(buf), MPI_BYTE, peer, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            check(buf, sizeof(buf), peer, rank, i);
+            if (0 == i % 32) {
+                MPI_Send(&ack, 1, MPI_INT, peer, 1, MPI_COMM_WORLD);
+            }
+        }
+        if (0 == i) {
+            running();
         }
     }
     return 0;
@@ -265,14 +331,16 @@ int main(int argc, char **argv)
         rc = collectives(atoi(argv[2]), (size_t)strtoull(argv[3], NULL, 0));
     } else if (argc == 2 && 0 == strcmp(argv[1], "forever")) {
         rc = forever();
+    } else if (argc == 2 && 0 == strcmp(argv[1], "stream")) {
+        rc = stream();
     } else if (0 == rank) {
         fprintf(stderr, "usage: t_llrdma pingpong ITERS SIZE... | random COUNT SEED MAX | "
-                        "coll ITERS MAX | forever\n");
+                        "coll ITERS MAX | forever | stream\n");
     }
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_Finalize();
-    if (0 == rank && 0 == rc) {
-        printf("t_llrdma: PASS %s (%d ranks)\n", argv[1], size);
+    if (0 == rc) {
+        printf("t_llrdma rank %d: PASS %s (%d ranks)\n", rank, argv[1], size);
     }
     return rc;
 }

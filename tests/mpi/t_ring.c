@@ -1,6 +1,8 @@
 /*
  * Passes a token around the ring and runs a small MPI_Allreduce: proves the
  * job runs over Open MPI's other BTLs when btl/llrdma disqualifies itself.
+ * A rank that sees a wrong value aborts the job (FAIL line, nonzero exit);
+ * every rank that got through prints "t_ring rank R: PASS".
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -19,7 +21,7 @@ int main(int argc, char **argv)
                 MPI_Recv(&token, 1, MPI_INT, size - 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             }
             if (token != round * 100 + size - 1) {
-                fprintf(stderr, "t_ring: FAIL: token %d\n", token);
+                fprintf(stderr, "t_ring rank %d: FAIL: token %d\n", rank, token);
                 MPI_Abort(MPI_COMM_WORLD, 1);
             }
         } else {
@@ -30,12 +32,10 @@ int main(int argc, char **argv)
     }
     MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (sum != size * (size - 1) / 2) {
-        fprintf(stderr, "t_ring: FAIL: allreduce %d\n", sum);
+        fprintf(stderr, "t_ring rank %d: FAIL: allreduce %d\n", rank, sum);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     MPI_Finalize();
-    if (0 == rank) {
-        printf("t_ring: PASS (%d ranks)\n", size);
-    }
+    printf("t_ring rank %d: PASS (%d ranks)\n", rank, size);
     return 0;
 }

@@ -3,32 +3,36 @@
 . ./tests/mpi/env.sh
 
 for n in 1 2 4; do
-  rc=0; out=$(mpi -np $n --mca btl_llrdma_size_hint 16K "$CHECK" 2>&1) || rc=$?
-  check "$n ranks: exit 0" test $rc -eq 0
-  check "$n ranks: verdict line" grep -q "all $n ranks agree: size hint 16K" <<<"$out"
-  check "$n ranks: one table row per rank" test "$(grep -cE '^ *[0-9]+  [^ ]+ +[0-9]+ ' <<<"$out")" -eq $n
+  launch -np $n --mca btl_llrdma_size_hint 16K "$CHECK"
+  check "$n ranks: exit 0 (exit $rc)" test $rc -eq 0
+  check_run "$n ranks: verdict line" has "all $n ranks agree: size hint 16K"
+  check_run "$n ranks: one table row per rank" count '^ *[0-9]\+  [^ ]\+ \+[0-9]\+ ' $n
   # All ranks on this node: the arena's algorithms (the message ones below).
-  check "$n ranks: Allreduce plan table for the hint" \
-    bash -c 'grep -q "Allreduce plan for '$n' ranks, MPI_DOUBLE, coll hint 16K" <<<"$0" &&
-             { [ '$n' -eq 1 ] || { grep -q "shared-memory arena (all ranks on one node)" <<<"$0" &&
-                                   grep -qE "^ +64M  shm_split " <<<"$0"; }; }' "$out"
-  out=$(mpi -np $n --mca btl_llrdma_size_hint 16K "$CHECK" --json 2>&1)
-  check "$n ranks: --json one object per rank with rank/host/size_hint/source" \
-    test "$(grep -c '^{"rank":[0-9]*,.*"host":".*"size_hint":16384,.*"source":"env"' <<<"$out")" -eq $n
+  plan() {
+    has "Allreduce plan for $n ranks, MPI_DOUBLE, coll hint 16K" &&
+      { [ $n -eq 1 ] || { has "shared-memory arena (all ranks on one node)" &&
+                            has "^ \+64M  shm_split "; }; }
+  }
+  check_run "$n ranks: Allreduce plan table for the hint" plan
+  launch -np $n --mca btl_llrdma_size_hint 16K "$CHECK" --json
+  check_run "$n ranks: --json one object per rank with rank/host/size_hint/source" \
+    count '^{"rank":[0-9]*,.*"host":".*"size_hint":16384,.*"source":"env"' $n
 done
-out=$(mpi -np 4 --mca btl_llrdma_size_hint 16K --mca coll_llrdma_shm 0 "$CHECK" 2>&1)
-check "arena off: the message algorithms for the hint" \
-  bash -c '! grep -q "shared-memory arena" <<<"$0" && grep -qE "^ +64M  rabenseifner " <<<"$0" &&
-           grep -qE "^ +4K  recursive_doubling " <<<"$0"' "$out"
+launch -np 4 --mca btl_llrdma_size_hint 16K --mca coll_llrdma_shm 0 "$CHECK"
+message_algs() {
+  lacks "shared-memory arena" && has "^ \+64M  rabenseifner " && has "^ \+4K  recursive_doubling "
+}
+check_run "arena off: the message algorithms for the hint" message_algs
 empty=$(mktemp -d "$LLRDMA_TEST_HOME/empty.XXXX")
-rc=0; out=$(OMPI_MCA_mca_base_component_path="$empty:SYS_DEFAULT" mpi -np 2 "$CHECK" 2>&1) || rc=$?
-check "components not loaded: exit 2 with a hint about the component path" \
-  bash -c "[ $rc -eq 2 ] && grep -q mca_base_component_path <<<\"\$0\"" "$out"
-out=$(mpi -np 2 --mca btl_llrdma_size_hint 16K --mca coll_llrdma_allreduce_algorithm rabenseifner \
-      --mca coll_llrdma_size_hint 4K "$CHECK" 2>&1)
-check "plan table follows the coll knobs" \
-  bash -c 'grep -q "coll hint 4K (algorithm forced)" <<<"$0" && ! grep -qE "^ +[0-9KM]+  (ring|recursive)" <<<"$0"' "$out"
+OMPI_MCA_mca_base_component_path="$empty:SYS_DEFAULT" launch -np 2 "$CHECK"
+check "components not loaded: exit 2 (exit $rc)" test $rc -eq 2
+check "components not loaded: names mca_base_component_path" has mca_base_component_path
+launch -np 2 --mca btl_llrdma_size_hint 16K --mca coll_llrdma_allreduce_algorithm rabenseifner \
+  --mca coll_llrdma_size_hint 4K "$CHECK"
+forced() { has "coll hint 4K (algorithm forced)" && lacks "^ \+[0-9KM]\+  \(ring\|recursive\)"; }
+check_run "plan table follows the coll knobs" forced
 rc=0; "$CHECK" --bogus >/dev/null 2>&1 || rc=$?
-check "unknown option: exit 3" test $rc -eq 3
-check "--help documents the exit codes" bash -c "'$CHECK' --help | grep -q 'Exit status'"
+check "unknown option: exit 3 (exit $rc)" test $rc -eq 3
+capture "$CHECK" --help
+check_run "--help documents the exit codes" has "Exit status"
 finish

@@ -6,24 +6,22 @@
 . ./tests/mpi/env.sh
 
 for n in 1 2 4; do
-  rc=0
-  out=$(mpi -np $n --mca btl self,vader,llrdma --mca btl_llrdma_dump stderr \
-        --mca btl_llrdma_size_hint 8K "$TRING" 2>&1) || rc=$?
-  check "$n ranks: job runs over the other BTLs" \
-    bash -c "[ $rc -eq 0 ] && grep -q 't_ring: PASS' <<<\"\$0\"" "$out"
+  launch -np $n --mca btl self,vader,llrdma --mca btl_llrdma_dump stderr \
+    --mca btl_llrdma_size_hint 8K "$TRING"
+  check_pass "$n ranks: job runs over the other BTLs" t_ring $n
   if [ "${LLRDMA_EXPECT_DEVICE:-0}" = 1 ]; then
-    check "$n ranks: device found, BTL active" \
-      test "$(grep -c '"btl_status":"active","devices":1,"device":{"name":"rxe0","port":1' <<<"$out")" -eq $n
+    check_run "$n ranks: device found, BTL active" \
+      count '"btl_status":"active","devices":1,"device":{"name":"rxe0","port":1' $n
   else
-    check "$n ranks: disqualified, no verbs device" \
-      test "$(grep -c '"btl_status":"disqualified: no verbs device"' <<<"$out")" -eq $n
+    check_run "$n ranks: disqualified, no verbs device" \
+      count '"btl_status":"disqualified: no verbs device"' $n
   fi
 done
-out=$(mpi -np 1 --mca btl self,vader,llrdma --mca btl_llrdma_verbose 10 "$TRING" 2>&1)
+launch -np 1 --mca btl self,vader,llrdma --mca btl_llrdma_verbose 10 "$TRING"
 if [ "${LLRDMA_EXPECT_DEVICE:-0}" = 1 ]; then
-  check "verbose output says active" grep -q "btl:llrdma: size hint 0 from default; active" <<<"$out"
+  check_run "verbose output says active" has "btl:llrdma: size hint 0 from default; active"
 else
-  check "verbose output says why" \
-    grep -q "btl:llrdma: size hint 0 from default; disqualified" <<<"$out"
+  check_run "verbose output says why" has "btl:llrdma: size hint 0 from default; disqualified"
 fi
+check_pass "verbose run: PASS" t_ring 1
 finish

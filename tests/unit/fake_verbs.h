@@ -1,34 +1,114 @@
 /*
  * A fake verbs device behind btl/llrdma's seam (btl_llrdma_verbs.h) for unit
- * tests: objects are plain heap structs, posted work requests are recorded,
- * completions and rdma_cm events are injected by the test, and any call can
- * be made to fail: the Nth call of the seam (counted over every entry) fails
- * when fake.fail_at == N.
+ * tests.  Objects are heap structs; the device enforces what a real one does
+ * and records every violation so a test can assert that none happened:
+ *
+ * - send queue capacity per QP (max_send_wr): a post beyond the WRs not yet
+ *   retired fails with ENOMEM (as mlx5).  A WR is retired when a completion
+ *   of it or of a later signalled WR of the same QP has been polled;
+ * - shared receive queue capacity (max_wr): post_srq_recv beyond fails;
+ * - completion queue capacity: a completion that finds its CQ full is an
+ *   overrun (a real device raises IBV_EVENT_CQ_ERR); it is recorded and lost;
+ * - max_inline_data: IBV_SEND_INLINE above the QP's granted size fails
+ *   with EINVAL;
+ * - posting on a QP that is not connected fails with EINVAL;
+ * - memory keys: local SGEs must lie in a registered MR; an RDMA write needs
+ *   a remote MR with IBV_ACCESS_REMOTE_WRITE covering the range (else
+ *   IBV_WC_REM_ACCESS_ERR); a SEND larger than the receive buffer fails;
+ * - receiver not ready: a SEND that finds no buffer in the peer's SRQ is an
+ *   RNR event; the WR is held and retried (rnr_retry 7) or fails with
+ *   IBV_WC_RNR_RETRY_EXC_ERR once the QP's rnr_retry count is used up.
+ *
+ * rdma_cm is emulated (fake_rdmacm.c) between the modules of one process: listeners are
+ * found by (address, port); rdma_connect delivers a connection request to
+ * the listener's channel, rdma_accept/rdma_reject answer it (private data
+ * included), the two QPs are wired together and a SEND consumes a buffer of
+ * the peer QP's SRQ (bytes copied, a receive completion with byte_len and
+ * qp_num on the peer's receive CQ).  Work requests execute on "the wire",
+ * which runs at every poll_cq (or fake_pump), not at post time.
+ *
+ * Failure injection: the Nth seam call (counted over every entry) fails
+ * when fake.fail_at == N.  Teardown entries never fail.
  */
 #ifndef FAKE_VERBS_H
 #define FAKE_VERBS_H
 
 #include "btl_llrdma_verbs.h"
 
-#define FAKE_MAX_WR 4096
-#define FAKE_MAX_WC 256
-#define FAKE_MAX_EV 64
+#define FAKE_MAX_WR 4096 /* entries of the post logs (a ring) */
+#define FAKE_MAX_EV 256  /* events per channel */
+#define FAKE_MAX_SGE 4
 
+/* One posted send WR, as logged. */
 typedef struct fake_wr {
     struct ibv_qp *qp;
     uint64_t wr_id;
-    uint32_t length;
-    unsigned flags; /* IBV_SEND_* */
-    void *addr;
+    uint32_t length; /* all SGEs */
+    unsigned flags;  /* IBV_SEND_* */
+    enum ibv_wr_opcode opcode;
+    void *addr; /* first SGE */
+    uint64_t remote_addr;
+    uint32_t rkey;
 } fake_wr_t;
+
+typedef struct fake_cqe {
+    struct ibv_wc wc;
+    struct fake_qp *qp; /* NULL: injected by the test */
+    uint64_t seq;       /* send completions: the WR's position in its QP */
+    int is_send;
+} fake_cqe_t;
 
 typedef struct fake_cq {
     struct ibv_cq cq;
-    struct ibv_wc wc[FAKE_MAX_WC];
-    int head, tail;
+    fake_cqe_t *e;
+    uint32_t cap, head, count;
+    uint32_t high; /* most completions ever waiting at once */
     int moderated; /* ibv_modify_cq applied */
     uint16_t mod_count, mod_period;
 } fake_cq_t;
+
+typedef struct fake_rwr {
+    uint64_t wr_id;
+    struct ibv_sge sge;
+} fake_rwr_t;
+
+typedef struct fake_srq {
+    struct ibv_srq srq;
+    uint32_t max_wr; /* granted */
+    fake_rwr_t *q;
+    uint32_t head, count;
+    uint32_t low; /* fewest buffers ever posted once the first was taken */
+    int used;
+} fake_srq_t;
+
+typedef struct fake_swr {
+    uint64_t wr_id;
+    enum ibv_wr_opcode opcode;
+    unsigned flags;
+    uint32_t length;
+    int num_sge;
+    struct ibv_sge sge[FAKE_MAX_SGE];
+    unsigned char *inl; /* IBV_SEND_INLINE: the bytes, copied at post */
+    uint64_t remote_addr;
+    uint32_t rkey;
+    int rnr_tries;
+} fake_swr_t;
+
+typedef struct fake_qp {
+    struct ibv_qp qp;
+    struct ibv_qp_init_attr attr; /* as granted */
+    struct fake_qp *peer;         /* the connected QP; NULL when gone */
+    struct fake_qp *next;         /* live QPs */
+    int rts;                      /* connected: posts allowed */
+    int error;                    /* error state: every WR flushes */
+    enum ibv_wc_status fail_next; /* test: the next WR executed ends so */
+    int rnr_retry;                /* 7 = forever */
+    int retry_count;
+    int min_rnr_timer; /* -1: never set with ibv_modify_qp */
+    fake_swr_t *sq;
+    uint64_t head, exec, tail; /* oldest not retired, next to run, next free */
+    uint64_t sends_done, recvs_done, writes_done;
+} fake_qp_t;
 
 typedef struct fake_state {
     /* failure injection */
@@ -36,12 +116,18 @@ typedef struct fake_state {
     long fail_at; /* 0: never */
     int failed;   /* the injected failure happened */
     const char *failed_fn;
-    /* device behaviour */
+    /* device behaviour (set after fake_install) */
     uint32_t max_inline;     /* create_qp fails above this */
     uint32_t inline_grant;   /* 0: grant what was asked */
+    uint32_t max_qp_wr;      /* create_qp fails above this */
+    uint32_t max_srq_wr;     /* create_srq grants at most this */
+    uint32_t max_cqe;        /* create_cq fails above this */
     int modify_cq_supported; /* else EOPNOTSUPP */
     int post_send_errno;     /* nonzero: every post_send fails with it */
     int route_unreachable;   /* rdma_resolve_route ends in UNREACHABLE */
+    int refuse_connects;     /* the next n rdma_connect find no listener */
+    int wire_hold;           /* posted WRs wait until cleared */
+    int cm_hold;             /* CM messages between processes wait for fake_cm_deliver */
     /* what the BTL did */
     fake_wr_t sends[FAKE_MAX_WR];
     int nsends;
@@ -49,26 +135,82 @@ typedef struct fake_state {
     int nrecvs;
     struct ibv_qp_init_attr last_qp_attr;
     int nqp_created;
+    int nconnects, naccepts, nrejects, nmodify_qp;
+    /* limits the device enforced (a correct BTL never hits one) */
+    int sq_overflows;     /* post_send beyond max_send_wr (ENOMEM) */
+    int srq_overflows;    /* post_srq_recv beyond max_wr (ENOMEM) */
+    int inline_overflows; /* IBV_SEND_INLINE above the granted size (EINVAL) */
+    int bad_posts;        /* other rejected posts (not connected, opcode, SGEs) */
+    int cq_overruns;      /* a completion found its CQ full */
+    int rnr_events;       /* SENDs that found no receive buffer (once per WR) */
+    int rnr_naks;         /* every attempt that found none */
+    int access_errors;    /* RDMA write with a bad rkey or range */
+    int len_errors;       /* SEND larger than the receive buffer */
+    int prot_errors;      /* local SGE outside a registered MR */
+    int misuse;           /* destroying an object still in use, ... */
+    char last_fault[256]; /* what the last of these was */
     /* live objects, for leak checks */
     int live_pd, live_mr, live_cq, live_srq, live_qp, live_id, live_channel, live_event;
 } fake_state_t;
 
 extern fake_state_t fake;
 
+/* The fake's entries (a test may wrap one in mca_btl_llrdma_verbs). */
+extern mca_btl_llrdma_verbs_ops_t fake_ops;
+
 /* Reset the state and install the fake table. */
 void fake_install(void);
 void fake_uninstall(void);
 int fake_live_objects(void);
+/* Every enforced limit or fault the BTL ran into (0 for a correct BTL);
+ * RNR events count.  Failures injected with fail_at do not. */
+int fake_faults(void);
 
-/* Queue a completion on a CQ; poll_cq returns it. */
+/* Run the wire: execute posted WRs.  Returns how many ran. */
+int fake_pump(void);
+/* Queue a completion on a CQ (no QP behind it); poll_cq returns it. */
 void fake_push_wc(struct ibv_cq *cq, uint64_t wr_id, enum ibv_wc_status status, uint32_t byte_len,
                   uint32_t qp_num, enum ibv_wc_opcode opcode);
+/* The next WR executed on `qp` completes with `status` and the QP enters
+ * the error state (later WRs flush), as when the peer stops answering. */
+void fake_qp_fail(struct ibv_qp *qp, enum ibv_wc_status status);
+/* Wire two QPs together (ready to send), outside rdma_cm. */
+void fake_connect_pair(struct ibv_qp *a, struct ibv_qp *b);
+/* A SEND from a raw peer arriving on `qp`: consumes a buffer of its SRQ.
+ * Returns 0, or -1 when no buffer was posted (an RNR event). */
+int fake_inject_recv(struct ibv_qp *qp, const void *data, uint32_t len);
+uint32_t fake_srq_posted(struct ibv_srq *srq);
+uint32_t fake_cq_waiting(struct ibv_cq *cq);
+/* Send WRs posted on `qp` and not retired yet. */
+uint32_t fake_qp_outstanding(struct ibv_qp *qp);
+static inline fake_qp_t *fake_qp(struct ibv_qp *qp)
+{
+    return (fake_qp_t *)qp;
+}
+
+/* CM messages held in flight (fake.cm_hold), and delivering them: the
+ * oldest one to the `which`-th destination channel among them (modulo their
+ * number), or every one when which < 0.  Returns how many were delivered. */
+int fake_cm_in_flight(void);
+int fake_cm_deliver(int which);
 /* Queue an rdma_cm event for `id` on its channel. */
 void fake_push_event(struct rdma_cm_id *id, enum rdma_cm_event_type type, int status);
 /* The id of the most recently created active (non-listening) cm id. */
 struct rdma_cm_id *fake_last_id(void);
-/* Simulate a peer connecting to `listen_id` with this private data. */
+/* A raw peer connecting to `listen_id` with this private data (no QP behind
+ * it: an accept establishes the passive side only). */
 struct rdma_cm_id *fake_connect_request(struct rdma_cm_id *listen_id, const void *pdata,
                                         uint8_t len);
+
+/* ---- shared by fake_verbs.c and fake_rdmacm.c, not for tests */
+#define FAKE_FAIL_POINT()                                                                          \
+    (++fake.calls == fake.fail_at ? (fake.failed_fn = __func__, fake.failed = 1) : 0)
+extern struct ibv_context fake_ctx;
+void fake_fault(int *counter, const char *fmt, ...);
+struct ibv_qp *fake_new_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a);
+int fake_destroy_qp(struct ibv_qp *qp);
+void fake_unwire(fake_qp_t *q);
+/* Reset the rdma_cm state and fill the table's rdma_cm entries. */
+void fake_cm_install(mca_btl_llrdma_verbs_ops_t *ops);
 
 #endif

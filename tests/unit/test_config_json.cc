@@ -37,7 +37,9 @@ llrdma_rank_config_t sample(uint64_t hint)
     c.device.gid_index = 1;
     c.device.rq_depth_granted_ll = 128;
     c.device.rq_depth_granted_bw = 64;
+    std::snprintf(c.device.gid_type, sizeof c.device.gid_type, "roce_v2");
     std::snprintf(c.btl_status, sizeof c.btl_status, "active");
+    std::snprintf(c.fork_safe, sizeof c.fork_safe, "kernel");
     c.coll_hint = hint / 2;
     c.coll_algorithm = 3;
     c.coll_segment_knob = 4096;
@@ -84,11 +86,10 @@ BOOST_AUTO_TEST_CASE(key_order_and_shape)
         "\"bw\":{\"min_bytes\":16385,\"max_bytes\":null,",
         "\"poll\":\"event\"",
         "\"coll_segment_bytes\":16384",
-        "\"btl_status\":\"active\"",
-        "\"devices\":1",
+        "\"fork_safe\":\"kernel\",\"btl_status\":\"active\",\"devices\":1,",
         "\"device\":{\"name\":\"rxe0\",\"port\":1,\"max_inline_granted_ll\":220,",
         "\"cq_moderation_supported\":-1,\"gid_index\":1,\"rq_depth_granted_ll\":128,"
-        "\"rq_depth_granted_bw\":64}"};
+        "\"rq_depth_granted_bw\":64,\"gid_type\":\"roce_v2\"}"};
     size_t pos = 0;
     for (const char *k : keys) {
         size_t at = j.find(k, pos);
@@ -144,6 +145,46 @@ BOOST_AUTO_TEST_CASE(escaping)
     check_round_trip(c);
 }
 
+BOOST_AUTO_TEST_CASE(gid_type_and_fork_safe)
+{
+    // Every value the BTL writes reads back, and dumps of older versions (without the
+    // keys) read as unknown.
+    for (const char *t : {"roce_v1", "roce_v2", "ib", ""}) {
+        llrdma_rank_config_t c = sample(8192);
+        std::memset(c.device.gid_type, 0, sizeof c.device.gid_type); // memcmp below
+        std::snprintf(c.device.gid_type, sizeof c.device.gid_type, "%s", t);
+        BOOST_TEST_CONTEXT(t)
+        {
+            BOOST_TEST(to_json(c).find(std::string("\"gid_type\":\"") + t + "\"") !=
+                       std::string::npos);
+            check_round_trip(c);
+        }
+    }
+    for (const char *f : {"kernel", "ibv_fork_init", "off", "", "failed: Invalid argument"}) {
+        llrdma_rank_config_t c = sample(0);
+        std::memset(c.fork_safe, 0, sizeof c.fork_safe);
+        std::snprintf(c.fork_safe, sizeof c.fork_safe, "%s", f);
+        BOOST_TEST_CONTEXT(f)
+        {
+            BOOST_TEST(to_json(c).find(std::string("\"fork_safe\":\"") + f + "\"") !=
+                       std::string::npos);
+            check_round_trip(c);
+        }
+    }
+    llrdma_rank_config_t c;
+    BOOST_TEST_REQUIRE(llrdma_config_from_json(R"({"fork_safe":"off","device":{"gid_type":"ib"}})",
+                                               &c) == LLRDMA_OK);
+    BOOST_TEST(std::string(c.fork_safe) == "off");
+    BOOST_TEST(std::string(c.device.gid_type) == "ib");
+    // Too long for the struct, or not a string: the document is refused.
+    std::string longtype = "{\"device\":{\"gid_type\":\"" + std::string(12, 'x') + "\"}}";
+    BOOST_TEST(llrdma_config_from_json(longtype.c_str(), &c) == LLRDMA_ERR_INVALID);
+    std::string longfork = "{\"fork_safe\":\"" + std::string(64, 'x') + "\"}";
+    BOOST_TEST(llrdma_config_from_json(longfork.c_str(), &c) == LLRDMA_ERR_INVALID);
+    BOOST_TEST(llrdma_config_from_json("{\"fork_safe\":1}", &c) == LLRDMA_ERR_INVALID);
+    BOOST_TEST(llrdma_config_from_json("{\"device\":{\"gid_type\":2}}", &c) == LLRDMA_ERR_INVALID);
+}
+
 BOOST_AUTO_TEST_CASE(reader_is_tolerant)
 {
     // Whitespace, other key order, unknown keys of every type, standard escapes.
@@ -166,6 +207,8 @@ BOOST_AUTO_TEST_CASE(reader_is_tolerant)
     BOOST_TEST(c.size == 0);
     BOOST_TEST(c.device.cq_moderation_supported == -1);
     BOOST_TEST(c.device.gid_index == -1);
+    BOOST_TEST(std::string(c.device.gid_type).empty());
+    BOOST_TEST(std::string(c.fork_safe).empty());
     llrdma_rank_config_t e;
     BOOST_TEST(llrdma_config_from_json("{}", &e) == LLRDMA_OK);
     BOOST_TEST(e.rank == -1);
@@ -266,6 +309,8 @@ BOOST_AUTO_TEST_CASE(worst_case_fits_json_max)
     fill(c.hint.text, sizeof c.hint.text);
     fill(c.btl_status, sizeof c.btl_status);
     fill(c.device.name, sizeof c.device.name);
+    fill(c.device.gid_type, sizeof c.device.gid_type);
+    fill(c.fork_safe, sizeof c.fork_safe);
     for (llrdma_path_profile_t *p : {&c.profile.ll, &c.profile.bw}) {
         p->min_bytes = p->max_bytes = p->eager_limit = p->max_send_size = UINT64_MAX - 1;
         p->rdma_pipeline_bytes = UINT64_MAX - 1;

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Incast over btl/llrdma: 3 senders each MPI_Isend hundreds of messages to
+# rank 0 while rank 0 computes for 1 s without calling MPI, then rank 0 drains
+# them (llrdma-bench incast: rank 0 checks every byte and exits 1 by itself on
+# a corrupt or missing message).  Hints 0, 8K and 64K: 400 x 8 B per sender,
+# and 100 x hint-sized messages (the largest the LL path carries); then 8 B at
+# hint 8K with every peer at the minimum receive allotment
+# (btl_llrdma_recv_mem_max 1: 4 credits per connection).  About 20-30 s per
+# job in the TCG guest.  Fails when rank 0 needs more than
+# LLRDMA_INCAST_MAX_DRAIN_MS (5000) from its wake to its last message: a
+# receiver that wakes up must not wait for senders in RNR back-off.
+# Soft-RoCE VM only.
+. ./tests/mpi/env.sh
+BENCH="$top_builddir/llrdma-bench"
+B=(--mca pml ob1 --mca btl self,llrdma --bind-to none --mca mpi_yield_when_idle 1)
+max_ms=${LLRDMA_INCAST_MAX_DRAIN_MS:-5000}
+err="$LLRDMA_TEST_HOME/incast.err"
+
+# field NAME JSON: the number after "NAME": on the result line.
+field() { sed -n "s/.*\"$1\":\([0-9.]*\).*/\1/p" <<<"$2" | head -n 1; }
+
+incast() { # LABEL MESSAGES SIZE, then mpirun options
+  local label=$1 msgs=$2 size=$3 rc=0 out res drain t0=$SECONDS; shift 3
+  out=$(mpi -np 4 "${B[@]}" "$@" "$BENCH" incast --messages "$msgs" --size "$size" \
+        --busy-ms 1000 --iters 1 --timeout 120 --json 2>"$err") || rc=$?
+  grep -v '^#' "$err" | tail -n 15 | sed 's/^/# /'
+  grep '^# transport\|^# rank0' "$err" | sed 's/^/# /'
+  res=$(grep '^{"size":' <<<"$out")
+  drain=$(field drain_ms_max "$res")
+  echo "# $label: $msgs x $size B from 3 senders: drain ${drain:--} ms, slowest sender" \
+       "$(field sender_ms_max "$res") ms, latency P50 $(field lat_us_p50 "$res") us" \
+       "P99 $(field lat_us_p99 "$res") us ($((SECONDS - t0)) s)"
+  check "$label: $msgs x $size B: exit 0, every byte verified by rank 0 (exit $rc)" \
+    bash -c '[ $1 -eq 0 ] && grep -q "\"verified\":true}" <<<"$0"' "$out" $rc
+  check "$label: over btl/llrdma" grep -q '^# transport rank1 -> rank0: pml=ob1 btl eager=llrdma' "$err"
+  check "$label: $msgs x $size B: drain ${drain:-?} ms <= $max_ms ms" \
+    awk -v d="${drain:-x}" -v m="$max_ms" 'BEGIN { exit !(d ~ /^[0-9.]+$/ && d + 0 <= m + 0) }'
+}
+
+for hint in 0 8192 65536; do
+  incast "hint $hint" 400 8 --mca btl_llrdma_size_hint $hint
+  [ $hint -gt 0 ] && incast "hint $hint" 100 $hint --mca btl_llrdma_size_hint $hint
+done
+incast "hint 8192, minimum allotment per peer" 400 8 --mca btl_llrdma_size_hint 8192 \
+  --mca btl_llrdma_recv_mem_max 1
+finish

@@ -1,0 +1,374 @@
+/*
+ * The world of btl/llrdma modules of the unit tests (see fake_btl.h).
+ */
+#include "fake_btl.h"
+
+#include <arpa/inet.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "opal/dss/dss_types.h"
+#include "opal/mca/pmix/pmix.h"
+#include "opal/runtime/opal.h"
+
+int fw_failures, fw_checks;
+fw_proc_t fw[FW_MAX];
+int fw_n;
+uint32_t fw_port_max_cqe, fw_port_max_srq_wr;
+
+static opal_proc_t *procs[FW_MAX];
+static opal_pmix_base_module_get_fn_t saved_get;
+static struct opal_proc_t *(*saved_for_name)(const opal_process_name_t name);
+
+static int index_of(const struct mca_btl_base_module_t *btl)
+{
+    for (int i = 0; i < fw_n; ++i) {
+        if (&fw[i].m->super == btl) {
+            return i;
+        }
+    }
+    printf("# a callback from an unknown module\n");
+    abort();
+}
+
+/* ------------------------------------------------------ ob1's callbacks */
+
+static void on_error(struct mca_btl_base_module_t *btl, int32_t flags, opal_proc_t *proc,
+                     char *info)
+{
+    fw_proc_t *w = &fw[index_of(btl)];
+    (void)flags;
+    ++w->err_calls;
+    w->err_proc = proc;
+    snprintf(w->err_text, sizeof(w->err_text), "%s", NULL != info ? info : "");
+}
+
+static void on_send_done(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+                         struct mca_btl_base_descriptor_t *des, int status)
+{
+    fw_proc_t *w = &fw[index_of(btl)];
+    (void)ep;
+    (void)des;
+    ++w->cb_calls;
+    if (OPAL_SUCCESS != status) {
+        ++w->cb_errors;
+    }
+}
+
+static unsigned char pattern(uint32_t seq, size_t k)
+{
+    return (unsigned char)(seq * 7u + k * 13u + 1u);
+}
+
+static void on_recv(struct mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
+                    mca_btl_base_descriptor_t *des, void *cbdata)
+{
+    fw_proc_t *w = &fw[index_of(btl)];
+    const unsigned char *p = des->des_segments[0].seg_addr.pval;
+    size_t len = des->des_segments[0].seg_len;
+    fw_msg_t h;
+    int bad = 0;
+
+    (void)cbdata;
+    ++w->recv_calls;
+    if (len > w->recv_max_len) {
+        w->recv_max_len = len;
+    }
+    if (FW_TAG != tag || len < sizeof(h)) {
+        ++w->recv_bad;
+        return;
+    }
+    memcpy(&h, p, sizeof(h));
+    if (FW_MAGIC != h.magic || h.from >= fw_n || h.cls >= FW_NCLS || h.len != len) {
+        printf("# process %d: a message with a bad header (len %zu)\n", (int)(w - fw), len);
+        ++w->recv_bad;
+        return;
+    }
+    if (h.seq != w->recv_seq[h.from][h.cls]) {
+        printf("# process %d: message %u of class %u from %u arrived, %u expected\n", (int)(w - fw),
+               h.seq, h.cls, h.from, w->recv_seq[h.from][h.cls]);
+        bad = 1;
+    }
+    for (size_t k = sizeof(h); k < len && !bad; ++k) {
+        if (p[k] != pattern(h.seq, k)) {
+            printf("# process %d: message %u from %u corrupt at byte %zu\n", (int)(w - fw), h.seq,
+                   h.from, k);
+            bad = 1;
+        }
+    }
+    w->recv_bad += bad;
+    w->recv_seq[h.from][h.cls] = h.seq + 1;
+    ++w->recv_from[h.from];
+}
+
+/* ---------------------------------------------------------- opal hooks */
+
+static int modex_get(const opal_process_name_t *name, const char *key, opal_list_t *info,
+                     opal_value_t **val)
+{
+    (void)key;
+    (void)info;
+    for (int i = 0; i < fw_n; ++i) {
+        if (NULL != fw[i].m && fw[i].proc->proc_name.jobid == name->jobid &&
+            fw[i].proc->proc_name.vpid == name->vpid) {
+            opal_value_t *kv = OBJ_NEW(opal_value_t);
+            kv->type = OPAL_BYTE_OBJECT;
+            kv->data.bo.bytes = malloc(sizeof(fw[i].m->addr));
+            memcpy(kv->data.bo.bytes, &fw[i].m->addr, sizeof(fw[i].m->addr));
+            kv->data.bo.size = (int)sizeof(fw[i].m->addr);
+            *val = kv;
+            return OPAL_SUCCESS;
+        }
+    }
+    *val = NULL;
+    return OPAL_ERR_NOT_FOUND;
+}
+
+static struct opal_proc_t *proc_for_name(const opal_process_name_t name)
+{
+    for (int i = 0; i < FW_MAX; ++i) {
+        if (procs[i]->proc_name.jobid == name.jobid && procs[i]->proc_name.vpid == name.vpid) {
+            return procs[i];
+        }
+    }
+    return NULL;
+}
+
+int fw_init(int *argc, char ***argv)
+{
+    setenv("LLRDMA_HELPDIR", LLRDMA_TEST_SRCDIR "/common", 1);
+    if (OPAL_SUCCESS != opal_init_util(argc, argv)) {
+        fprintf(stderr, "opal_init_util failed\n");
+        return -1;
+    }
+    for (int i = 0; i < FW_MAX; ++i) {
+        procs[i] = OBJ_NEW(opal_proc_t);
+        procs[i]->proc_name.jobid = 7;
+        procs[i]->proc_name.vpid = (opal_vpid_t)i;
+    }
+    saved_get = opal_pmix.get;
+    opal_pmix.get = modex_get;
+    saved_for_name = opal_proc_for_name;
+    opal_proc_for_name = proc_for_name;
+    mca_btl_base_active_message_trigger[FW_TAG].cbfunc = on_recv;
+    return 0;
+}
+
+void fw_fini(void)
+{
+    fake_uninstall();
+    mca_btl_base_active_message_trigger[FW_TAG].cbfunc = NULL;
+    opal_proc_local_set(NULL);
+    opal_pmix.get = saved_get;
+    opal_proc_for_name = saved_for_name;
+    for (int i = 0; i < FW_MAX; ++i) {
+        OBJ_RELEASE(procs[i]);
+    }
+    opal_finalize_util();
+}
+
+/* ------------------------------------------------------------- world */
+
+void fw_begin(void)
+{
+    mca_btl_llrdma_component_t *c = &mca_btl_llrdma_component;
+
+    fake_install();
+    memset(fw, 0, sizeof(fw));
+    fw_n = 0;
+    fw_port_max_cqe = 4096;
+    fw_port_max_srq_wr = 4096;
+    /* What btl_llrdma_mca.c registers, with a short CM timeout and the CM
+     * channel polled on every progress call. */
+    c->cm_timeout_ms = 100;
+    c->cm_poll_every = 1;
+    c->connect_timeout_s = 300;
+    c->min_rnr_timer = 12;
+    c->rnr_retry = 7;
+    c->retry_count = 7;
+    c->recv_mem_max = 256u << 20;
+    c->stall_warn_ms = 2000;
+    c->nmodules = 0;
+    c->modules = NULL;
+}
+
+void fw_as(int i)
+{
+    opal_proc_local_set(fw[i].proc);
+}
+
+int fw_add(uint64_t hint, uint32_t ll_sq, uint32_t bw_sq)
+{
+    int i = fw_n;
+    fw_proc_t *w = &fw[i];
+    llrdma_profile_overrides_t o;
+
+    if (fw_n >= FW_MAX) {
+        return -1;
+    }
+    memset(w, 0, sizeof(*w));
+    memset(&o, 0, sizeof(o));
+    o.ll_sq_depth = ll_sq;
+    o.bw_sq_depth = bw_sq;
+    if (LLRDMA_OK != llrdma_profile_derive(hint, &o, &w->prof)) {
+        fprintf(stderr, "cannot derive the profile of hint %llu\n", (unsigned long long)hint);
+        exit(2);
+    }
+    w->proc = procs[i];
+    snprintf(w->port.dev, sizeof(w->port.dev), "fake0");
+    w->port.port = 1;
+    w->port.link_layer = IBV_LINK_LAYER_ETHERNET;
+    w->port.gid_index = 1;
+    w->port.ipv4.s_addr = htonl(0x0a000001u + (uint32_t)i);
+    w->port.max_cqe = fw_port_max_cqe;
+    w->port.max_srq_wr = fw_port_max_srq_wr;
+    w->port.max_qp_wr = 4096;
+    fw_n = i + 1; /* callbacks during creation know the module */
+    fw_as(i);
+    if (OPAL_SUCCESS != mca_btl_llrdma_module_create(&w->port, &w->prof, &w->m)) {
+        w->m = NULL;
+        fw_n = i;
+        return -1;
+    }
+    w->m->super.btl_register_error(&w->m->super, on_error);
+    return i;
+}
+
+mca_btl_llrdma_endpoint_t *fw_add_procs(int i, int j)
+{
+    opal_proc_t *list[1] = {fw[j].proc};
+    struct mca_btl_base_endpoint_t *peers[1] = {NULL};
+
+    fw_as(i);
+    if (OPAL_SUCCESS != fw[i].m->super.btl_add_procs(&fw[i].m->super, 1, list, peers, NULL)) {
+        return NULL;
+    }
+    fw[i].ep[j] = peers[0];
+    return peers[0];
+}
+
+void fw_mesh(void)
+{
+    for (int i = 0; i < fw_n; ++i) {
+        for (int j = 0; j < fw_n; ++j) {
+            if (i != j) {
+                (void)fw_add_procs(i, j);
+            }
+        }
+    }
+}
+
+void fw_progress_one(int i, int rounds)
+{
+    if (NULL == fw[i].m) {
+        return;
+    }
+    fw_as(i);
+    for (int r = 0; r < rounds; ++r) {
+        (void)mca_btl_llrdma_module_progress(fw[i].m);
+    }
+}
+
+void fw_progress(int rounds)
+{
+    for (int r = 0; r < rounds; ++r) {
+        for (int i = 0; i < fw_n; ++i) {
+            fw_progress_one(i, 1);
+        }
+    }
+}
+
+void fw_settle(int max)
+{
+    for (int r = 0; r < max; ++r) {
+        int count = 0;
+        for (int i = 0; i < fw_n; ++i) {
+            if (NULL != fw[i].m) {
+                fw_as(i);
+                count += mca_btl_llrdma_module_progress(fw[i].m);
+            }
+        }
+        if (0 == count && 0 == fake_pump()) {
+            return;
+        }
+    }
+}
+
+void fw_fill(int i, int j, void *buf, size_t size, int cls)
+{
+    fw_msg_t h = {.magic = FW_MAGIC,
+                  .seq = fw[i].send_seq[j][cls]++,
+                  .from = (uint16_t)i,
+                  .cls = (uint16_t)cls,
+                  .len = (uint32_t)size};
+    unsigned char *p = buf;
+    memcpy(p, &h, sizeof(h));
+    for (size_t k = sizeof(h); k < size; ++k) {
+        p[k] = pattern(h.seq, k);
+    }
+}
+
+mca_btl_base_descriptor_t *fw_alloc(int i, int j, size_t size, int cls)
+{
+    mca_btl_llrdma_module_t *m = fw[i].m;
+    mca_btl_base_descriptor_t *d;
+
+    fw_as(i);
+    d = m->super.btl_alloc(&m->super, fw[i].ep[j], MCA_BTL_NO_ORDER, size,
+                           MCA_BTL_DES_FLAGS_BTL_OWNERSHIP);
+    if (NULL != d) {
+        d->des_cbfunc = on_send_done;
+        fw_fill(i, j, d->des_segments[0].seg_addr.pval, size, cls);
+    }
+    return d;
+}
+
+int fw_send(int i, int j, size_t size, int cls)
+{
+    mca_btl_base_descriptor_t *d = fw_alloc(i, j, size, cls);
+    int rc;
+    if (NULL == d) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    rc = fw[i].m->super.btl_send(&fw[i].m->super, fw[i].ep[j], d, FW_TAG);
+    if (OPAL_SUCCESS == rc) {
+        ++fw[i].accepted;
+    } else if (1 == rc) {
+        ++fw[i].inline_done;
+    } else {
+        --fw[i].send_seq[j][cls]; /* never sent */
+    }
+    return rc;
+}
+
+uint32_t fw_sent(int i, int j)
+{
+    return fw[j].recv_from[i];
+}
+
+void fw_end(int allow_faults)
+{
+    for (int i = 0; i < fw_n; ++i) {
+        if (NULL != fw[i].m) {
+            fw_as(i);
+            fw[i].m->super.btl_finalize(&fw[i].m->super);
+            fw[i].m = NULL;
+        }
+    }
+    opal_proc_local_set(NULL);
+    CHECK(0 == fake_live_objects());
+    if (0 != fake_live_objects()) {
+        printf("# live: pd %d mr %d cq %d srq %d qp %d id %d channel %d event %d\n", fake.live_pd,
+               fake.live_mr, fake.live_cq, fake.live_srq, fake.live_qp, fake.live_id,
+               fake.live_channel, fake.live_event);
+    }
+    if (!allow_faults) {
+        CHECK(0 == fake_faults());
+        if (0 != fake_faults()) {
+            printf("# device faults: %d (last: %s)\n", fake_faults(), fake.last_fault);
+        }
+    }
+    for (int i = 0; i < fw_n; ++i) {
+        CHECK(0 == fw[i].recv_bad);
+    }
+}

@@ -1,0 +1,106 @@
+/*
+ * A world of btl/llrdma modules in one process, wired through the fake
+ * device (fake_verbs.h): each module stands for one MPI process (vpid i,
+ * address 10.0.0.(i+1)), with its own opal_proc_t made current
+ * (opal_proc_local_set) whenever the test calls into it, its modex record
+ * served to the others (opal_pmix.get), and ob1's callbacks recorded.
+ * Messages carry a header (sender, class, sequence number) and a byte
+ * pattern the receiver checks, so lost, duplicated, reordered or corrupted
+ * fragments are caught.
+ */
+#ifndef FAKE_BTL_H
+#define FAKE_BTL_H
+
+#include "opal_config.h"
+
+#include <stdio.h>
+
+#include "opal/util/proc.h"
+
+#include "btl_llrdma.h"
+#include "fake_verbs.h"
+
+#define FW_MAX 4
+#define FW_TAG 0x41
+#define FW_NCLS 2 /* message classes: in order within one (sender, class) */
+
+extern int fw_failures, fw_checks;
+
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        ++fw_checks;                                                                               \
+        if (!(cond)) {                                                                             \
+            ++fw_failures;                                                                         \
+            printf("%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);                        \
+        }                                                                                          \
+    } while (0)
+
+/* In front of every test message (16 bytes). */
+typedef struct fw_msg {
+    uint32_t magic;
+    uint32_t seq;
+    uint16_t from, cls;
+    uint32_t len; /* whole message */
+} fw_msg_t;
+#define FW_MAGIC 0x66776d73u
+
+typedef struct fw_proc {
+    opal_proc_t *proc;
+    mca_btl_llrdma_module_t *m;
+    llrdma_profile_t prof;
+    mca_btl_llrdma_port_t port;
+    mca_btl_llrdma_endpoint_t *ep[FW_MAX];
+    /* ob1's view */
+    int err_calls;
+    char err_text[1024];
+    opal_proc_t *err_proc;
+    int accepted;    /* sends that will call back (btl_send returned OPAL_SUCCESS) */
+    int inline_done; /* sends complete at once (returned 1) */
+    int cb_calls, cb_errors;
+    int recv_calls, recv_bad;
+    size_t recv_max_len;
+    uint32_t send_seq[FW_MAX][FW_NCLS]; /* next sequence number to each peer */
+    uint32_t recv_seq[FW_MAX][FW_NCLS]; /* next expected from each peer */
+    uint32_t recv_from[FW_MAX];         /* messages received from each peer */
+} fw_proc_t;
+
+extern fw_proc_t fw[FW_MAX];
+extern int fw_n;
+
+/* Once per program: opal, the hooks, the component's knobs. */
+int fw_init(int *argc, char ***argv);
+void fw_fini(void);
+/* Start a test: a fresh fake device, no modules, default knobs. */
+void fw_begin(void);
+/* Knobs a module is created with (reset by fw_begin). */
+extern uint32_t fw_port_max_cqe, fw_port_max_srq_wr;
+/* A module for the next process; its index, or -1 (creation failed). */
+int fw_add(uint64_t hint, uint32_t ll_sq, uint32_t bw_sq);
+/* Process i learns about j (ob1's add_procs); every pair for fw_mesh. */
+mca_btl_llrdma_endpoint_t *fw_add_procs(int i, int j);
+void fw_mesh(void);
+/* Make process i the current one (its calls into opal see its name). */
+void fw_as(int i);
+void fw_progress(int rounds);
+void fw_progress_one(int i, int rounds);
+/* Progress everything until nothing moves (at most `max` rounds). */
+void fw_settle(int max);
+/* A descriptor of `size` bytes from i to j, filled with the next message of
+ * class `cls` (size >= sizeof(fw_msg_t)). */
+mca_btl_base_descriptor_t *fw_alloc(int i, int j, size_t size, int cls);
+void fw_fill(int i, int j, void *buf, size_t size, int cls);
+/* ob1's btl_send of a new message; returns what the BTL returned. */
+int fw_send(int i, int j, size_t size, int cls);
+/* Messages i sent to j that j received, over all classes. */
+uint32_t fw_sent(int i, int j);
+/* Finalize every module and check nothing leaked and the device saw no
+ * fault (unless allow_faults). */
+void fw_end(int allow_faults);
+
+/* The connection of process i to j on path p (NULL when none). */
+static inline mca_btl_llrdma_conn_t *fw_conn(int i, int j, int p)
+{
+    return NULL == fw[i].ep[j] ? NULL : fw[i].ep[j]->conn[p];
+}
+
+#endif

@@ -1,0 +1,810 @@
+/*
+ * btl/llrdma flow control against the fake device (tests/unit/fake_btl.c):
+ * several modules in one process, wired through the fake rdma_cm, exchange
+ * messages while the fake enforces send queue, receive queue and completion
+ * queue capacities and records every RNR event.
+ *
+ * Covers: a full send queue with selective signalling (the BTL and the
+ * device agree on its occupancy), a receiver that is not polled (credits stop
+ * the sender: no RNR ever), credits returned by RDMA write (the sender blocks
+ * at 0 and resumes after the receiver's progress; inline on LL, from
+ * registered memory on BW), completion queue reservations (several CQs per
+ * path, no overrun in the worst case, a connection that cannot fit is
+ * refused), receive allotments shrinking past btl_llrdma_recv_mem_max,
+ * simultaneous connects (exactly one QP per path survives, for every
+ * schedule), mixed hints (smaller LL buffers, no LL path: fragments routed to
+ * BW and never larger than the peer takes), sendi and prepare_src.
+ */
+#include "fake_btl.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "opal/datatype/opal_convertor.h"
+
+#define LL LLRDMA_PATH_LL
+#define BW LLRDMA_PATH_BW
+#define HDR sizeof(mca_btl_llrdma_hdr_t)
+
+/* Processes 0 and 1 with the LL path (and BW when `bw`) connected. */
+static int pair(uint64_t hint, uint32_t sq, int bw)
+{
+    fw_begin();
+    if (0 != fw_add(hint, sq, sq) || 1 != fw_add(hint, sq, sq)) {
+        return -1;
+    }
+    fw_mesh();
+    (void)fw_send(0, 1, 16, 0);
+    if (bw) {
+        (void)fw_send(0, 1, 30000, 1);
+    }
+    fw_settle(100);
+    return NULL != fw_conn(1, 0, LL) && LLRDMA_CONN_ESTABLISHED == fw_conn(0, 1, LL)->state &&
+                   (!bw || (NULL != fw_conn(1, 0, BW) &&
+                            LLRDMA_CONN_ESTABLISHED == fw_conn(0, 1, BW)->state))
+               ? 0
+               : -1;
+}
+
+/* Everything sent was received and called back, nobody saw an error. */
+static void check_all_arrived(void)
+{
+    for (int i = 0; i < fw_n; ++i) {
+        CHECK(0 == fw[i].err_calls);
+        CHECK(fw[i].accepted == fw[i].cb_calls && 0 == fw[i].cb_errors);
+        for (int j = 0; j < fw_n; ++j) {
+            uint32_t sent = 0;
+            for (int c = 0; c < FW_NCLS; ++c) {
+                sent += fw[i].send_seq[j][c];
+            }
+            CHECK(sent == fw_sent(i, j));
+            if (sent != fw_sent(i, j)) {
+                printf("#   %d -> %d: %u sent, %u arrived\n", i, j, sent, fw_sent(i, j));
+            }
+        }
+    }
+}
+
+/* ------------------------------------------------------ send queue */
+
+static void test_full_send_queue(void)
+{
+    mca_btl_llrdma_conn_t *ca;
+    int posted, run = 0, max_run = 0;
+
+    CHECK(0 == pair(8192, 8, 0)); /* 8 WRs, one signalled in 2 */
+    ca = fw_conn(0, 1, LL);
+    CHECK(8 == fake_qp(ca->qp)->attr.cap.max_send_wr && 8 == ca->sq.depth);
+    /* Nothing completes while the wire is held: the BTL stops at the
+     * device's capacity and queues the rest in order. */
+    fake.wire_hold = 1;
+    posted = fake.nsends;
+    for (int i = 0; i < 30; ++i) {
+        CHECK(OPAL_SUCCESS == fw_send(0, 1, 1000, 0));
+        CHECK(ca->sq.posted == fake_qp_outstanding(ca->qp));
+    }
+    CHECK(fake_qp_outstanding(ca->qp) == 8);
+    CHECK(fake.nsends - posted == 7); /* the first (inline) WR is not retired yet */
+    CHECK(23 == opal_list_get_size(&fw[0].ep[1]->pending[LL]));
+    /* Inline sends need no completion but still take slots: they queue too. */
+    for (int i = 0; i < 40; ++i) {
+        CHECK(OPAL_SUCCESS == fw_send(0, 1, 16, 1));
+    }
+    fake.wire_hold = 0;
+    for (int r = 0; r < 200 && fw_sent(0, 1) < 71; ++r) {
+        fw_progress(1);
+        /* Between progress calls the BTL and the device agree on occupancy. */
+        CHECK(ca->sq.posted == fake_qp_outstanding(ca->qp));
+    }
+    fw_settle(100);
+    CHECK(0 == fake.sq_overflows);
+    /* Never more unsignalled WRs in a row than the cadence allows. */
+    for (int i = 0; i < fake.nsends; ++i) {
+        if (fake.sends[i].qp != ca->qp) {
+            continue;
+        }
+        run = (fake.sends[i].flags & IBV_SEND_SIGNALED) ? 0 : run + 1;
+        max_run = run > max_run ? run : max_run;
+    }
+    CHECK(max_run <= (int)ca->sq.interval - 1);
+    check_all_arrived();
+    fw_end(0);
+}
+
+/* ------------------------------------------------------ credits */
+
+/* The receiver is not polled while a sender pushes far more than its
+ * allotment: credits stop the sender, the SRQ never runs dry. */
+static void test_receiver_never_runs_dry(void)
+{
+    mca_btl_llrdma_conn_t *ca, *cb;
+    uint32_t allot;
+    int total = 600;
+
+    CHECK(0 == pair(8192, 0, 0));
+    ca = fw_conn(0, 1, LL);
+    cb = fw_conn(1, 0, LL);
+    allot = cb->allot;
+    CHECK(ca->credit.granted == allot);
+    for (int i = 0; i < total; ++i) {
+        int rc = fw_send(0, 1, i % 3 ? 100 : 2000, 0);
+        CHECK(OPAL_SUCCESS == rc || 1 == rc);
+    }
+    total = (int)fw[0].send_seq[1][0];
+    fw_progress_one(0, 50); /* only the sender */
+    CHECK(0 == fake.rnr_events);
+    CHECK(0 == mca_btl_llrdma_conn_credits(ca));
+    /* Every buffer of the allotment holds a message nobody polled. */
+    CHECK(allot ==
+          fake_cq_waiting(fw[1].m->path[LL].cqs[0].cq) + fake_srq_posted(fw[1].m->path[LL].srq));
+    CHECK(fake_cq_waiting(fw[1].m->path[LL].cqs[0].cq) == ca->credit.sent - cb->credit.consumed);
+    CHECK(fake_cq_waiting(fw[1].m->path[LL].cqs[0].cq) + 1 >= allot);
+    CHECK(1 == fw[0].m->waiting && 0 != ca->stall_since);
+    /* The receiver is polled now and then; the sender keeps up. */
+    for (int r = 0; r < 2000 && fw_sent(0, 1) < (uint32_t)total; ++r) {
+        fw_progress_one(1, 1);
+        fw_progress_one(0, 3);
+        /* Its receives and its own (credit write) completions fit the reservation. */
+        CHECK(fake_cq_waiting(fw[1].m->path[LL].cqs[0].cq) <= fw[1].m->path[LL].cqs[0].reserved);
+    }
+    fw_settle(100);
+    CHECK(0 == fake.rnr_events && 0 == fake.rnr_naks);
+    CHECK(0 == fw[0].m->waiting && 0 == ca->stall_since);
+    CHECK(allot == fake_srq_posted(fw[1].m->path[LL].srq));
+    check_all_arrived();
+    fw_end(0);
+
+    /* Two senders into one receiver, which is polled rarely. */
+    fw_begin();
+    CHECK(0 == fw_add(8192, 0, 0) && 1 == fw_add(8192, 0, 0) && 2 == fw_add(8192, 0, 0));
+    fw_mesh();
+    for (int i = 0; i < 300; ++i) {
+        (void)fw_send(0, 2, 500, 0);
+        (void)fw_send(1, 2, 20000, 1);
+    }
+    for (int r = 0; r < 3000 && (fw_sent(0, 2) < 300 || fw_sent(1, 2) < 300); ++r) {
+        fw_progress_one(0, 2);
+        fw_progress_one(1, 2);
+        if (0 == r % 5) {
+            fw_progress_one(2, 1);
+        }
+    }
+    fw_settle(200);
+    CHECK(0 == fake.rnr_events);
+    check_all_arrived();
+    fw_end(0);
+}
+
+static int find_write(int from_wr, struct ibv_qp *qp)
+{
+    for (int i = from_wr; i < fake.nsends; ++i) {
+        if (fake.sends[i].qp == qp && IBV_WR_RDMA_WRITE == fake.sends[i].opcode) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+static void credit_round(int p, size_t size)
+{
+    mca_btl_llrdma_conn_t *ca = fw_conn(0, 1, p), *cb = fw_conn(1, 0, p);
+    uint32_t threshold = cb->credit.threshold, n = mca_btl_llrdma_conn_credits(ca) + 10;
+    int before, w, stalled_nsends;
+
+    CHECK(threshold == (cb->allot / 4 > 0 ? cb->allot / 4 : 1));
+    /* Use up the credits, and 10 more fragments. */
+    for (uint32_t i = 0; i < n; ++i) {
+        (void)fw_send(0, 1, size, 1);
+    }
+    fw_progress_one(0, 10);
+    CHECK(0 == mca_btl_llrdma_conn_credits(ca));
+    CHECK(10 == opal_list_get_size(&fw[0].ep[1]->pending[p]));
+    /* The sender alone cannot get further. */
+    stalled_nsends = fake.nsends;
+    fw_progress_one(0, 50);
+    CHECK(stalled_nsends == fake.nsends);
+    CHECK(ca->credit.sent - ca->credit.seen == ca->credit.granted);
+    /* The receiver progresses: it reposts and writes the count back. */
+    before = fake.nsends;
+    fw_progress_one(1, 1);
+    w = find_write(before, cb->qp);
+    CHECK(w >= 0);
+    if (w < 0) {
+        return;
+    }
+    CHECK(8 == fake.sends[w].length);
+    CHECK(fake.sends[w].remote_addr == (uintptr_t)&ca->credit_buf[0]);
+    CHECK(fake.sends[w].rkey == ca->credit_mr->rkey);
+    CHECK(!!(fake.sends[w].flags & IBV_SEND_INLINE) == (cb->inline_max >= 8));
+    CHECK(cb->credit.returned >= threshold);
+    /* It lands when the wire runs; the sender resumes. */
+    (void)fake_pump();
+    CHECK(ca->credit_buf[0] == cb->credit.returned);
+    CHECK(mca_btl_llrdma_conn_credits(ca) > 0);
+    fw_progress_one(0, 2);
+    CHECK(opal_list_get_size(&fw[0].ep[1]->pending[p]) < 10);
+    fw_settle(200);
+    CHECK(0 == opal_list_get_size(&fw[0].ep[1]->pending[p]));
+}
+
+static void test_credits_by_rdma_write(void)
+{
+    mca_btl_llrdma_conn_t *ca;
+    uint64_t seen;
+    uint32_t avail;
+
+    CHECK(0 == pair(8192, 0, 1));
+    mca_btl_llrdma_component.stall_warn_ms = 0; /* report a stall at once */
+    /* LL: 256 bytes inline granted, the credit write goes inline. */
+    credit_round(LL, 100);
+    /* BW: no inline, the write's source is the registered credit word. */
+    credit_round(BW, 20000);
+    CHECK(0 == fw_conn(0, 1, BW)->inline_max);
+    /* A value that cannot be true (more than was sent, or going back) is ignored. */
+    ca = fw_conn(0, 1, LL);
+    avail = mca_btl_llrdma_conn_credits(ca);
+    seen = ca->credit.seen;
+    ca->credit_buf[0] = ca->credit.sent + 5;
+    CHECK(avail == mca_btl_llrdma_conn_credits(ca) && seen == ca->credit.seen);
+    ca->credit_buf[0] = seen > 0 ? seen - 1 : 0;
+    CHECK(avail == mca_btl_llrdma_conn_credits(ca) && seen == ca->credit.seen);
+    ca->credit_buf[0] = seen;
+    CHECK(0 == fake.rnr_events);
+    check_all_arrived();
+    fw_end(0);
+}
+
+/* A stalled sender says so once and again when it resumes (verbose 1). */
+static void test_stall_reported(void)
+{
+    mca_btl_llrdma_conn_t *ca;
+
+    CHECK(0 == pair(8192, 0, 0));
+    mca_btl_llrdma_component.stall_warn_ms = 0;
+    ca = fw_conn(0, 1, LL);
+    for (int i = 0; i < 1000 && mca_btl_llrdma_conn_credits(ca) > 0; ++i) {
+        (void)fw_send(0, 1, 100, 0);
+        fw_progress_one(0, 1);
+    }
+    (void)fw_send(0, 1, 100, 0);
+    fw_progress_one(0, 3);
+    CHECK(0 != ca->stall_since && ca->stall_reported);
+    fw_settle(100);
+    CHECK(0 == ca->stall_since && !ca->stall_reported && 0 == fw[0].m->waiting);
+    check_all_arrived();
+    fw_end(0);
+}
+
+/* ------------------------------------------------ completion queues */
+
+static void test_cq_reservations(void)
+{
+    mca_btl_llrdma_module_t *a;
+    uint32_t need_bw, need_ll;
+
+    /* Send queues of 16 and CQs of 100 entries: one LL connection (16 WRs +
+     * 64 buffers) per CQ, two BW ones (16 + 32).  A BTL that reserved less
+     * would pack more connections into a CQ and overrun it below. */
+    fw_begin();
+    fake.max_cqe = fw_port_max_cqe = 100;
+    for (int i = 0; i < 4; ++i) {
+        CHECK(i == fw_add(8192, 16, 16));
+    }
+    fw_mesh();
+    a = fw[0].m;
+    need_ll = a->lim.sq_depth[LL] + fw[0].prof.ll.rq_depth;
+    need_bw = a->lim.sq_depth[BW] + fw[0].prof.bw.rq_depth;
+    CHECK(80 == need_ll && 48 == need_bw);
+    for (int j = 1; j < 4; ++j) {
+        (void)fw_send(0, j, 100, 0);
+        (void)fw_send(0, j, 20000, 1);
+        (void)fw_send(j, 0, 100, 0);
+        (void)fw_send(j, 0, 20000, 1);
+    }
+    fw_settle(200);
+    check_all_arrived();
+    CHECK(3 == a->path[LL].ncq && 2 == a->path[BW].ncq);
+    for (int k = 0; k < a->path[LL].ncq; ++k) {
+        CHECK(need_ll == a->path[LL].cqs[k].reserved && 100 == a->path[LL].cqs[k].cqe);
+    }
+    CHECK(2 * need_bw == a->path[BW].cqs[0].reserved && need_bw == a->path[BW].cqs[1].reserved);
+    /* Worst case: every peer uses all its credits while process 0 does not
+     * poll (a receive completion per allotted buffer)... */
+    for (int j = 1; j < 4; ++j) {
+        for (int i = 0; i < 80; ++i) {
+            (void)fw_send(j, 0, 100, 0);
+            (void)fw_send(j, 0, 20000, 1);
+        }
+    }
+    for (int r = 0; r < 50; ++r) {
+        for (int j = 1; j < 4; ++j) {
+            fw_progress_one(j, 1);
+        }
+    }
+    for (int j = 1; j < 4; ++j) {
+        CHECK(0 == mca_btl_llrdma_conn_credits(fw_conn(j, 0, LL)));
+        CHECK(0 == mca_btl_llrdma_conn_credits(fw_conn(j, 0, BW)));
+    }
+    /* ...and every WR process 0 has posted completes in error: its QPs fail
+     * (the first WR with an error, the rest flushed, each with a completion). */
+    fake.wire_hold = 1;
+    for (int j = 1; j < 4; ++j) {
+        for (int i = 0; i < 20; ++i) {
+            (void)fw_send(0, j, 1000, 0);
+            (void)fw_send(0, j, 20000, 1);
+        }
+        CHECK(16 == fake_qp_outstanding(fw_conn(0, j, LL)->qp));
+        CHECK(16 == fake_qp_outstanding(fw_conn(0, j, BW)->qp));
+        fake_qp_fail(fw_conn(0, j, LL)->qp, IBV_WC_RETRY_EXC_ERR);
+        fake_qp_fail(fw_conn(0, j, BW)->qp, IBV_WC_RETRY_EXC_ERR);
+    }
+    fake.wire_hold = 0;
+    (void)fake_pump();
+    CHECK(0 == fake.cq_overruns);
+    for (int p = 0; p < LLRDMA_NPATHS; ++p) {
+        for (int k = 0; k < a->path[p].ncq; ++k) {
+            fake_cq_t *f = (fake_cq_t *)a->path[p].cqs[k].cq;
+            CHECK(f->high <= a->path[p].cqs[k].reserved);
+            /* The test came close (WRs executed before, unsignalled, do not flush). */
+            CHECK(f->high + 4 >= a->path[p].cqs[k].reserved);
+            if (f->high + 4 < a->path[p].cqs[k].reserved) {
+                printf("#   %s CQ %d: at most %u of %u reserved entries used\n",
+                       p == LL ? "ll" : "bw", k, f->high, a->path[p].cqs[k].reserved);
+            }
+        }
+    }
+    fw_progress(20);
+    CHECK(3 == fw[0].err_calls); /* each failed peer, once */
+    CHECK(0 == fake.rnr_events && 0 == fake.cq_overruns);
+    fw_end(0);
+
+    /* A connection that needs more than a CQ can hold is refused with why. */
+    fw_begin();
+    fake.max_cqe = fw_port_max_cqe = 500;
+    mca_btl_llrdma_component.connect_timeout_s = 0;
+    CHECK(0 == fw_add(8192, 0, 0) && 1 == fw_add(8192, 0, 0));
+    fw_mesh();
+    (void)fw_send(0, 1, 100, 0); /* LL: 128 entries, fits */
+    fw_settle(100);
+    (void)fw_send(0, 1, 20000, 1); /* BW: 544 entries, cannot */
+    fw_settle(100);
+    CHECK(1 == fw_sent(0, 1));
+    CHECK(1 == fw[0].err_calls && NULL != strstr(fw[0].err_text, "completion queue room"));
+    fw_end(0);
+}
+
+/* Past btl_llrdma_recv_mem_max, new connections get the least allotment. */
+static void test_allotment_shrinks(void)
+{
+    fw_begin();
+    for (int i = 0; i < 3; ++i) {
+        CHECK(i == fw_add(8192, 0, 0));
+    }
+    fw_mesh();
+    /* Room for one LL allotment (64 buffers of 8256 bytes) on process 0. */
+    mca_btl_llrdma_component.recv_mem_max = 64 * 8256 + 100;
+    fw_as(0);
+    fw[0].m->path[LL].rq.mem_max = mca_btl_llrdma_component.recv_mem_max;
+    (void)fw_send(1, 0, 100, 0);
+    fw_settle(100);
+    (void)fw_send(2, 0, 100, 0);
+    fw_settle(100);
+    CHECK(64 == fw_conn(1, 0, LL)->credit.granted);
+    CHECK(LLRDMA_RQ_MIN_ALLOT == fw_conn(2, 0, LL)->credit.granted);
+    CHECK(64 + LLRDMA_RQ_MIN_ALLOT == fake_srq_posted(fw[0].m->path[LL].srq));
+    /* Four credits still carry any amount of traffic, without RNR. */
+    for (int i = 0; i < 200; ++i) {
+        (void)fw_send(2, 0, 1000, 0);
+    }
+    for (int r = 0; r < 1000 && fw_sent(2, 0) < 201; ++r) {
+        fw_progress_one(2, 2);
+        fw_progress_one(0, 1);
+    }
+    CHECK(0 == fake.rnr_events);
+    check_all_arrived();
+    fw_end(0);
+}
+
+/* ------------------------------------------ simultaneous connects */
+
+static uint32_t rng;
+static uint32_t next_rand(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 17;
+    rng ^= rng << 5;
+    return rng;
+}
+
+/* Processes 0 and 1 send to each other on both paths at once (1 after
+ * `lag` progress calls of 0).  `sched` says what happens, step by step: '0'
+ * or '1' progresses that process, 'a' or 'b' delivers the next CM message in
+ * flight to one destination or the other (messages wait in flight when the
+ * schedule has any), NULL a random schedule from `seed`. */
+static int tie_rejects;
+static int cm_reject_counting(struct rdma_cm_id *id, const void *data, uint8_t len)
+{
+    const mca_btl_llrdma_conn_req_t *r = data;
+    if (len >= sizeof(*r) && MCA_BTL_LLRDMA_REJ_TIE == r->reason) {
+        ++tie_rejects;
+    }
+    return fake_ops.cm_reject(id, data, len);
+}
+
+static void simultaneous(const char *sched, uint32_t seed, int lag)
+{
+    static const char moves[] = "01ab";
+
+    fw_begin();
+    mca_btl_llrdma_verbs.cm_reject = cm_reject_counting;
+    fake.cm_hold = NULL == sched || NULL != strpbrk(sched, "ab");
+    CHECK(0 == fw_add(8192, 0, 0) && 1 == fw_add(8192, 0, 0));
+    fw_mesh();
+    (void)fw_send(0, 1, 100, 0);
+    (void)fw_send(0, 1, 20000, 1);
+    fw_progress_one(0, lag);
+    (void)fw_send(1, 0, 100, 0);
+    (void)fw_send(1, 0, 20000, 1);
+    rng = seed;
+    for (int s = 0; s < 96; ++s) {
+        char move = NULL != sched ? sched[s % strlen(sched)] : moves[next_rand() % 4];
+        if ('0' == move || '1' == move) {
+            fw_progress_one(move - '0', 1);
+        } else {
+            (void)fake_cm_deliver(move - 'a');
+        }
+    }
+    fake.cm_hold = 0;
+    (void)fake_cm_deliver(-1);
+    fw_settle(200);
+    for (int p = 0; p < LLRDMA_NPATHS; ++p) {
+        mca_btl_llrdma_conn_t *c0 = fw_conn(0, 1, p), *c1 = fw_conn(1, 0, p);
+        CHECK(NULL != c0 && NULL != c1);
+        if (NULL == c0 || NULL == c1) {
+            continue;
+        }
+        CHECK(LLRDMA_CONN_ESTABLISHED == c0->state && LLRDMA_CONN_ESTABLISHED == c1->state);
+        CHECK(fake_qp(c0->qp)->peer == fake_qp(c1->qp)); /* the same connection */
+        CHECK(c0->active != c1->active);
+    }
+    /* The losers' QPs are gone: one per path and side, one accept per path. */
+    CHECK(4 == fake.live_qp && 2 == fake.naccepts);
+    for (int i = 0; i < 2; ++i) {
+        CHECK(0 == fw[i].m->connecting && 0 == fw[i].m->retrying);
+        CHECK(LLRDMA_EP_READY == fw[i].ep[1 - i]->state);
+    }
+    /* Data flows both ways on them. */
+    for (int i = 0; i < 20; ++i) {
+        (void)fw_send(0, 1, 100 + i, 0);
+        (void)fw_send(1, 0, 20000 + i, 1);
+    }
+    fw_settle(200);
+    check_all_arrived();
+    fw_end(0);
+}
+
+static void test_simultaneous_connects(void)
+{
+    /* Without and with the CM messages held in flight: requests cross. */
+    static const char *scheds[] = {"01",     "10",     "001",    "110",    "0011", "1100",
+                                   "01ab",   "10ba",   "01ba",   "0a1b",   "1b0a", "01aa01bb",
+                                   "0011ab", "01a01b", "10b10a", "011ab0", "ab01", "0101abab"};
+    int cases = 0, ties = 0;
+
+    for (size_t k = 0; k < sizeof(scheds) / sizeof(scheds[0]); ++k) {
+        for (int lag = 0; lag < 3; ++lag) {
+            tie_rejects = 0;
+            simultaneous(scheds[k], 0, lag);
+            ties += tie_rejects > 0;
+            ++cases;
+        }
+    }
+    for (uint32_t seed = 1; seed <= 60; ++seed) {
+        tie_rejects = 0;
+        simultaneous(NULL, seed * 2654435761u, (int)(seed % 3));
+        ties += tie_rejects > 0;
+        ++cases;
+    }
+    /* Requests did cross (the tie-break decided) in a good share of them. */
+    CHECK(ties >= cases / 4);
+    printf("# simultaneous connects: %d schedules, %d decided by the tie-break\n", cases, ties);
+}
+
+/* ------------------------------------------------------ mixed hints */
+
+/* Every SEND posted on a connection from i to j fits what j receives on
+ * that path. */
+static void check_fragment_sizes(void)
+{
+    for (int w = 0; w < fake.nsends && w < FAKE_MAX_WR; ++w) {
+        if (IBV_WR_SEND != fake.sends[w].opcode) {
+            continue;
+        }
+        for (int i = 0; i < fw_n; ++i) {
+            for (int j = 0; j < fw_n; ++j) {
+                for (int p = 0; p < LLRDMA_NPATHS; ++p) {
+                    mca_btl_llrdma_conn_t *c = i == j ? NULL : fw_conn(i, j, p);
+                    if (NULL != c && c->qp == fake.sends[w].qp) {
+                        CHECK(fake.sends[w].length - HDR <= fw[j].m->lim.frag_max[p]);
+                    }
+                }
+            }
+        }
+    }
+}
+
+static void test_mixed_hints(void)
+{
+    mca_btl_llrdma_endpoint_t *ab, *ac;
+    mca_btl_llrdma_module_t *a;
+
+    fw_begin();
+    CHECK(0 == fw_add(16384, 0, 0)); /* A: LL up to 16K */
+    CHECK(1 == fw_add(4096, 0, 0));  /* B: LL up to 4K */
+    CHECK(2 == fw_add(0, 0, 0));     /* C: no LL path */
+    fw_mesh();
+    a = fw[0].m;
+    ab = fw[0].ep[1];
+    ac = fw[0].ep[2];
+    CHECK(ab->use_path[LL] && ab->frag_max[LL] == fw[1].m->lim.frag_max[LL]);
+    CHECK(ab->frag_max[LL] < a->lim.frag_max[LL]);
+    CHECK(!ac->use_path[LL] && ac->use_path[BW] && 0 == ac->frag_max[LL]);
+    /* ob1's module limits fit the peer that takes the least. */
+    CHECK(a->super.btl_max_send_size <= fw[2].m->lim.frag_max[BW]);
+    CHECK(a->super.btl_eager_limit <= fw[2].m->lim.frag_max[BW]);
+    /* Sizes around each boundary, each way. */
+    for (int j = 1; j < 3; ++j) {
+        size_t sizes[] = {16, 300, 4000, 4200, 8000, 16000, 16400, 30000};
+        for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); ++k) {
+            if (sizes[k] <= a->super.btl_max_send_size) {
+                (void)fw_send(0, j, sizes[k], sizes[k] > 4000);
+            }
+            if (sizes[k] <= fw[j].m->super.btl_max_send_size) {
+                (void)fw_send(j, 0, sizes[k], sizes[k] > 4000);
+            }
+        }
+    }
+    fw_settle(300);
+    check_all_arrived();
+    check_fragment_sizes();
+    CHECK(0 == fake.len_errors);
+    /* No LL connection with the process that has no LL path. */
+    CHECK(NULL == fw_conn(0, 2, LL) && NULL == fw_conn(2, 0, LL));
+    CHECK(fake_srq_posted(fw[0].m->path[LL].srq) == fw[0].m->path[LL].rq.posted);
+    CHECK(fw[0].m->path[LL].rq.reserved == fw_conn(0, 1, LL)->allot);
+    /* A fragment larger than the peer's LL buffers went to BW. */
+    CHECK(fw[1].recv_max_len > ab->frag_max[LL]);
+    CHECK(LLRDMA_PATH_BW == mca_btl_llrdma_endpoint_path_for(ab, ab->frag_max[LL] + 1));
+    CHECK(-1 == mca_btl_llrdma_endpoint_path_for(ac, ac->frag_max[BW] + 1));
+    fw_end(0);
+}
+
+/* ------------------------------------------------------ sendi */
+
+static opal_convertor_t *bytes_convertor(const void *buf, size_t n)
+{
+    opal_convertor_t *conv = opal_convertor_create(opal_local_arch, 0);
+    opal_convertor_prepare_for_send(conv, &opal_datatype_uint1, n, buf);
+    return conv;
+}
+
+/* ob1's sendi: a header and a payload to pack; *descriptor on BUSY. */
+static int sendi(int i, int j, size_t size, size_t hdr, mca_btl_base_descriptor_t **des)
+{
+    mca_btl_llrdma_module_t *m = fw[i].m;
+    static unsigned char msg[200000];
+    int cls = size > 8000; /* LL and BW messages are not ordered with each other */
+    opal_convertor_t *conv;
+    int rc;
+
+    fw_fill(i, j, msg, size, cls);
+    conv = bytes_convertor(msg + hdr, size - hdr);
+    fw_as(i);
+    rc = m->super.btl_sendi(&m->super, fw[i].ep[j], conv, msg, hdr, size - hdr, MCA_BTL_NO_ORDER,
+                            MCA_BTL_DES_FLAGS_BTL_OWNERSHIP, FW_TAG, des);
+    OBJ_RELEASE(conv);
+    if (OPAL_SUCCESS != rc) {
+        --fw[i].send_seq[j][cls]; /* ob1 sends it another way */
+    }
+    return rc;
+}
+
+/* What ob1 does with the descriptor sendi handed back: fill and send it. */
+static void send_descriptor(int i, int j, mca_btl_base_descriptor_t *d, size_t size)
+{
+    fw_fill(i, j, d->des_segments[0].seg_addr.pval, size, size > 8000);
+    d->des_segments[0].seg_len = size;
+    fw_as(i);
+    /* No callback (ob1 set none): the fragment returns to the BTL. */
+    CHECK(0 <= fw[i].m->super.btl_send(&fw[i].m->super, fw[i].ep[j], d, FW_TAG));
+}
+
+static void test_sendi(void)
+{
+    mca_btl_base_descriptor_t *d = NULL;
+    mca_btl_llrdma_conn_t *ca;
+    int before;
+
+    fw_begin();
+    CHECK(0 == fw_add(8192, 8, 8) && 1 == fw_add(8192, 8, 8));
+    fw_mesh();
+    /* Not connected: busy, with a descriptor for the regular path. */
+    CHECK(OPAL_ERR_RESOURCE_BUSY == sendi(0, 1, 100, 16, &d));
+    CHECK(NULL != d);
+    if (NULL != d) {
+        send_descriptor(0, 1, d, 100);
+    }
+    fw_settle(100);
+    CHECK(1 == fw_sent(0, 1));
+    ca = fw_conn(0, 1, LL);
+    /* Connected: header only, header + payload, inline or not, on either path. */
+    CHECK(OPAL_SUCCESS == sendi(0, 1, 16, 16, &d) && NULL == d);
+    CHECK(OPAL_SUCCESS == sendi(0, 1, 200, 16, &d) && NULL == d);
+    before = fake.nsends;
+    CHECK(OPAL_SUCCESS == sendi(0, 1, 3000, 40, &d) && NULL == d);
+    CHECK(fake.nsends == before + 1 && !(fake.sends[before].flags & IBV_SEND_INLINE));
+    CHECK(OPAL_SUCCESS != sendi(0, 1, 20000, 16, &d)); /* BW path not connected yet */
+    if (NULL != d) {
+        send_descriptor(0, 1, d, 20000);
+        d = NULL;
+    }
+    fw_settle(100);
+    CHECK(OPAL_SUCCESS == sendi(0, 1, 20000, 16, &d) && NULL == d);
+    /* Above the eager limit: busy and no descriptor. */
+    CHECK(OPAL_ERR_RESOURCE_BUSY == sendi(0, 1, fw[0].m->super.btl_eager_limit + 1, 16, &d));
+    CHECK(NULL == d);
+    fw_settle(100);
+    /* Send queue full (the wire held): busy, with a descriptor; sent later in order. */
+    fake.wire_hold = 1;
+    for (int i = 0; i < 100 && llrdma_sq_free_slots(&ca->sq) > 0; ++i) {
+        CHECK(OPAL_SUCCESS == fw_send(0, 1, 1000, 0));
+    }
+    CHECK(0 == llrdma_sq_free_slots(&ca->sq));
+    CHECK(OPAL_ERR_RESOURCE_BUSY == sendi(0, 1, 100, 16, &d) && NULL != d);
+    if (NULL != d) {
+        send_descriptor(0, 1, d, 100);
+        d = NULL;
+    }
+    /* Something queued: busy even once the queue has room (order). */
+    fake.wire_hold = 0;
+    CHECK(OPAL_ERR_RESOURCE_BUSY == sendi(0, 1, 100, 16, &d));
+    if (NULL != d) {
+        send_descriptor(0, 1, d, 100);
+        d = NULL;
+    }
+    fw_settle(100);
+    /* No credits: busy. */
+    for (int i = 0; i < 1000 && mca_btl_llrdma_conn_credits(ca) > 0; ++i) {
+        if (OPAL_SUCCESS != sendi(0, 1, 100, 16, NULL)) {
+            fw_progress_one(0, 1);
+        }
+    }
+    CHECK(OPAL_ERR_RESOURCE_BUSY == sendi(0, 1, 100, 16, &d));
+    if (NULL != d) {
+        send_descriptor(0, 1, d, 100);
+        d = NULL;
+    }
+    fw_settle(200);
+    CHECK(0 == fake.rnr_events && 0 == fake.sq_overflows);
+    check_all_arrived();
+    fw_end(0);
+}
+
+/* ------------------------------------------------------ prepare_src */
+
+#define PS_TAG 0x42
+static unsigned char ps_src[300000], ps_dst[300000];
+static size_t ps_got, ps_max;
+
+/* Each fragment: 8 bytes of offset (the reserve), then data. */
+static void on_piece(struct mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
+                     mca_btl_base_descriptor_t *des, void *cbdata)
+{
+    const unsigned char *p = des->des_segments[0].seg_addr.pval;
+    size_t len = des->des_segments[0].seg_len;
+    uint64_t off;
+    (void)btl;
+    (void)tag;
+    (void)cbdata;
+    memcpy(&off, p, 8);
+    memcpy(ps_dst + off, p + 8, len - 8);
+    ps_got += len - 8;
+    ps_max = len > ps_max ? len : ps_max;
+}
+
+static void stream(int i, int j, size_t total)
+{
+    mca_btl_llrdma_module_t *m = fw[i].m;
+    opal_convertor_t *conv = bytes_convertor(ps_src, total);
+    size_t off = 0;
+
+    fw_as(i);
+    CHECK(NULL == m->super.btl_prepare_src(&m->super, fw[i].ep[j], conv, MCA_BTL_NO_ORDER,
+                                           m->super.btl_max_send_size, &off,
+                                           MCA_BTL_DES_FLAGS_BTL_OWNERSHIP));
+    while (off < total) {
+        size_t size = total - off;
+        mca_btl_base_descriptor_t *d;
+        fw_as(i);
+        d = m->super.btl_prepare_src(&m->super, fw[i].ep[j], conv, MCA_BTL_NO_ORDER, 8, &size,
+                                     MCA_BTL_DES_FLAGS_BTL_OWNERSHIP);
+        if (NULL == d) {
+            fw_progress(1); /* out of fragments: ob1 retries from progress */
+            continue;
+        }
+        CHECK(size > 0 && size + 8 <= m->super.btl_max_send_size);
+        CHECK(d->des_segments[0].seg_len == size + 8);
+        memcpy(d->des_segments[0].seg_addr.pval, &(uint64_t){off}, 8);
+        off += size;
+        CHECK(OPAL_SUCCESS <= m->super.btl_send(&m->super, fw[i].ep[j], d, PS_TAG));
+    }
+    OBJ_RELEASE(conv);
+}
+
+static void test_prepare_src(void)
+{
+    for (size_t k = 0; k < sizeof(ps_src); ++k) {
+        ps_src[k] = (unsigned char)(k * 31u + 7u);
+    }
+    mca_btl_base_active_message_trigger[PS_TAG].cbfunc = on_piece;
+    fw_begin();
+    /* 128K BW fragments between 0 and 1; process 2 takes 64K. */
+    CHECK(0 == fw_add(65536, 16, 16) && 1 == fw_add(65536, 16, 16) && 2 == fw_add(8192, 16, 16));
+    fw_add_procs(0, 1);
+    memset(ps_dst, 0, sizeof(ps_dst));
+    ps_got = ps_max = 0;
+    stream(0, 1, sizeof(ps_src));
+    fw_settle(300);
+    CHECK(sizeof(ps_src) == ps_got && 0 == memcmp(ps_src, ps_dst, sizeof(ps_src)));
+    CHECK(ps_max == fw[0].m->super.btl_max_send_size);
+    /* A peer with smaller fragments lowers them for the module (add_procs). */
+    CHECK(131072 == ps_max);
+    fw_add_procs(0, 2);
+    CHECK(fw[0].m->super.btl_max_send_size == fw[2].m->lim.frag_max[BW]);
+    CHECK(65536 == fw[0].m->super.btl_max_send_size);
+    memset(ps_dst, 0, sizeof(ps_dst));
+    ps_got = ps_max = 0;
+    stream(0, 2, 100000);
+    fw_settle(300);
+    CHECK(100000 == ps_got && 0 == memcmp(ps_src, ps_dst, 100000));
+    CHECK(ps_max <= fw[2].m->lim.frag_max[BW]);
+    check_fragment_sizes();
+    CHECK(0 == fw[0].err_calls && 0 == fake.rnr_events);
+    fw_end(0);
+    mca_btl_base_active_message_trigger[PS_TAG].cbfunc = NULL;
+}
+
+int main(int argc, char **argv)
+{
+    int saved_stderr, devnull;
+
+    if (0 != fw_init(&argc, &argv)) {
+        return 2;
+    }
+    test_full_send_queue();
+    test_receiver_never_runs_dry();
+    test_credits_by_rdma_write();
+    test_stall_reported();
+    test_allotment_shrinks();
+    test_simultaneous_connects();
+    test_mixed_hints();
+    test_sendi();
+    test_prepare_src();
+    /* The expected transport errors print a user-facing message each. */
+    fflush(stderr);
+    saved_stderr = dup(2);
+    devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, 2);
+    test_cq_reservations();
+    fflush(stderr);
+    dup2(saved_stderr, 2);
+    close(saved_stderr);
+    close(devnull);
+
+    fw_fini();
+    printf("%s: %d checks, %d failed\n", fw_failures ? "FAIL" : "PASS", fw_checks, fw_failures);
+    return fw_failures ? 1 : 0;
+}
