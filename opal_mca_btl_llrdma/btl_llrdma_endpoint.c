@@ -16,6 +16,7 @@
 #include "opal/util/proc.h"
 
 #include "btl_llrdma.h"
+#include "llrdma_reach.h"
 
 /* ------------------------------------------------------------ classes */
 
@@ -95,6 +96,41 @@ static int same_name(const opal_process_name_t *a, const opal_process_name_t *b)
     return a->jobid == b->jobid && a->vpid == b->vpid;
 }
 
+/* Which of the peer's published ports module m talks to; -1: none.  Both
+ * processes compute the same one-to-one pairing (same subnet first, then
+ * same link layer), ordered by process name, so both ends agree. */
+static int peer_port_for(mca_btl_llrdma_module_t *m, const mca_btl_llrdma_addr_t *addrs, int n,
+                         const opal_process_name_t *peer)
+{
+    mca_btl_llrdma_component_t *c = &mca_btl_llrdma_component;
+    llrdma_reach_addr_t mine[MCA_BTL_LLRDMA_MAX_PORTS], theirs[MCA_BTL_LLRDMA_MAX_PORTS];
+    const opal_process_name_t *self = &opal_proc_local_get()->proc_name;
+    uint64_t a = ((uint64_t)self->jobid << 32) | self->vpid;
+    uint64_t b = ((uint64_t)peer->jobid << 32) | peer->vpid;
+    int nmine = 0, me = -1;
+
+    for (int i = 0; i < c->nmodules && i < MCA_BTL_LLRDMA_MAX_PORTS; ++i) {
+        const mca_btl_llrdma_addr_t *x = &c->modules[i]->addr;
+        mine[nmine] = (llrdma_reach_addr_t){ntohl(x->ipv4), x->prefix_len, x->link_layer};
+        if (c->modules[i] == m) {
+            me = nmine;
+        }
+        ++nmine;
+    }
+    if (me < 0) { /* a module the component does not list (unit tests): on its own */
+        mine[0] =
+            (llrdma_reach_addr_t){ntohl(m->addr.ipv4), m->addr.prefix_len, m->addr.link_layer};
+        nmine = 1;
+        me = 0;
+    }
+    n = n < MCA_BTL_LLRDMA_MAX_PORTS ? n : MCA_BTL_LLRDMA_MAX_PORTS;
+    for (int j = 0; j < n; ++j) {
+        theirs[j] =
+            (llrdma_reach_addr_t){ntohl(addrs[j].ipv4), addrs[j].prefix_len, addrs[j].link_layer};
+    }
+    return llrdma_reach_pick(mine, nmine, theirs, n, me, a < b);
+}
+
 static mca_btl_llrdma_endpoint_t *endpoint_create(mca_btl_llrdma_module_t *m, opal_proc_t *proc)
 {
     mca_btl_llrdma_component_t *c = &mca_btl_llrdma_component;
@@ -108,12 +144,13 @@ static mca_btl_llrdma_endpoint_t *endpoint_create(mca_btl_llrdma_module_t *m, op
         free(addrs);
         return NULL;
     }
-    /* Spread this rank's modules over the peer's: module i talks to peer module i mod n. */
     n = (int)(size / sizeof(*addrs));
-    for (int i = 0; i < c->nmodules; ++i) {
-        if (c->modules[i] == m) {
-            index = i % n;
-        }
+    index = peer_port_for(m, addrs, n, &proc->proc_name);
+    if (index < 0) {
+        opal_output_verbose(10, c->output, "btl:llrdma: %s:%d pairs with no port of %s",
+                            m->port.dev, m->port.port, OPAL_NAME_PRINT(proc->proc_name));
+        free(addrs);
+        return NULL;
     }
     ep = OBJ_NEW(mca_btl_llrdma_endpoint_t);
     if (NULL == ep) {

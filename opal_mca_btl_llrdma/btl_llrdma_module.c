@@ -20,6 +20,7 @@
 #include "opal/util/output.h"
 
 #include "btl_llrdma.h"
+#include "llrdma_reach.h"
 #include "llrdma_mca_common.h"
 
 /* Send fragments a path may hold, in bytes of buffer (grown on demand). */
@@ -329,6 +330,7 @@ static int listen_create(mca_btl_llrdma_module_t *m)
     m->addr.cm_port = mca_btl_llrdma_verbs.cm_get_src_port(m->listen_id);
     m->addr.ib_port = (uint8_t)m->port.port;
     m->addr.link_layer = (uint8_t)m->port.link_layer;
+    m->addr.prefix_len = (uint8_t)m->port.prefix_len;
     snprintf(m->addr.dev, sizeof(m->addr.dev), "%.23s", m->port.dev);
     m->addr.hint = m->profile->hint;
     for (int p = 0; p < LLRDMA_NPATHS; ++p) {
@@ -725,6 +727,8 @@ int mca_btl_llrdma_module_granted(const mca_btl_llrdma_module_t *m, llrdma_devic
     dev->sq_depth_granted_bw = m->granted.sq_depth[LLRDMA_PATH_BW];
     dev->cq_moderation_supported = m->path[LLRDMA_PATH_BW].cq_moderation;
     dev->gid_index = m->port.gid_index;
+    snprintf(dev->gid_type, sizeof(dev->gid_type), "%s",
+             llrdma_gid_type_name((int)m->port.gid_type));
     dev->rq_depth_granted_ll = m->path_used[LLRDMA_PATH_LL] ? m->path[LLRDMA_PATH_LL].srq_depth : 0;
     dev->rq_depth_granted_bw = m->path[LLRDMA_PATH_BW].srq_depth;
 
