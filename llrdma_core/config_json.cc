@@ -129,6 +129,9 @@ std::string to_json(const llrdma_rank_config_t &c)
     put_u64(o, "rq_depth_granted_ll", d.rq_depth_granted_ll);
     put_u64(o, "rq_depth_granted_bw", d.rq_depth_granted_bw);
     put_str(o, "gid_type", from_fixed(d.gid_type, sizeof d.gid_type));
+    put_u64(o, "min_rnr_timer", d.min_rnr_timer);
+    put_u64(o, "rnr_retry", d.rnr_retry);
+    put_u64(o, "retry_count", d.retry_count);
     o += "}}";
     return o;
 }
@@ -318,6 +321,9 @@ bool from_json(const char *json, llrdma_rank_config_t &c)
         dr.unsig("rq_depth_granted_ll", d.rq_depth_granted_ll, UINT32_MAX);
         dr.unsig("rq_depth_granted_bw", d.rq_depth_granted_bw, UINT32_MAX);
         dr.str("gid_type", d.gid_type, sizeof d.gid_type);
+        dr.unsig("min_rnr_timer", d.min_rnr_timer, UINT32_MAX);
+        dr.unsig("rnr_retry", d.rnr_retry, UINT32_MAX);
+        dr.unsig("retry_count", d.retry_count, UINT32_MAX);
         if (!dr.ok)
             return false;
     }

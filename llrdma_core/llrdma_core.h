@@ -149,6 +149,9 @@ typedef struct {
     int gid_index;               /* GID rdma_cm binds to (RoCE); -1 unknown */
     uint32_t rq_depth_granted_ll, rq_depth_granted_bw; /* shared receive queue buffers */
     char gid_type[12]; /* type of that GID: "roce_v1", "roce_v2", "ib"; "" unknown */
+    /* Set on every connection's QP: RNR back-off asked of senders (IB
+     * encoding), RNR and transport retries. */
+    uint32_t min_rnr_timer, rnr_retry, retry_count;
 } llrdma_device_info_t;
 
 typedef struct {

@@ -143,6 +143,11 @@ int mca_btl_llrdma_discover(llrdma_rank_config_t *cfg);
 /* Where btl_llrdma_<name> got its value, for error messages: "default",
  * "environment (OMPI_MCA_btl_llrdma_<name>; ...)", "file PATH:LINE", ... */
 void mca_btl_llrdma_var_origin(const char *name, char *buf, size_t len);
+/* Stop MPI_Init: "btl_llrdma_<name> = <value> (from <origin>): <why>". */
+void mca_btl_llrdma_bad_knob(const char *name, const char *value, const char *why);
+/* btl_llrdma_mca.c: range checks of the numeric connection knobs (a bad
+ * value stops MPI_Init, naming it and where it came from). */
+void mca_btl_llrdma_check_params(void);
 
 /* btl_llrdma_fork.c: apply btl_llrdma_fork_safe and record the outcome in
  * cfg->fork_safe.  Must run before any other verbs call of the process

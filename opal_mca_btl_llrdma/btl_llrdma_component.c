@@ -176,6 +176,7 @@ static mca_btl_base_module_t **llrdma_component_init(int *num_btls, bool enable_
     *num_btls = 0;
     memset(cfg, 0, sizeof(*cfg));
     llrdma_mca_fill_identity(cfg);
+    mca_btl_llrdma_check_params();
     mca_btl_llrdma_fork_setup(cfg); /* before any other verbs call */
 
     llrdma_mca_hint_inputs(c->size_hint_index, "btl_llrdma_size_hint", &in);

@@ -115,7 +115,7 @@ void mca_btl_llrdma_var_origin(const char *name, char *buf, size_t len)
     }
 }
 
-static void bad_knob(const char *name, const char *value, const char *why)
+void mca_btl_llrdma_bad_knob(const char *name, const char *value, const char *why)
 {
     char origin[600], detail[2048];
     mca_btl_llrdma_var_origin(name, origin, sizeof(origin));
@@ -138,7 +138,7 @@ static int roce_version_knob(void)
         return LLRDMA_ROCE_V2;
     }
     snprintf(quoted, sizeof(quoted), "'%.150s'", t);
-    bad_knob("roce_version", quoted, "not one of auto, 1, 2");
+    mca_btl_llrdma_bad_knob("roce_version", quoted, "not one of auto, 1, 2");
     return LLRDMA_ROCE_AUTO; /* not reached */
 }
 
@@ -228,7 +228,7 @@ static int pick_roce_gid(struct ibv_context *ctx, const char *dev, int port, int
                  "or use auto",
                  dev, port, roce_name(cm_mode), dev, port,
                  LLRDMA_ROCE_V1 == roce_version ? "\"IB/RoCE v1\"" : "\"RoCE v2\"");
-        bad_knob("roce_version", value, why);
+        mca_btl_llrdma_bad_knob("roce_version", value, why);
     }
     if (LLRDMA_ROCE_AUTO == want) {
         want = cm_mode; /* report the GID type rdma_cm will really use */
@@ -281,7 +281,7 @@ static int pick_roce_gid(struct ibv_context *ctx, const char *dev, int port, int
                      text, type, allows);
             break;
         }
-        bad_knob("gid_index", value, why);
+        mca_btl_llrdma_bad_knob("gid_index", value, why);
     }
 out_free:
     free(gids);
@@ -417,7 +417,8 @@ int mca_btl_llrdma_discover(llrdma_rank_config_t *cfg)
     if (c->gid_index < -1) {
         char value[32];
         snprintf(value, sizeof(value), "%d", c->gid_index);
-        bad_knob("gid_index", value, "not -1 (choose) or a GID table index (0, 1, ...)");
+        mca_btl_llrdma_bad_knob("gid_index", value,
+                                "not -1 (choose) or a GID table index (0, 1, ...)");
     }
     if (NULL != c->if_include && NULL != c->if_exclude) {
         snprintf(cfg->btl_status, sizeof(cfg->btl_status),

@@ -693,10 +693,10 @@ static void fill_conn_param(mca_btl_llrdma_conn_t *conn, mca_btl_llrdma_conn_req
     memset(param, 0, sizeof(*param));
     param->private_data = req;
     param->private_data_len = sizeof(*req);
-    param->retry_count = (uint8_t)(c->retry_count > 7 ? 7 : c->retry_count);
+    param->retry_count = (uint8_t)c->retry_count; /* validated at init */
     /* Credits keep receive queues from running dry; RNR retry is the last
      * resort if they ever did. */
-    param->rnr_retry_count = (uint8_t)(c->rnr_retry > 7 ? 7 : c->rnr_retry);
+    param->rnr_retry_count = (uint8_t)c->rnr_retry;
 }
 
 /* The receiver-not-ready back-off this side asks of its senders: rdma_cm
@@ -706,7 +706,7 @@ static void conn_set_rnr_timer(mca_btl_llrdma_conn_t *conn)
     struct ibv_qp_attr qa;
 
     memset(&qa, 0, sizeof(qa));
-    qa.min_rnr_timer = (uint8_t)(mca_btl_llrdma_component.min_rnr_timer & 31u);
+    qa.min_rnr_timer = (uint8_t)mca_btl_llrdma_component.min_rnr_timer;
     if (0 != mca_btl_llrdma_verbs.modify_qp(conn->qp, &qa, IBV_QP_MIN_RNR_TIMER)) {
         opal_output_verbose(10, mca_btl_llrdma_component.output,
                             "btl:llrdma: the device did not take min_rnr_timer %u on qp %u",
@@ -782,22 +782,6 @@ fail_destroy_id:
 fail_release_conn:
     OBJ_RELEASE(conn);
     return OPAL_ERR_OUT_OF_RESOURCE;
-}
-
-int mca_btl_llrdma_endpoint_connect(mca_btl_llrdma_endpoint_t *ep)
-{
-    if (LLRDMA_EP_FAILED == ep->state) {
-        return OPAL_ERR_UNREACH;
-    }
-    for (int p = 0; p < LLRDMA_NPATHS; ++p) {
-        if (ep->use_path[p] && NULL == ep->conn[p] && 0 == ep->retry_at_ms[p]) {
-            int rc = conn_start_active(ep, p);
-            if (OPAL_SUCCESS != rc) {
-                return rc;
-            }
-        }
-    }
-    return OPAL_SUCCESS;
 }
 
 static void update_ready(mca_btl_llrdma_endpoint_t *ep)

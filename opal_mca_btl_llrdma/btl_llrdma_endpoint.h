@@ -100,8 +100,6 @@ OBJ_CLASS_DECLARATION(mca_btl_llrdma_endpoint_t);
 int mca_btl_llrdma_endpoint_send(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_frag_t *frag);
 /* Post queued fragments of every path while slots are free. */
 void mca_btl_llrdma_endpoint_drain(mca_btl_llrdma_endpoint_t *ep);
-/* Start our connections (no-op unless IDLE). */
-int mca_btl_llrdma_endpoint_connect(mca_btl_llrdma_endpoint_t *ep);
 /* Report a fatal error with this peer once, fail every queued and posted
  * fragment, and mark the endpoint FAILED. */
 void mca_btl_llrdma_endpoint_fail(mca_btl_llrdma_endpoint_t *ep, const char *what,

@@ -46,12 +46,8 @@ void mca_btl_llrdma_fork_setup(llrdma_rank_config_t *cfg)
     int mode, status, rc;
 
     if (!parse_mode(c->fork_safe, &mode)) {
-        char origin[600];
-        mca_btl_llrdma_var_origin("fork_safe", origin, sizeof(origin));
-        snprintf(detail, sizeof(detail),
-                 "btl_llrdma_fork_safe = '%s' (from %s): not one of auto, yes, no", c->fork_safe,
-                 origin);
-        llrdma_mca_fatal("invalid btl knob", detail);
+        snprintf(detail, sizeof(detail), "'%s'", c->fork_safe);
+        mca_btl_llrdma_bad_knob("fork_safe", detail, "not one of auto, yes, no");
         return;
     }
     if (FORK_NO == mode) {

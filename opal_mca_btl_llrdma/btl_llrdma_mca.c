@@ -9,6 +9,8 @@
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/util/output.h"
 
+#include <stdio.h>
+
 #include "btl_llrdma.h"
 
 static int reg_string(const char *name, const char *help, int level, char **storage,
@@ -20,12 +22,25 @@ static int reg_string(const char *name, const char *help, int level, char **stor
                                            MCA_BASE_VAR_SCOPE_READONLY, storage);
 }
 
-static int reg_uint(const char *name, const char *help, int level, unsigned *storage)
+static int reg_var(const char *name, const char *help, int level, mca_base_var_type_t type,
+                   void *storage)
 {
-    *storage = 0;
     return mca_base_component_var_register(&mca_btl_llrdma_component.super.btl_version, name, help,
-                                           MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, level,
-                                           MCA_BASE_VAR_SCOPE_READONLY, storage);
+                                           type, NULL, 0, 0, level, MCA_BASE_VAR_SCOPE_READONLY,
+                                           storage);
+}
+
+static int reg_uint(const char *name, const char *help, int level, unsigned *storage,
+                    unsigned deflt)
+{
+    *storage = deflt;
+    return reg_var(name, help, level, MCA_BASE_VAR_TYPE_UNSIGNED_INT, storage);
+}
+
+static int reg_int(const char *name, const char *help, int level, int *storage, int deflt)
+{
+    *storage = deflt;
+    return reg_var(name, help, level, MCA_BASE_VAR_TYPE_INT, storage);
 }
 
 int mca_btl_llrdma_register_params(void)
@@ -70,95 +85,76 @@ int mca_btl_llrdma_register_params(void)
 
     /* Overrides of single derived profile fields (0 = derive from the hint). */
     (void)reg_uint("ll_sq_depth", "Override: low-latency send queue depth (0 = from the hint)",
-                   OPAL_INFO_LVL_6, &c->ovr_ll_sq_depth);
+                   OPAL_INFO_LVL_6, &c->ovr_ll_sq_depth, 0);
     (void)reg_uint("bw_sq_depth", "Override: bandwidth send queue depth (0 = from the hint)",
-                   OPAL_INFO_LVL_6, &c->ovr_bw_sq_depth);
+                   OPAL_INFO_LVL_6, &c->ovr_bw_sq_depth, 0);
     (void)reg_uint("ll_inline", "Override: low-latency inline bytes requested (0 = from the hint)",
-                   OPAL_INFO_LVL_6, &c->ovr_ll_inline);
+                   OPAL_INFO_LVL_6, &c->ovr_ll_inline, 0);
     (void)reg_uint("bw_signal_interval",
                    "Override: bandwidth path, signal one send work request in N (0 = from the "
                    "hint). Independent of completion-event moderation",
-                   OPAL_INFO_LVL_6, &c->ovr_bw_signal);
+                   OPAL_INFO_LVL_6, &c->ovr_bw_signal, 0);
     (void)reg_uint("bw_cq_moderation_count",
                    "Override: bandwidth path, completions per CQ event (ibv_modify_cq "
                    "cq_count; 0 = from the hint)",
-                   OPAL_INFO_LVL_6, &c->ovr_bw_cq_count);
+                   OPAL_INFO_LVL_6, &c->ovr_bw_cq_count, 0);
     (void)reg_uint("bw_cq_moderation_usec",
                    "Override: bandwidth path, CQ event period in microseconds (ibv_modify_cq "
                    "cq_period; 0 = from the hint)",
-                   OPAL_INFO_LVL_6, &c->ovr_bw_cq_usec);
+                   OPAL_INFO_LVL_6, &c->ovr_bw_cq_usec, 0);
 
-    c->cm_timeout_ms = 2000;
-    (void)mca_base_component_var_register(&c->super.btl_version, "cm_timeout",
-                                          "Milliseconds rdma_cm may take to resolve a peer's "
-                                          "address or route when a connection is set up",
-                                          MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_6,
-                                          MCA_BASE_VAR_SCOPE_READONLY, &c->cm_timeout_ms);
-    c->cm_poll_every = 64;
-    (void)mca_base_component_var_register(
-        &c->super.btl_version, "cm_poll_every",
+    (void)reg_int("cm_timeout",
+                  "Milliseconds rdma_cm may take to resolve a peer's address or route when a "
+                  "connection is set up",
+                  OPAL_INFO_LVL_6, &c->cm_timeout_ms, 2000);
+    (void)reg_uint(
+        "cm_poll_every",
         "Progress calls between two looks at the rdma_cm event channel while no connection "
         "of this rank is being set up (each look is a system call; a peer's first "
         "connection request waits for it)",
-        MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY,
-        &c->cm_poll_every);
+        OPAL_INFO_LVL_6, &c->cm_poll_every, 64);
 
-    c->connect_timeout_s = 300;
-    (void)mca_base_component_var_register(
-        &c->super.btl_version, "connect_timeout",
+    (void)reg_int(
+        "connect_timeout",
         "Seconds a connection to a peer is retried (a peer busy outside MPI cannot answer) "
         "before the peer is reported unreachable",
-        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY,
-        &c->connect_timeout_s);
+        OPAL_INFO_LVL_6, &c->connect_timeout_s, 300);
 
     /* Fabric addressing */
-    c->gid_index = -1;
-    (void)mca_base_component_var_register(
-        &c->super.btl_version, "gid_index",
+    (void)reg_int(
+        "gid_index",
         "RoCE: use this GID table index on every port (-1: the IPv4-mapped GID of the "
         "preferred RoCE version). Its GID must be IPv4-mapped (rdma_cm binds to its address)",
-        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
-        &c->gid_index);
+        OPAL_INFO_LVL_5, &c->gid_index, -1);
     (void)reg_string("roce_version",
                      "RoCE: which GID type to use when choosing the GID: auto (v2, else v1), "
                      "1 or 2",
                      OPAL_INFO_LVL_5, &c->roce_version, "auto");
 
     /* Reliability and flow control */
-    c->min_rnr_timer = 12;
-    (void)mca_base_component_var_register(
-        &c->super.btl_version, "min_rnr_timer",
+    (void)reg_uint(
+        "min_rnr_timer",
         "Receiver-not-ready back-off a receiver asks of its senders (IB encoding 0-31; 12 = "
         "0.64 ms, 0 = 655 ms). Credits keep senders from needing it; it is the last resort",
-        MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY,
-        &c->min_rnr_timer);
-    c->rnr_retry = 7;
-    (void)mca_base_component_var_register(
-        &c->super.btl_version, "rnr_retry",
-        "Receiver-not-ready retries before a send fails (0-7, 7 = retry forever)",
-        MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY,
-        &c->rnr_retry);
-    c->retry_count = 7;
-    (void)mca_base_component_var_register(
-        &c->super.btl_version, "retry_count",
-        "Transport retries (lost packets, no acknowledgement) before a send fails (0-7)",
-        MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY,
-        &c->retry_count);
+        OPAL_INFO_LVL_6, &c->min_rnr_timer, 12);
+    (void)reg_uint("rnr_retry",
+                   "Receiver-not-ready retries before a send fails (0-7, 7 = retry forever)",
+                   OPAL_INFO_LVL_6, &c->rnr_retry, 7);
+    (void)reg_uint("retry_count",
+                   "Transport retries (lost packets, no acknowledgement) before a send fails (0-7)",
+                   OPAL_INFO_LVL_6, &c->retry_count, 7);
     c->recv_mem_max = 256u << 20;
-    (void)mca_base_component_var_register(
-        &c->super.btl_version, "recv_mem_max",
+    (void)reg_var(
+        "recv_mem_max",
         "Bytes of pre-posted receive buffers per path and port. Each connected peer is given "
         "its profile's allotment of buffers (its send credits) until this is reached; later "
         "peers get the minimum allotment",
-        MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
-        &c->recv_mem_max);
-    c->stall_warn_ms = 2000;
-    (void)mca_base_component_var_register(
-        &c->super.btl_version, "stall_warn",
+        OPAL_INFO_LVL_5, MCA_BASE_VAR_TYPE_SIZE_T, &c->recv_mem_max);
+    (void)reg_int(
+        "stall_warn",
         "Milliseconds a send may wait for credits from a peer that does not progress before "
         "this is reported (verbose level 1); sending resumes when the peer does",
-        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY,
-        &c->stall_warn_ms);
+        OPAL_INFO_LVL_6, &c->stall_warn_ms, 2000);
     (void)reg_string("fork_safe",
                      "Make registered memory safe across fork() (Python data-loader workers): "
                      "auto (only where the kernel does not already), yes (always call "
@@ -176,4 +172,37 @@ int mca_btl_llrdma_register_params(void)
     m->btl_bandwidth = 10000;
     m->btl_flags = MCA_BTL_FLAGS_SEND;
     return mca_btl_base_param_register(&c->super.btl_version, m);
+}
+
+static void check_max(const char *name, unsigned value, unsigned max, const char *what)
+{
+    char v[32], why[160];
+    if (value <= max) {
+        return;
+    }
+    snprintf(v, sizeof(v), "%u", value);
+    snprintf(why, sizeof(why), "%s: at most %u", what, max);
+    mca_btl_llrdma_bad_knob(name, v, why);
+}
+
+static void check_min(const char *name, int value, int min, const char *what)
+{
+    char v[32], why[160];
+    if (value >= min) {
+        return;
+    }
+    snprintf(v, sizeof(v), "%d", value);
+    snprintf(why, sizeof(why), "%s: at least %d", what, min);
+    mca_btl_llrdma_bad_knob(name, v, why);
+}
+
+void mca_btl_llrdma_check_params(void)
+{
+    mca_btl_llrdma_component_t *c = &mca_btl_llrdma_component;
+    check_max("min_rnr_timer", c->min_rnr_timer, 31, "a 5-bit IB RNR timer code");
+    check_max("rnr_retry", c->rnr_retry, 7, "a 3-bit retry count (7 = forever)");
+    check_max("retry_count", c->retry_count, 7, "a 3-bit retry count");
+    check_min("connect_timeout", c->connect_timeout_s, 1, "seconds");
+    check_min("cm_timeout", c->cm_timeout_ms, 1, "milliseconds");
+    check_min("stall_warn", c->stall_warn_ms, 0, "milliseconds");
 }

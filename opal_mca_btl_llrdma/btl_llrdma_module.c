@@ -158,7 +158,9 @@ int mca_btl_llrdma_module_reserve(mca_btl_llrdma_module_t *m, mca_btl_llrdma_con
             slab = i;
         }
     }
-    if (slab < 0 && OPAL_SUCCESS == cq_add(m, p) && path->cqs[path->ncq - 1].cqe >= need) {
+    /* A new CQ only helps if one of the device's largest can hold it. */
+    if (slab < 0 && (0 == m->port.max_cqe || need <= m->port.max_cqe) &&
+        OPAL_SUCCESS == cq_add(m, p) && path->cqs[path->ncq - 1].cqe >= need) {
         slab = path->ncq - 1;
     }
     if (slab < 0) {
@@ -727,6 +729,9 @@ int mca_btl_llrdma_module_granted(const mca_btl_llrdma_module_t *m, llrdma_devic
     dev->sq_depth_granted_bw = m->granted.sq_depth[LLRDMA_PATH_BW];
     dev->cq_moderation_supported = m->path[LLRDMA_PATH_BW].cq_moderation;
     dev->gid_index = m->port.gid_index;
+    dev->min_rnr_timer = mca_btl_llrdma_component.min_rnr_timer;
+    dev->rnr_retry = mca_btl_llrdma_component.rnr_retry;
+    dev->retry_count = mca_btl_llrdma_component.retry_count;
     snprintf(dev->gid_type, sizeof(dev->gid_type), "%s",
              llrdma_gid_type_name((int)m->port.gid_type));
     dev->rq_depth_granted_ll = m->path_used[LLRDMA_PATH_LL] ? m->path[LLRDMA_PATH_LL].srq_depth : 0;

@@ -40,6 +40,23 @@ rm -f "$HOME/.openmpi/mca-params.conf"
 expect_fail "alias RDMA_LOW_LATENCY_HINT=abc" "RDMA_LOW_LATENCY_HINT" "'abc'" -- \
   -np 2 -x RDMA_LOW_LATENCY_HINT=abc "$TRING"
 
+# btl/llrdma connection and fabric knobs: checked in MPI_Init, device or not.
+expect_fail "rnr_retry above 7" "btl_llrdma_rnr_retry = 8" "at most 7" -- \
+  -np 2 --mca btl_llrdma_rnr_retry 8 "$TRING"
+expect_fail "retry_count above 7" "btl_llrdma_retry_count = 9" "at most 7" -- \
+  -np 2 --mca btl_llrdma_retry_count 9 "$TRING"
+expect_fail "min_rnr_timer above 31" "btl_llrdma_min_rnr_timer = 32" "at most 31" \
+  "OMPI_MCA_btl_llrdma_min_rnr_timer" -- \
+  -np 2 -x OMPI_MCA_btl_llrdma_min_rnr_timer=32 "$TRING"
+expect_fail "connect_timeout 0" "btl_llrdma_connect_timeout = 0" "at least 1" -- \
+  -np 2 --mca btl_llrdma_connect_timeout 0 "$TRING"
+expect_fail "fork_safe not auto/yes/no" "btl_llrdma_fork_safe = 'sometimes'" \
+  "not one of auto, yes, no" -- -np 2 --mca btl_llrdma_fork_safe sometimes "$TRING"
+expect_fail "roce_version not auto/1/2" "btl_llrdma_roce_version" "3" -- \
+  -np 2 --mca btl_llrdma_roce_version 3 "$TRING"
+expect_fail "gid_index below -1" "btl_llrdma_gid_index" "-5" -- \
+  -np 2 --mca btl_llrdma_gid_index -5 "$TRING"
+
 expect_fail "bad coll algorithm name" "coll_llrdma_allreduce_algorithm" "'fastest'" -- \
   -np 2 --mca coll_llrdma_allreduce_algorithm fastest "$TRING"
 expect_fail "bad coll segment size" "coll_llrdma_allreduce_segment_size" "'4Q'" -- \

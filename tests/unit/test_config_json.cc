@@ -38,6 +38,9 @@ llrdma_rank_config_t sample(uint64_t hint)
     c.device.rq_depth_granted_ll = 128;
     c.device.rq_depth_granted_bw = 64;
     std::snprintf(c.device.gid_type, sizeof c.device.gid_type, "roce_v2");
+    c.device.min_rnr_timer = 12;
+    c.device.rnr_retry = 7;
+    c.device.retry_count = 6;
     std::snprintf(c.btl_status, sizeof c.btl_status, "active");
     std::snprintf(c.fork_safe, sizeof c.fork_safe, "kernel");
     c.coll_hint = hint / 2;
@@ -89,7 +92,8 @@ BOOST_AUTO_TEST_CASE(key_order_and_shape)
         "\"fork_safe\":\"kernel\",\"btl_status\":\"active\",\"devices\":1,",
         "\"device\":{\"name\":\"rxe0\",\"port\":1,\"max_inline_granted_ll\":220,",
         "\"cq_moderation_supported\":-1,\"gid_index\":1,\"rq_depth_granted_ll\":128,"
-        "\"rq_depth_granted_bw\":64,\"gid_type\":\"roce_v2\"}"};
+        "\"rq_depth_granted_bw\":64,\"gid_type\":\"roce_v2\",\"min_rnr_timer\":12,"
+        "\"rnr_retry\":7,\"retry_count\":6}"};
     size_t pos = 0;
     for (const char *k : keys) {
         size_t at = j.find(k, pos);
@@ -320,6 +324,7 @@ BOOST_AUTO_TEST_CASE(worst_case_fits_json_max)
     c.device.max_inline_granted_ll = c.device.max_inline_granted_bw = UINT32_MAX;
     c.device.sq_depth_granted_ll = c.device.sq_depth_granted_bw = UINT32_MAX;
     c.device.rq_depth_granted_ll = c.device.rq_depth_granted_bw = UINT32_MAX;
+    c.device.min_rnr_timer = c.device.rnr_retry = c.device.retry_count = UINT32_MAX;
     c.device.gid_index = INT32_MIN;
     c.hint.bytes = c.profile.coll_segment_bytes = UINT64_MAX;
     c.coll_hint = c.coll_segment_knob = c.coll_shm_chunk_knob = UINT64_MAX;
