@@ -218,21 +218,18 @@ void llrdma_mca_fill_identity(llrdma_rank_config_t *cfg)
     cfg->pid = (long)getpid();
 }
 
-int llrdma_mca_dump(const char *spec, const llrdma_rank_config_t *cfg)
+static int dump_off(const char *spec)
 {
-    char json[8192];
+    return NULL == spec || '\0' == spec[0] || 0 == strcmp(spec, "off") || 0 == strcmp(spec, "0");
+}
+
+/* One JSON line where `spec` says. */
+static int dump_line(const char *spec, const llrdma_rank_config_t *cfg, const char *json)
+{
     char path[4096];
     FILE *fp;
     int rc;
 
-    if (NULL == spec || '\0' == spec[0] || 0 == strcmp(spec, "off") || 0 == strcmp(spec, "0")) {
-        return OPAL_SUCCESS;
-    }
-    rc = llrdma_config_to_json(cfg, json, sizeof(json));
-    if (LLRDMA_OK != rc) {
-        opal_output(0, "llrdma: cannot format the configuration dump (%d)", rc);
-        return OPAL_ERROR;
-    }
     if (0 == strcmp(spec, "stderr") || 0 == strcmp(spec, "stdout")) {
         fp = ('e' == spec[3]) ? stderr : stdout;
         fprintf(fp, "%s\n", json);
@@ -259,4 +256,44 @@ int llrdma_mca_dump(const char *spec, const llrdma_rank_config_t *cfg)
     fprintf(fp, "%s\n", json);
     fclose(fp);
     return OPAL_SUCCESS;
+}
+
+int llrdma_mca_dump(const char *spec, const llrdma_rank_config_t *cfg)
+{
+    char json[8192];
+    int rc;
+
+    if (dump_off(spec)) {
+        return OPAL_SUCCESS;
+    }
+    rc = llrdma_config_to_json(cfg, json, sizeof(json));
+    if (LLRDMA_OK != rc) {
+        opal_output(0, "llrdma: cannot format the configuration dump (%d)", rc);
+        return OPAL_ERROR;
+    }
+    return dump_line(spec, cfg, json);
+}
+
+int llrdma_mca_dump_stats(const char *spec, const llrdma_rank_config_t *cfg,
+                          const llrdma_hist_t *hist)
+{
+    char *json;
+    int rc;
+
+    if (dump_off(spec)) {
+        return OPAL_SUCCESS;
+    }
+    json = malloc(LLRDMA_STATS_JSON_MAX);
+    if (NULL == json) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    rc = llrdma_stats_to_json(cfg, hist, json, LLRDMA_STATS_JSON_MAX);
+    if (LLRDMA_OK != rc) {
+        opal_output(0, "llrdma: cannot format the statistics dump (%d)", rc);
+        free(json);
+        return OPAL_ERROR;
+    }
+    rc = dump_line(spec, cfg, json);
+    free(json);
+    return rc;
 }

@@ -8,6 +8,7 @@
 
 #include "opal_config.h"
 #include "llrdma_core.h"
+#include "llrdma_hist.h"
 
 /* Modex key under which btl/llrdma publishes this rank's hint. */
 #define LLRDMA_MODEX_KEY "llrdma.hint.v1"
@@ -50,6 +51,10 @@ int llrdma_mca_warn_once(const char *topic, const char *key, const char *detail)
  * "stderr", "stdout", otherwise a path pattern (%r rank, %h host, %p pid).
  * Returns OPAL_SUCCESS or an error after printing why. */
 int llrdma_mca_dump(const char *spec, const llrdma_rank_config_t *cfg);
+/* The same at MPI_Finalize: cfg with the size histogram (llrdma_stats_to_json),
+ * appended to the same place. */
+int llrdma_mca_dump_stats(const char *spec, const llrdma_rank_config_t *cfg,
+                          const llrdma_hist_t *hist);
 
 /* Fill rank/size/host/pid of cfg from the opal process info. */
 void llrdma_mca_fill_identity(llrdma_rank_config_t *cfg);

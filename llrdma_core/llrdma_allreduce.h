@@ -30,6 +30,9 @@ extern "C" {
 #define LLRDMA_AR_ERR_MEMORY                                                                       \
     (-23) /* a copy/reduce/alloc hook failed; the glue keeps the                                   \
              hook's own error in its ctx */
+#define LLRDMA_AR_ERR_PEER_GONE                                                                    \
+    (-24) /* a rank of the shared arena died (llrdma_ar_shm_t.alive)                               \
+           */
 
 /* ---------------------------------------------------------- datatypes/ops */
 
@@ -194,9 +197,19 @@ int llrdma_ar_plan_shm(size_t bytes, size_t dtype_size, int comm_size, uint64_t 
  *    Local to the rank (results are bitwise the same either way).
  *  - device_fold_min: shm_split slices below this many bytes fold on the
  *    CPU even with device_fold (a device fold costs one more stream sync).
- * After a rank fails inside a shm run (a memory hook error), the arena stays
- * broken: every rank's current and later shm runs on it return
- * LLRDMA_AR_ERR_TRANSPORT instead of waiting for the failed rank. */
+ *  - call: the caller's number of the current Allreduce on this arena, the
+ *    same on every rank for the same call (the glue counts its arena calls).
+ *    The first rank that fails records it, so every rank can tell which call
+ *    the arena broke in (llrdma_ar_shm_check).
+ *  - alive, alive_ctx, liveness_ns: while a rank waits on another's flag, it
+ *    asks alive(alive_ctx, rank) about that rank every liveness_ns; 0 means
+ *    the rank is gone (its process died): the arena is marked broken with
+ *    that rank recorded, and the wait ends with LLRDMA_AR_ERR_PEER_GONE.
+ *    NULL or 0: no check.
+ * After a rank fails inside a shm run (a memory hook error) or marks the
+ * arena (llrdma_ar_shm_fail), the arena stays broken: every rank's current
+ * and later shm runs on it return LLRDMA_AR_ERR_TRANSPORT (or
+ * LLRDMA_AR_ERR_PEER_GONE) instead of waiting for the failed rank. */
 typedef struct llrdma_ar_shm {
     void *base;
     size_t chunk_bytes;
@@ -205,6 +218,10 @@ typedef struct llrdma_ar_shm {
     void *progress_ctx;
     int device_fold;
     size_t device_fold_min;
+    uint64_t call;
+    int (*alive)(void *ctx, int rank);
+    void *alive_ctx;
+    uint64_t liveness_ns;
 } llrdma_ar_shm_t;
 
 /* The default arena chunk for comm_size ranks on a machine with l2_bytes of
@@ -221,6 +238,36 @@ size_t llrdma_ar_shm_bytes(int comm_size, size_t chunk_bytes);
 void *llrdma_ar_shm_rank_info(const llrdma_ar_shm_t *shm, int comm_size, int rank);
 /* 1 when a rank has failed on this arena (see above), else 0. */
 int llrdma_ar_shm_broken(const llrdma_ar_shm_t *shm, int comm_size);
+/* Marks the arena broken by this rank in call shm->call, for a failure
+ * outside llrdma_ar_run (a GPU copy or a missing buffer before it): every
+ * rank waiting on the arena stops waiting.  The first mark wins. */
+void llrdma_ar_shm_fail(llrdma_ar_shm_t *shm, int comm_size);
+
+/* What a rank does with the arena in its call shm->call (pure):
+ *  USABLE     not broken;
+ *  FAILED     it broke in this call: the call fails on this rank;
+ *  REBUILD    it broke in an earlier call.  No rank passes the first round of
+ *             the call after the one it broke in (the failed rank never posts
+ *             it), so every rank reaches REBUILD in that same call, before
+ *             writing any output: all can set up a fresh arena (a collective)
+ *             and run the call again;
+ *  PEER_GONE  a rank died (*gone_rank, when not NULL): nothing collective can
+ *             succeed any more; every call fails. */
+enum {
+    LLRDMA_AR_SHM_USABLE = 0,
+    LLRDMA_AR_SHM_FAILED = 1,
+    LLRDMA_AR_SHM_REBUILD = 2,
+    LLRDMA_AR_SHM_PEER_GONE = 3
+};
+int llrdma_ar_shm_check(const llrdma_ar_shm_t *shm, int comm_size, int *gone_rank);
+
+/* The byte ranges of the arena that rank `rank` alone writes (its two input
+ * slots and its two private chunks), so that each rank can reserve -- and
+ * first-touch, which places the pages on its NUMA node -- its own part: up
+ * to `max` ranges into off[]/len[]; returns how many (4), 0 for bad
+ * arguments.  The rest (flags, results) is rank 0's. */
+int llrdma_ar_shm_rank_ranges(int comm_size, size_t chunk_bytes, int rank, size_t *off, size_t *len,
+                              int max);
 
 typedef struct llrdma_ar_comm {
     void *ctx;

@@ -28,23 +28,29 @@ typedef struct mca_coll_llrdma_component_t {
     int verbose;
     char *size_hint; /* override of btl_llrdma_size_hint for coll only */
     int size_hint_index;
-    char *algorithm_name; /* auto | recursive_doubling | rabenseifner | ring */
+    int algorithm_index;  /* registration result: < 0 when the value was refused */
     char *segment_text;   /* 0 = from the hint */
     char *gpu_stage_text; /* device vectors up to this are staged whole */
-    char *mismatch_text;  /* abort | warn */
-    int shm_enable;       /* 1: shared-memory arena on single-node communicators */
-    char *shm_chunk_text; /* arena chunk per rank and round */
-    char *gpu_fold_text;  /* arena slices from this size reduce on the GPU */
+    int mismatch_index;   /* registration results, as algorithm_index */
+    int shm_index;
+    int shm_enable;           /* 1: shared-memory arena on single-node communicators */
+    char *shm_chunk_text;     /* arena chunk per rank and round */
+    char *gpu_fold_text;      /* arena slices from this size reduce on the GPU */
+    int shm_liveness_ms;      /* arena waits check the awaited rank's process this often */
+    char *scratch_cache_text; /* host buffers kept between calls up to this size */
 
     /* Validated at init_query */
     int output;
-    int algorithm;        /* LLRDMA_AR_* */
-    size_t segment_bytes; /* 0 = planner decides */
-    size_t gpu_stage_max; /* device vectors up to this: host copy + host path */
-    int gpu_stage_auto;   /* "auto": 16K with an arena, 2M without */
-    size_t shm_chunk;     /* validated shm_chunk_text; 0 = by communicator size */
-    size_t gpu_fold_min;  /* validated gpu_fold_text */
-    llrdma_mismatch_action_t mismatch;
+    int algorithm;            /* LLRDMA_AR_* */
+    size_t segment_bytes;     /* 0 = planner decides */
+    size_t gpu_stage_max;     /* device vectors up to this: host copy + host path */
+    int gpu_stage_auto;       /* "auto": 16K with an arena, 2M without */
+    size_t shm_chunk;         /* validated shm_chunk_text; 0 = by communicator size */
+    size_t gpu_fold_min;      /* validated gpu_fold_text */
+    size_t scratch_cache_max; /* validated scratch_cache_text */
+    int test_alloc_rank;      /* LLRDMA_TEST_ALLOC_FAIL=RANK:CALL (tests only) */
+    uint64_t test_alloc_call;
+    int mismatch;      /* llrdma_mismatch_action_t (an enumerated knob) */
     uint64_t hint;     /* the hint coll uses */
     int checked_world; /* cross-rank check done */
 } mca_coll_llrdma_component_t;
@@ -72,6 +78,9 @@ typedef struct mca_coll_llrdma_module_t {
     int gpu_key_device;
     int gpu_shared_said;
     int shm_pinned; /* GPU path: 0 not tried, 1 pinned and mapped, 2 pinned, -1 failed */
+    int shm_ranks;  /* the arena's communicator size (liveness checks) */
+    int in_call;    /* inside an arena call: an inner host pass is part of it */
+    int gone_said;  /* a dead rank was reported */
 } mca_coll_llrdma_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_llrdma_module_t);
@@ -101,6 +110,13 @@ size_t mca_coll_llrdma_shm_chunk(int comm_size); /* the knob, or its default */
 size_t mca_coll_llrdma_shm_l2_bytes(void);       /* L2 per core, 0 = unknown */
 int mca_coll_llrdma_shm_setup(mca_coll_llrdma_module_t *m, struct ompi_communicator_t *comm);
 void mca_coll_llrdma_shm_release(mca_coll_llrdma_module_t *m);
+/* Collective: replaces a broken arena by a fresh one (every rank calls it in
+ * the same call, see llrdma_ar_shm_check); on failure there is none. */
+int mca_coll_llrdma_shm_rebuild(mca_coll_llrdma_module_t *m, struct ompi_communicator_t *comm);
+/* Tests only: 1 when LLRDMA_TEST_ALLOC_FAIL says this rank's allocation in
+ * this arena call fails. */
+int mca_coll_llrdma_test_alloc_fails(const mca_coll_llrdma_module_t *m,
+                                     struct ompi_communicator_t *comm);
 
 /* coll_llrdma_allreduce.c */
 int mca_coll_llrdma_allreduce(const void *sbuf, void *rbuf, int count,

@@ -237,11 +237,15 @@ int mca_coll_llrdma_ar_status(int rc, int pml_err, struct ompi_communicator_t *c
     case LLRDMA_AR_OK:
         return OMPI_SUCCESS;
     case LLRDMA_AR_ERR_TRANSPORT:
-        opal_output_verbose(1, c->output, "coll:llrdma: allreduce on %s failed in the PML: %d",
-                            comm->c_name, pml_err);
+        if (OMPI_SUCCESS != pml_err) {
+            opal_output_verbose(1, c->output, "coll:llrdma: allreduce on %s failed in the PML: %d",
+                                comm->c_name, pml_err);
+        }
         return OMPI_SUCCESS != pml_err ? pml_err : OMPI_ERROR;
     case LLRDMA_AR_ERR_NOMEM:
         return OMPI_ERR_OUT_OF_RESOURCE;
+    case LLRDMA_AR_ERR_PEER_GONE:
+        return OMPI_ERROR; /* reported once by the arena call (arena_status) */
     default:
         opal_output_verbose(1, c->output, "coll:llrdma: allreduce on %s: core error %d",
                             comm->c_name, rc);
@@ -267,73 +271,88 @@ static size_t gpu_stage_max(const mca_coll_llrdma_module_t *m)
     return NULL != m->shm.base ? (size_t)16 << 10 : (size_t)2 << 20;
 }
 
-int mca_coll_llrdma_allreduce(const void *sbuf, void *rbuf, int count,
+int mca_coll_llrdma_test_alloc_fails(const mca_coll_llrdma_module_t *m,
+                                     struct ompi_communicator_t *comm)
+{
+    const mca_coll_llrdma_component_t *c = &mca_coll_llrdma_component;
+    return c->test_alloc_rank >= 0 && c->test_alloc_rank == ompi_comm_rank(comm) &&
+           c->test_alloc_call == m->shm.call;
+}
+
+/* Where the GPU path exists, a declined communicator's calls come here
+ * instead: device buffers still need host copies before the module below
+ * may see them, host buffers go straight to it. */
+static int declined_allreduce(const void *sbuf, void *rbuf, int count,
                               struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                               struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
     mca_coll_llrdma_module_t *m = (mca_coll_llrdma_module_t *)module;
-    mca_coll_llrdma_component_t *c = &mca_coll_llrdma_component;
-    const char *why = NULL;
-    int dt = -1, lop = -1, rc;
-    int skind = LLRDMA_MEM_HOST, rkind = LLRDMA_MEM_HOST, device = -1, sdevice = -1;
-    ptrdiff_t lb = 0, extent = 0;
-    size_t esize = 0, need;
-    llrdma_ar_plan_t plan;
-    pml_ctx_t ctx;
-    llrdma_ar_comm_t tc;
+    int skind = LLRDMA_MEM_HOST, rkind = LLRDMA_MEM_HOST, device;
 
-    /* Where the buffers live decides how data moves, never the schedule (ranks
-     * may differ).  Asked per call: nothing is cached per pointer. */
     if (count > 0) {
         rkind = mca_coll_llrdma_gpu_kind(rbuf, &device);
         if (MPI_IN_PLACE != sbuf) {
-            skind = mca_coll_llrdma_gpu_kind(sbuf, &sdevice);
+            skind = mca_coll_llrdma_gpu_kind(sbuf, &device);
         }
     }
-    dt = map_dtype(dtype);
-    lop = map_op(op);
-    if (OMPI_COMM_IS_INTER(comm)) {
-        why = "inter-communicator";
-    } else if (!mca_coll_llrdma_agree(m, comm)) {
-        why = "ranks disagree on the plan inputs";
-    } else if (count < 0) {
-        why = "negative count";
-    } else if (dt < 0) {
-        why = "datatype not handled";
-    } else if (lop < 0) {
-        why = "operation not handled";
-    } else if (!llrdma_ar_supported(dt, lop)) {
-        why = "operation not defined on this datatype"; /* the module below reports it */
+    if (LLRDMA_MEM_HOST != rkind || LLRDMA_MEM_HOST != skind) {
+        return mca_coll_llrdma_gpu_fallback(sbuf, rbuf, count, dtype, op, comm, m, skind, rkind, 0);
+    }
+    return m->previous_allreduce(sbuf, rbuf, count, dtype, op, comm, m->previous_allreduce_module);
+}
+
+/* A communicator whose ranks disagree on the plan never uses coll/llrdma:
+ * its Allreduce goes to the module below for good, so later calls skip the
+ * agreement and classification (han's HAN_LOAD_FALLBACK_COLLECTIVE, same
+ * reference counting).  Where the GPU path exists, to declined_allreduce. */
+static void decline(mca_coll_llrdma_module_t *m, struct ompi_communicator_t *comm)
+{
+    mca_coll_base_module_t *self = &m->super;
+
+    if (comm->c_coll->coll_allreduce_module != self ||
+        comm->c_coll->coll_allreduce != mca_coll_llrdma_allreduce) {
+        return; /* already, or someone above us owns the slot */
+    }
+    if (mca_coll_llrdma_gpu_possible()) {
+        comm->c_coll->coll_allreduce = declined_allreduce;
     } else {
-        /* Predefined types are contiguous with lb 0; the core assumes C layout. */
-        esize = llrdma_ar_dtype_size(dt);
-        ompi_datatype_get_extent(dtype, &lb, &extent);
-        if (0 != lb || (ptrdiff_t)esize != extent) {
-            why = "datatype layout differs from the C struct";
-        }
+        comm->c_coll->coll_allreduce = m->previous_allreduce;
+        comm->c_coll->coll_allreduce_module = m->previous_allreduce_module;
+        OBJ_RETAIN(m->previous_allreduce_module);
+        OBJ_RELEASE(self); /* the communicator's module list still holds it */
     }
-    if (NULL == why &&
-        LLRDMA_AR_OK != llrdma_ar_plan_shm((size_t)count * esize, esize, ompi_comm_size(comm),
-                                           m->hint, m->eager_bytes,
-                                           NULL != m->shm.base ? m->shm.chunk_bytes : 0,
-                                           c->algorithm, c->segment_bytes, &plan)) {
-        why = "planner rejected the arguments";
-    }
-    if (NULL != why) {
-        if (c->verbose >= 10) { /* skip the argument work on the hot path */
-            opal_output_verbose(10, c->output,
-                                "coll:llrdma: allreduce of %d x %s (op %s) on %s: %s, using the "
-                                "previous module",
-                                count, dtype->name, lop >= 0 ? llrdma_ar_op_name(lop) : "other",
-                                comm->c_name, why);
-        }
-        if (LLRDMA_MEM_HOST != rkind || LLRDMA_MEM_HOST != skind) {
-            return mca_coll_llrdma_gpu_fallback(sbuf, rbuf, count, dtype, op, comm, m, skind, rkind,
-                                                0);
-        }
-        return m->previous_allreduce(sbuf, rbuf, count, dtype, op, comm,
-                                     m->previous_allreduce_module);
-    }
+    opal_output_verbose(
+        10, mca_coll_llrdma_component.output,
+        "coll:llrdma: %s: Allreduce handed to the previous module for good%s", comm->c_name,
+        mca_coll_llrdma_gpu_possible() ? " (device buffers copied to the host)" : "");
+}
+
+static int make_plan(const mca_coll_llrdma_module_t *m, struct ompi_communicator_t *comm,
+                     size_t bytes, size_t esize, llrdma_ar_plan_t *plan)
+{
+    const mca_coll_llrdma_component_t *c = &mca_coll_llrdma_component;
+    return llrdma_ar_plan_shm(bytes, esize, ompi_comm_size(comm), m->hint, m->eager_bytes,
+                              NULL != m->shm.base ? m->shm.chunk_bytes : 0, c->algorithm,
+                              c->segment_bytes, plan);
+}
+
+static int is_shm_plan(const mca_coll_llrdma_module_t *m, const llrdma_ar_plan_t *plan)
+{
+    return NULL != m->shm.base &&
+           (LLRDMA_AR_SHM_DIRECT == plan->alg || LLRDMA_AR_SHM_SPLIT == plan->alg);
+}
+
+/* One planned call: GPU or host path, over the PML or the arena. */
+static int run_plan(const llrdma_ar_plan_t *plan, const void *sbuf, void *rbuf, int count,
+                    struct ompi_datatype_t *dtype, struct ompi_op_t *op, int dt, int lop,
+                    size_t esize, int skind, int rkind, int device,
+                    struct ompi_communicator_t *comm, mca_coll_llrdma_module_t *m)
+{
+    mca_coll_llrdma_component_t *c = &mca_coll_llrdma_component;
+    size_t need;
+    pml_ctx_t ctx;
+    llrdma_ar_comm_t tc;
+    int rc;
 
     if (c->verbose >= 10) {
         opal_output_verbose(
@@ -342,8 +361,8 @@ int mca_coll_llrdma_allreduce(const void *sbuf, void *rbuf, int count,
             "segment %lu, %d in flight (%s); %s buffers",
             (unsigned long)((size_t)count * esize), llrdma_ar_dtype_name(dt),
             llrdma_ar_op_name(lop), comm->c_name, ompi_comm_size(comm), (unsigned long)m->hint,
-            llrdma_ar_alg_name(plan.alg), (unsigned long)plan.segment_bytes,
-            plan.nsegments_in_flight, plan.why,
+            llrdma_ar_alg_name(plan->alg), (unsigned long)plan->segment_bytes,
+            plan->nsegments_in_flight, plan->why,
             LLRDMA_MEM_HOST != rkind ? where(rkind) : where(skind));
     }
 
@@ -358,7 +377,7 @@ int mca_coll_llrdma_allreduce(const void *sbuf, void *rbuf, int count,
     }
     if (LLRDMA_MEM_HOST != rkind) {
         /* Result on the GPU (device or managed memory): reduce there. */
-        return mca_coll_llrdma_allreduce_gpu(&plan, MPI_IN_PLACE == sbuf ? NULL : sbuf, rbuf,
+        return mca_coll_llrdma_allreduce_gpu(plan, MPI_IN_PLACE == sbuf ? NULL : sbuf, rbuf,
                                              (size_t)count, dt, lop, comm, m, device);
     }
     if (LLRDMA_MEM_HOST != skind) {
@@ -382,7 +401,12 @@ int mca_coll_llrdma_allreduce(const void *sbuf, void *rbuf, int count,
     tc.cancel = mca_coll_llrdma_pml_cancel;
     tc.shm = NULL != m->shm.base ? &m->shm : NULL;
 
-    need = llrdma_ar_scratch_bytes(&plan, (size_t)count, dt, tc.size);
+    need = llrdma_ar_scratch_bytes(plan, (size_t)count, dt, tc.size);
+    if (mca_coll_llrdma_test_alloc_fails(m, comm)) {
+        opal_output(0, "coll:llrdma: %s: injected scratch allocation failure (tests)",
+                    comm->c_name);
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
     if (need > m->scratch_bytes) {
         void *p = realloc(m->scratch, need);
         if (NULL == p) {
@@ -391,7 +415,173 @@ int mca_coll_llrdma_allreduce(const void *sbuf, void *rbuf, int count,
         m->scratch = p;
         m->scratch_bytes = need;
     }
-    rc = llrdma_ar_run(&plan, &tc, MPI_IN_PLACE == sbuf ? NULL : sbuf, rbuf, (size_t)count, dt, lop,
+    rc = llrdma_ar_run(plan, &tc, MPI_IN_PLACE == sbuf ? NULL : sbuf, rbuf, (size_t)count, dt, lop,
                        m->scratch, m->scratch_bytes);
+    if (m->scratch_bytes > c->scratch_cache_max) {
+        /* Kept between calls only up to the cap (memory bound, docs/allreduce.md). */
+        free(m->scratch);
+        m->scratch = NULL;
+        m->scratch_bytes = 0;
+    }
     return mca_coll_llrdma_ar_status(rc, ctx.err, comm);
+}
+
+/* The arena is broken (llrdma_ar_shm_check's state st): OMPI_SUCCESS when
+ * it was rebuilt (or, failing that, is gone: the message algorithms take
+ * over) and the call may run, else the call's error. */
+static int arena_broken(mca_coll_llrdma_module_t *m, struct ompi_communicator_t *comm, int st,
+                        int gone)
+{
+    mca_coll_llrdma_component_t *c = &mca_coll_llrdma_component;
+
+    switch (st) {
+    case LLRDMA_AR_SHM_REBUILD:
+        (void)mca_coll_llrdma_shm_rebuild(m, comm); /* collective; said on failure */
+        return OMPI_SUCCESS;
+    case LLRDMA_AR_SHM_PEER_GONE:
+        if (!m->gone_said) {
+            m->gone_said = 1;
+            opal_output(0,
+                        "coll:llrdma: MPI_Allreduce on %s: rank %d is gone (its process "
+                        "exited) while rank %d waited for it in the shared-memory arena; this "
+                        "and every later Allreduce on %s fails",
+                        comm->c_name, gone, ompi_comm_rank(comm), comm->c_name);
+        }
+        return OMPI_ERROR;
+    default:
+        opal_output_verbose(1, c->output,
+                            "coll:llrdma: MPI_Allreduce on %s: another rank failed in this call "
+                            "(shared-memory arena); it fails on every rank, the next call sets "
+                            "up a fresh arena",
+                            comm->c_name);
+        return OMPI_ERROR;
+    }
+}
+
+/* An Allreduce through the arena.  Every local failure marks the arena
+ * broken, wherever it happens (a GPU copy or a library load before the
+ * arena, an allocation, a copy after it), so no rank waits for this one.
+ * The call the arena broke in fails on the ranks that see it; in the next
+ * call every rank rebuilds the arena before writing any output, and runs
+ * again (llrdma_ar_shm_check). */
+static int arena_call(llrdma_ar_plan_t *plan, const void *sbuf, void *rbuf, int count,
+                      struct ompi_datatype_t *dtype, struct ompi_op_t *op, int dt, int lop,
+                      size_t esize, int skind, int rkind, int device,
+                      struct ompi_communicator_t *comm, mca_coll_llrdma_module_t *m)
+{
+    int n = ompi_comm_size(comm), gone = -1, st, rc = OMPI_SUCCESS, rebuilt = 0;
+
+    ++m->shm.call;
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        st = llrdma_ar_shm_check(&m->shm, n, &gone);
+        if (LLRDMA_AR_SHM_USABLE != st) {
+            if (rebuilt) {
+                return rc; /* a fresh arena records this call: FAILED, not REBUILD */
+            }
+            if (OMPI_SUCCESS != (rc = arena_broken(m, comm, st, gone))) {
+                return rc;
+            }
+            rebuilt = 1;
+            if (LLRDMA_AR_OK != make_plan(m, comm, (size_t)count * esize, esize, plan)) {
+                return OMPI_ERROR; /* cannot happen: it planned before */
+            }
+        }
+        m->in_call = 1;
+        rc = run_plan(plan, sbuf, rbuf, count, dtype, op, dt, lop, esize, skind, rkind, device,
+                      comm, m);
+        m->in_call = 0;
+        if (OMPI_SUCCESS == rc || NULL == m->shm.base) {
+            return rc;
+        }
+        if (LLRDMA_AR_SHM_USABLE == llrdma_ar_shm_check(&m->shm, n, &gone)) {
+            llrdma_ar_shm_fail(&m->shm, n); /* failed here, outside the arena */
+            return rc;
+        }
+    }
+    return rc;
+}
+
+/* Why the core cannot take this call (NULL: it can, *esize set). */
+static const char *unhandled(struct ompi_communicator_t *comm, int count,
+                             struct ompi_datatype_t *dtype, int dt, int lop, size_t *esize)
+{
+    ptrdiff_t lb = 0, extent = 0;
+
+    if (OMPI_COMM_IS_INTER(comm)) {
+        return "inter-communicator";
+    }
+    if (count < 0) {
+        return "negative count";
+    }
+    if (dt < 0) {
+        return "datatype not handled";
+    }
+    if (lop < 0) {
+        return "operation not handled";
+    }
+    if (!llrdma_ar_supported(dt, lop)) {
+        return "operation not defined on this datatype"; /* the module below reports it */
+    }
+    /* Predefined types are contiguous with lb 0; the core assumes C layout. */
+    *esize = llrdma_ar_dtype_size(dt);
+    ompi_datatype_get_extent(dtype, &lb, &extent);
+    if (0 != lb || (ptrdiff_t)*esize != extent) {
+        return "datatype layout differs from the C struct";
+    }
+    return NULL;
+}
+
+int mca_coll_llrdma_allreduce(const void *sbuf, void *rbuf, int count,
+                              struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                              struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    mca_coll_llrdma_module_t *m = (mca_coll_llrdma_module_t *)module;
+    mca_coll_llrdma_component_t *c = &mca_coll_llrdma_component;
+    const char *why = NULL;
+    int dt = -1, lop = -1;
+    int skind = LLRDMA_MEM_HOST, rkind = LLRDMA_MEM_HOST, device = -1, sdevice = -1;
+    size_t esize = 0;
+    llrdma_ar_plan_t plan;
+
+    if (m->agreed <= 0 && !mca_coll_llrdma_agree(m, comm)) {
+        decline(m, comm);
+        why = "ranks disagree on the plan inputs";
+    }
+    /* Where the buffers live decides how data moves, never the schedule (ranks
+     * may differ).  Asked per call: nothing is cached per pointer. */
+    if (count > 0) {
+        rkind = mca_coll_llrdma_gpu_kind(rbuf, &device);
+        if (MPI_IN_PLACE != sbuf) {
+            skind = mca_coll_llrdma_gpu_kind(sbuf, &sdevice);
+        }
+    }
+    if (NULL == why) {
+        dt = map_dtype(dtype);
+        lop = map_op(op);
+        why = unhandled(comm, count, dtype, dt, lop, &esize);
+    }
+    if (NULL == why && LLRDMA_AR_OK != make_plan(m, comm, (size_t)count * esize, esize, &plan)) {
+        why = "planner rejected the arguments";
+    }
+    if (NULL != why) {
+        if (c->verbose >= 10) { /* skip the argument work on the hot path */
+            opal_output_verbose(10, c->output,
+                                "coll:llrdma: allreduce of %d x %s (op %s) on %s: %s, using the "
+                                "previous module",
+                                count, dtype->name, lop >= 0 ? llrdma_ar_op_name(lop) : "other",
+                                comm->c_name, why);
+        }
+        if (LLRDMA_MEM_HOST != rkind || LLRDMA_MEM_HOST != skind) {
+            return mca_coll_llrdma_gpu_fallback(sbuf, rbuf, count, dtype, op, comm, m, skind, rkind,
+                                                0);
+        }
+        return m->previous_allreduce(sbuf, rbuf, count, dtype, op, comm,
+                                     m->previous_allreduce_module);
+    }
+    if (is_shm_plan(m, &plan) && !m->in_call) {
+        return arena_call(&plan, sbuf, rbuf, count, dtype, op, dt, lop, esize, skind, rkind, device,
+                          comm, m);
+    }
+    return run_plan(&plan, sbuf, rbuf, count, dtype, op, dt, lop, esize, skind, rkind, device, comm,
+                    m);
 }

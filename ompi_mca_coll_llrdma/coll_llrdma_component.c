@@ -55,6 +55,26 @@ static int reg(const char *name, const char *help, mca_base_var_type_t type, int
                                            MCA_BASE_VAR_SCOPE_READONLY, storage);
 }
 
+/* An integer knob with named values (ompi_info and MPI_T list them).  Open
+ * MPI refuses a value outside them at registration (and says so); the
+ * negative index is turned into a fatal error at init_query. */
+static int reg_enum(const char *name, const char *help, const mca_base_var_enum_value_t *values,
+                    int level, int *storage)
+{
+    mca_base_var_enum_t *e = NULL;
+    char ename[64];
+    int rc;
+    snprintf(ename, sizeof(ename), "coll_llrdma_%s", name);
+    if (OPAL_SUCCESS != mca_base_var_enum_create(ename, values, &e)) {
+        return OPAL_ERROR;
+    }
+    rc = mca_base_component_var_register(&mca_coll_llrdma_component.super.collm_version, name, help,
+                                         MCA_BASE_VAR_TYPE_INT, e, 0, 0, level,
+                                         MCA_BASE_VAR_SCOPE_READONLY, storage);
+    OBJ_RELEASE(e);
+    return rc;
+}
+
 static int llrdma_register(void)
 {
     mca_coll_llrdma_component_t *c = &mca_coll_llrdma_component;
@@ -73,12 +93,22 @@ static int llrdma_register(void)
             "Size hint for coll/llrdma only, overriding btl_llrdma_size_hint (empty = use "
             "btl_llrdma_size_hint); same syntax",
             MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_4, &c->size_hint);
-    c->algorithm_name = "auto";
-    (void)reg("allreduce_algorithm",
-              "Allreduce algorithm: auto (planner, from size and hint), recursive_doubling, "
-              "rabenseifner, ring, shm_direct, shm_split (the shm_* ones only where the arena "
-              "exists, see coll_llrdma_shm; auto elsewhere)",
-              MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_5, &c->algorithm_name);
+    {
+        mca_base_var_enum_value_t algs[LLRDMA_AR_NALGS + 1];
+        for (int i = 0; i < LLRDMA_AR_NALGS; ++i) {
+            algs[i].value = i;
+            algs[i].string = llrdma_ar_alg_name(i);
+        }
+        algs[LLRDMA_AR_NALGS].value = 0;
+        algs[LLRDMA_AR_NALGS].string = NULL;
+        c->algorithm = LLRDMA_AR_AUTO;
+        c->algorithm_index =
+            reg_enum("allreduce_algorithm",
+                     "Allreduce algorithm: auto (planner, from size and hint) or one of the "
+                     "others (the shm_* ones only where the arena exists, see coll_llrdma_shm; "
+                     "auto elsewhere)",
+                     algs, OPAL_INFO_LVL_5, &c->algorithm);
+    }
     c->segment_text = "0";
     (void)reg("allreduce_segment_size",
               "Allreduce pipeline segment in bytes (same size syntax as the hint; 0 = from "
@@ -95,11 +125,14 @@ static int llrdma_register(void)
               "the communicator uses too), 2M where it has none. Same size syntax as the hint",
               MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_5, &c->gpu_stage_text);
     c->shm_enable = 1;
-    (void)reg("shm",
-              "Allreduce through a shared-memory arena (no messages) on communicators whose "
-              "ranks all run on this node: 1 = when possible, 0 = never (point-to-point "
-              "algorithms over the PML)",
-              MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_5, &c->shm_enable);
+    {
+        static const mca_base_var_enum_value_t onoff[] = {{0, "0"}, {1, "1"}, {0, NULL}};
+        c->shm_index = reg_enum("shm",
+                                "Allreduce through a shared-memory arena (no messages) on "
+                                "communicators whose ranks all run on this node: 1 = when "
+                                "possible, 0 = never (point-to-point algorithms over the PML)",
+                                onoff, OPAL_INFO_LVL_5, &c->shm_enable);
+    }
     c->shm_chunk_text = "0";
     (void)reg("shm_chunk_size",
               "Bytes per rank and round of the shared-memory Allreduce (larger vectors take "
@@ -115,11 +148,28 @@ static int llrdma_register(void)
               "(a GPU reduction costs one more stream synchronisation). Same size syntax as "
               "the hint",
               MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_5, &c->gpu_fold_text);
-    c->mismatch_text = "abort";
-    (void)reg("mismatch_action",
-              "What to do when ranks disagree on the size hint (checked once in MPI_Init "
-              "through the modex): abort or warn",
-              MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_4, &c->mismatch_text);
+    c->shm_liveness_ms = 100;
+    (void)reg("shm_liveness_ms",
+              "Milliseconds between checks, while a rank waits in the shared-memory arena, "
+              "that the rank it waits for still runs (its process exists); a dead rank ends "
+              "every rank's Allreduce with an error naming it. 0 = no check (a dead rank "
+              "leaves the others waiting until the launcher ends the job)",
+              MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_6, &c->shm_liveness_ms);
+    c->scratch_cache_text = "64M";
+    (void)reg("scratch_cache_max",
+              "Host scratch and whole-vector GPU staging buffers up to this many bytes are kept "
+              "per communicator between Allreduces; larger ones are freed when the call "
+              "returns. Same size syntax as the hint",
+              MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_5, &c->scratch_cache_text);
+    c->mismatch = LLRDMA_MISMATCH_ABORT;
+    {
+        static const mca_base_var_enum_value_t actions[] = {
+            {LLRDMA_MISMATCH_ABORT, "abort"}, {LLRDMA_MISMATCH_WARN, "warn"}, {0, NULL}};
+        c->mismatch_index = reg_enum("mismatch_action",
+                                     "What to do when ranks disagree on the size hint (checked "
+                                     "once in MPI_Init through the modex)",
+                                     actions, OPAL_INFO_LVL_4, &c->mismatch);
+    }
     return OMPI_SUCCESS;
 }
 
@@ -145,6 +195,24 @@ static void bad_knob(const char *name, const char *text, const char *why)
     char detail[1024];
     snprintf(detail, sizeof(detail), "%s = '%s': %s", name, text ? text : "(null)", why);
     llrdma_mca_fatal("invalid coll knob", detail);
+}
+
+/* An enumerated knob Open MPI refused at registration: its text is gone by
+ * now, so name it from the environment (mpirun --mca, -x) when it came from
+ * there, else from a parameter file. */
+static void bad_enum(const char *name, const char *why)
+{
+    char env[128];
+    const char *text;
+    snprintf(env, sizeof(env), "OMPI_MCA_%s", name);
+    text = getenv(env);
+    if (NULL == text) {
+        char detail[512];
+        snprintf(detail, sizeof(detail), "%s (from an MCA parameter file): %s", name, why);
+        llrdma_mca_fatal("invalid coll knob", detail);
+        return;
+    }
+    bad_knob(name, text, why);
 }
 
 /* The hint when btl/llrdma did not run in this process. */
@@ -178,9 +246,8 @@ int mca_coll_llrdma_init_query(bool enable_progress_threads, bool enable_mpi_thr
     (void)enable_progress_threads;
     (void)enable_mpi_threads;
 
-    c->algorithm = llrdma_ar_alg_from_name(c->algorithm_name);
-    if (c->algorithm < 0) {
-        bad_knob("coll_llrdma_allreduce_algorithm", c->algorithm_name,
+    if (c->algorithm_index < 0) {
+        bad_enum("coll_llrdma_allreduce_algorithm",
                  "not one of auto, recursive_doubling, rabenseifner, ring, shm_direct, "
                  "shm_split");
     }
@@ -209,17 +276,30 @@ int mca_coll_llrdma_init_query(bool enable_progress_threads, bool enable_mpi_thr
                  "must be a multiple of 64 bytes (or 0 for the default)");
     }
     c->shm_chunk = (size_t)seg;
-    if (0 != c->shm_enable && 1 != c->shm_enable) {
-        char v[32];
-        snprintf(v, sizeof(v), "%d", c->shm_enable);
-        bad_knob("coll_llrdma_shm", v, "not 0 or 1");
+    if (c->shm_index < 0) {
+        bad_enum("coll_llrdma_shm", "not 0 or 1");
     }
-    if (NULL != c->mismatch_text && 0 == strcmp(c->mismatch_text, "abort")) {
-        c->mismatch = LLRDMA_MISMATCH_ABORT;
-    } else if (NULL != c->mismatch_text && 0 == strcmp(c->mismatch_text, "warn")) {
-        c->mismatch = LLRDMA_MISMATCH_WARN;
-    } else {
-        bad_knob("coll_llrdma_mismatch_action", c->mismatch_text, "not one of abort, warn");
+    if (c->shm_liveness_ms < 0) {
+        char v[32];
+        snprintf(v, sizeof(v), "%d", c->shm_liveness_ms);
+        bad_knob("coll_llrdma_shm_liveness_ms", v, "negative (0 turns the check off)");
+    }
+    if (LLRDMA_OK != llrdma_parse_size(c->scratch_cache_text, UINT64_MAX, &seg, err, sizeof(err))) {
+        bad_knob("coll_llrdma_scratch_cache_max", c->scratch_cache_text, err);
+    }
+    c->scratch_cache_max = (size_t)seg;
+    {
+        const char *t = getenv("LLRDMA_TEST_ALLOC_FAIL");
+        unsigned long long call = 0;
+        c->test_alloc_rank = -1;
+        if (NULL != t && 2 == sscanf(t, "%d:%llu", &c->test_alloc_rank, &call)) {
+            c->test_alloc_call = call;
+        } else {
+            c->test_alloc_rank = -1;
+        }
+    }
+    if (c->mismatch_index < 0) {
+        bad_enum("coll_llrdma_mismatch_action", "not one of abort, warn");
     }
 
     if (LLRDMA_OK != llrdma_state_get(&cfg)) {

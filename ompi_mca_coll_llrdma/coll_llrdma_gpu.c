@@ -409,17 +409,21 @@ static void *stage_buf(mca_coll_llrdma_module_t *m, int i, size_t bytes)
     return m->host_stage[i];
 }
 
+static void release_stage(mca_coll_llrdma_module_t *m, int i)
+{
+    if (m->host_stage_pinned[i] && NULL != cuda_api) {
+        cuda_api->host_unregister(m->host_stage[i]);
+    }
+    free(m->host_stage[i]);
+    m->host_stage[i] = NULL;
+    m->host_stage_bytes[i] = 0;
+    m->host_stage_pinned[i] = 0;
+}
+
 void mca_coll_llrdma_gpu_release(mca_coll_llrdma_module_t *m)
 {
-    for (int i = 0; i < 2; ++i) {
-        if (m->host_stage_pinned[i] && NULL != cuda_api) {
-            cuda_api->host_unregister(m->host_stage[i]);
-        }
-        free(m->host_stage[i]);
-        m->host_stage[i] = NULL;
-        m->host_stage_bytes[i] = 0;
-        m->host_stage_pinned[i] = 0;
-    }
+    release_stage(m, 0);
+    release_stage(m, 1);
 }
 
 int mca_coll_llrdma_gpu_shared(mca_coll_llrdma_module_t *m, struct ompi_communicator_t *comm,
@@ -474,6 +478,11 @@ int mca_coll_llrdma_gpu_fallback(const void *sbuf, void *rbuf, int count,
     if (NULL == load_api(comm)) { /* the copies need it; loaded now, it pins */
         return OMPI_ERR_NOT_SUPPORTED;
     }
+    if (mca_coll_llrdma_test_alloc_fails(m, comm)) {
+        opal_output(0, "coll:llrdma: %s: injected staging allocation failure (tests)",
+                    comm->c_name);
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
     if (LLRDMA_MEM_HOST != rkind) {
         if (NULL == (hr = stage_buf(m, 0, span))) {
             return OMPI_ERR_OUT_OF_RESOURCE;
@@ -501,6 +510,11 @@ int mca_coll_llrdma_gpu_fallback(const void *sbuf, void *rbuf, int count,
              : m->previous_allreduce(s, r, count, dtype, op, comm, m->previous_allreduce_module);
     if (OMPI_SUCCESS == rc && NULL != hr) {
         rc = mca_coll_llrdma_gpu_copy_sync((char *)rbuf + gap, hr, span, comm);
+    }
+    for (int i = 0; i < 2; ++i) { /* kept between calls only up to the cap */
+        if (m->host_stage_bytes[i] > mca_coll_llrdma_component.scratch_cache_max) {
+            release_stage(m, i);
+        }
     }
     return rc;
 }

@@ -14,6 +14,16 @@
  *   /dev/shm even if the job is killed later.  Any failure anywhere: no
  *   arena on this communicator, on every rank, said once with the reason.
  *
+ * NUMA: a page of POSIX shared memory lives on the node of the process that
+ * first allocates it.  Rank 0's reservation of the whole arena checks that
+ * /dev/shm has room; it then gives back the chunks other ranks write (their
+ * input slots and private chunks: llrdma_ar_shm_rank_ranges), and each rank
+ * reserves its own, so those pages come from its own node.
+ *
+ * Liveness: every rank publishes its pid in its info line (bytes 8-15; the
+ * GPU path uses bytes 0-7); a rank waiting in the arena asks whether the
+ * rank it waits for still exists (peer_alive) every coll_llrdma_shm_liveness_ms.
+ *
  * Tests: LLRDMA_TEST_SHM_FAIL=RANK:STEP makes step STEP (1 open, 2 reserve or
  * check the size, 3 map) fail on communicator rank RANK, to run every
  * cleanup path; step 4 makes rank 0's first reservation find /dev/shm full
@@ -28,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -52,6 +63,60 @@ static void progress(void *ctx)
 {
     (void)ctx;
     (void)opal_progress();
+}
+
+/* 0 once rank's process is gone: no such pid, or a zombie its launcher has
+ * not reaped yet.  Unknown (no pid published, /proc unreadable): alive. */
+static int peer_alive(void *ctx, int rank)
+{
+    mca_coll_llrdma_module_t *m = (mca_coll_llrdma_module_t *)ctx;
+    const uint64_t *line = llrdma_ar_shm_rank_info(&m->shm, m->shm_ranks, rank);
+    long pid = (NULL != line) ? (long)__atomic_load_n(&line[1], __ATOMIC_ACQUIRE) : 0;
+    char path[64], buf[512];
+    const char *state;
+    ssize_t n;
+    int fd;
+
+    if (pid <= 0) {
+        return 1;
+    }
+    if (0 != kill((pid_t)pid, 0) && ESRCH == errno) {
+        return 0;
+    }
+    snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+    if ((fd = open(path, O_RDONLY)) < 0) {
+        return ENOENT == errno ? 0 : 1;
+    }
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0) {
+        return 1;
+    }
+    buf[n] = '\0';
+    state = strrchr(buf, ')'); /* "pid (comm) S ...": comm may hold anything */
+    return !(NULL != state && ' ' == state[1] && ('Z' == state[2] || 'X' == state[2]));
+}
+
+/* Rank `rank`'s own chunks: rank 0 gives them back (punch) after its
+ * reservation, every other rank reserves them (first touch on its node).
+ * Returns 0 or an errno; a tmpfs that cannot punch holes keeps them on rank
+ * 0's node, which is only slower. */
+static int own_chunks(int fd, int comm_size, size_t chunk, int rank, int punch)
+{
+    size_t off[4], len[4];
+    int n = llrdma_ar_shm_rank_ranges(comm_size, chunk, rank, off, len, 4);
+    for (int i = 0; i < n; ++i) {
+        if (punch) {
+            (void)fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off[i],
+                            (off_t)len[i]);
+            continue;
+        }
+        int rc = posix_fallocate(fd, (off_t)off[i], (off_t)len[i]);
+        if (0 != rc) {
+            return rc;
+        }
+    }
+    return 0;
 }
 
 int mca_coll_llrdma_shm_local(struct ompi_communicator_t *comm)
@@ -126,6 +191,9 @@ static void *create_segment(struct ompi_communicator_t *comm, const char *name, 
     if (NULL == (base = map_segment(comm, fd, name, *bytes, why, whylen))) {
         goto unlink_segment;
     }
+    for (int r = 1; r < ompi_comm_size(comm); ++r) {
+        (void)own_chunks(fd, ompi_comm_size(comm), *chunk, r, 1);
+    }
     close(fd);
     return base;
 
@@ -136,12 +204,12 @@ unlink_segment:
 }
 
 /* Other ranks: open and map what rank 0 created. */
-static void *attach_segment(struct ompi_communicator_t *comm, const char *name, size_t bytes,
-                            char *why, size_t whylen)
+static void *attach_segment(struct ompi_communicator_t *comm, const char *name, size_t chunk,
+                            size_t bytes, char *why, size_t whylen)
 {
     struct stat st;
     void *base;
-    int fd;
+    int fd, rc;
 
     fd = test_fail(comm, 1) ? -1 : shm_open(name, O_RDWR, 0600);
     if (fd < 0) {
@@ -151,6 +219,11 @@ static void *attach_segment(struct ompi_communicator_t *comm, const char *name, 
     if (test_fail(comm, 2) || 0 != fstat(fd, &st) || (size_t)st.st_size != bytes) {
         snprintf(why, whylen, "%s does not hold the expected %lu bytes", name,
                  (unsigned long)bytes);
+        goto close_fd;
+    }
+    if (0 != (rc = own_chunks(fd, ompi_comm_size(comm), chunk, ompi_comm_rank(comm), 0))) {
+        snprintf(why, whylen, "reserving this rank's %lu-byte chunks of %s in /dev/shm: %s",
+                 (unsigned long)chunk, name, strerror(rc));
         goto close_fd;
     }
     if (NULL == (base = map_segment(comm, fd, name, bytes, why, whylen))) {
@@ -213,7 +286,12 @@ int mca_coll_llrdma_shm_setup(mca_coll_llrdma_module_t *m, struct ompi_communica
         info.name[NAME_LEN - 1] = '\0';
         chunk = (size_t)info.chunk;
         bytes = llrdma_ar_shm_bytes(ompi_comm_size(comm), chunk);
-        base = attach_segment(comm, info.name, bytes, why, sizeof(why));
+        base = attach_segment(comm, info.name, chunk, bytes, why, sizeof(why));
+    }
+    if (NULL != base) {
+        llrdma_ar_shm_t view = {.base = base, .chunk_bytes = chunk};
+        uint64_t *line = llrdma_ar_shm_rank_info(&view, ompi_comm_size(comm), ompi_comm_rank(comm));
+        __atomic_store_n(&line[1], (uint64_t)getpid(), __ATOMIC_RELEASE);
     }
     mine = (NULL != base) ? 1 : 0;
     rc =
@@ -238,6 +316,10 @@ int mca_coll_llrdma_shm_setup(mca_coll_llrdma_module_t *m, struct ompi_communica
     m->shm.gen = 0;
     m->shm.progress = progress;
     m->shm.progress_ctx = NULL;
+    m->shm.alive = peer_alive;
+    m->shm.alive_ctx = m;
+    m->shm.liveness_ns = (uint64_t)c->shm_liveness_ms * 1000000u;
+    m->shm_ranks = ompi_comm_size(comm);
     m->shm_bytes = bytes;
     opal_output_verbose(10, c->output,
                         "coll:llrdma: %s: shared-memory arena of %lu bytes, chunk %lu (%s)",
@@ -251,5 +333,16 @@ void mca_coll_llrdma_shm_release(mca_coll_llrdma_module_t *m)
         mca_coll_llrdma_gpu_unregister(m);
         munmap(m->shm.base, m->shm_bytes);
         m->shm.base = NULL;
+        m->gpu_key = 0; /* republished in the next arena's info line */
     }
+}
+
+int mca_coll_llrdma_shm_rebuild(mca_coll_llrdma_module_t *m, struct ompi_communicator_t *comm)
+{
+    opal_output_verbose(1, mca_coll_llrdma_component.output,
+                        "coll:llrdma: %s: the shared-memory arena broke in an earlier "
+                        "Allreduce; every rank sets up a fresh one",
+                        comm->c_name);
+    mca_coll_llrdma_shm_release(m);
+    return mca_coll_llrdma_shm_setup(m, comm);
 }

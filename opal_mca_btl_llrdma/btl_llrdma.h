@@ -24,6 +24,7 @@
 #include "btl_llrdma_verbs.h"
 #include "llrdma_btl_plan.h"
 #include "llrdma_core.h"
+#include "llrdma_hist.h"
 
 BEGIN_C_DECLS
 
@@ -117,10 +118,12 @@ typedef struct mca_btl_llrdma_component_t {
     unsigned retry_count;   /* transport retries, 0..7 */
     size_t recv_mem_max;    /* bytes of receive buffers per path before allotments shrink */
     int stall_warn_ms;      /* a peer without credits this long is reported (verbose 1) */
+    int coalesce;           /* pack messages behind a queued fragment (docs/btl-design.md) */
     char *fork_safe;        /* auto | yes | no */
 
     int output;                  /* opal_output stream for verbose messages */
     llrdma_rank_config_t config; /* what took effect on this rank */
+    llrdma_hist_t hist; /* fragment sizes and send waits (llrdma_hist.h): MPI_T, final dump */
 
     int nports;
     mca_btl_llrdma_port_t ports[MCA_BTL_LLRDMA_MAX_PORTS];

@@ -60,8 +60,20 @@ static int llrdma_component_open(void)
     return OPAL_SUCCESS;
 }
 
+/* btl_llrdma_dump as it was at init: by close the variable's storage has
+ * been released (it reads NULL there). */
+static char *dump_at_close;
+
 static int llrdma_component_close(void)
 {
+    /* The modules are finalized: the counts are final.  A second record
+     * joins the one written at MPI_Init (llrdma-hint recommend reads it). */
+    if (NULL != dump_at_close) {
+        (void)llrdma_mca_dump_stats(dump_at_close, &mca_btl_llrdma_component.config,
+                                    &mca_btl_llrdma_component.hist);
+        free(dump_at_close);
+        dump_at_close = NULL;
+    }
     free(mca_btl_llrdma_component.modules);
     mca_btl_llrdma_component.modules = NULL;
     mca_btl_llrdma_component.nmodules = 0;
@@ -244,6 +256,9 @@ static mca_btl_base_module_t **llrdma_component_init(int *num_btls, bool enable_
     publish_modex(cfg);
     llrdma_state_publish(cfg);
     (void)llrdma_mca_dump(c->dump, cfg);
+    if (c->nmodules > 0 && NULL != c->dump) {
+        dump_at_close = strdup(c->dump); /* NULL (no record) when out of memory */
+    }
     opal_output_verbose(10, c->output, "btl:llrdma: size hint %llu from %s; %s",
                         (unsigned long long)cfg->hint.bytes, cfg->hint.origin, cfg->btl_status);
     if (0 == c->nmodules) {

@@ -337,14 +337,16 @@ static int post_credit(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_conn_t *con
 static int post_frag(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_conn_t *conn,
                      mca_btl_llrdma_frag_t *frag, int more_queued)
 {
-    uint32_t wire = (uint32_t)(sizeof(mca_btl_llrdma_hdr_t) + frag->segment.seg_len);
+    uint32_t wire = 0 != frag->wire
+                        ? frag->wire
+                        : (uint32_t)(sizeof(mca_btl_llrdma_hdr_t) + frag->segment.seg_len);
     int inl = wire <= conn->inline_max;
     struct ibv_sge sge = {.addr = (uintptr_t)frag->hdr, .length = wire, .lkey = frag->lkey};
     struct ibv_send_wr wr;
     int rc;
 
     frag->hdr->tag = frag->tag;
-    frag->hdr->flags = 0;
+    frag->hdr->flags = 0 != frag->wire ? MCA_BTL_LLRDMA_HDR_PACKED : 0;
     frag->hdr->magic = MCA_BTL_LLRDMA_HDR_MAGIC;
     frag->hdr->len = (uint32_t)frag->segment.seg_len;
 
@@ -440,11 +442,96 @@ void mca_btl_llrdma_endpoint_drain(mca_btl_llrdma_endpoint_t *ep)
     }
 }
 
+/* Offset of a record of `bytes` behind the records of `tail`, or 0 when it
+ * does not fit the tail's buffer or the peer's receive buffer. */
+static uint32_t pack_offset(const mca_btl_llrdma_endpoint_t *ep, int p,
+                            const mca_btl_llrdma_frag_t *tail, size_t bytes)
+{
+    const uint32_t hdr = sizeof(mca_btl_llrdma_hdr_t);
+    uint32_t used = 0 != tail->wire ? tail->wire : (uint32_t)(hdr + tail->segment.seg_len);
+    uint32_t off = MCA_BTL_LLRDMA_REC_ALIGN(used);
+    uint64_t cap = tail->pool->buf_bytes;
+
+    if ((uint64_t)hdr + ep->frag_max[p] < cap) {
+        cap = (uint64_t)hdr + ep->frag_max[p];
+    }
+    return (uint64_t)off + hdr + bytes <= cap ? off : 0;
+}
+
+void *mca_btl_llrdma_endpoint_pack_reserve(mca_btl_llrdma_endpoint_t *ep, int p, size_t bytes)
+{
+    mca_btl_llrdma_frag_t *tail;
+    uint32_t off;
+
+    if (!mca_btl_llrdma_component.coalesce || p < 0 || LLRDMA_EP_FAILED == ep->state ||
+        !conn_up(ep->conn[p]) || opal_list_is_empty(&ep->pending[p])) {
+        return NULL;
+    }
+    tail = (mca_btl_llrdma_frag_t *)opal_list_get_last(&ep->pending[p]);
+    off = pack_offset(ep, p, tail, bytes);
+    return 0 == off ? NULL : (char *)tail->hdr + off + sizeof(mca_btl_llrdma_hdr_t);
+}
+
+void mca_btl_llrdma_endpoint_pack_commit(mca_btl_llrdma_endpoint_t *ep, int p, uint8_t tag,
+                                         size_t bytes)
+{
+    mca_btl_llrdma_frag_t *tail = (mca_btl_llrdma_frag_t *)opal_list_get_last(&ep->pending[p]);
+    uint32_t off = pack_offset(ep, p, tail, bytes);
+    mca_btl_llrdma_hdr_t *rec = (mca_btl_llrdma_hdr_t *)((char *)tail->hdr + off);
+
+    rec->tag = tag;
+    rec->flags = 0;
+    rec->magic = MCA_BTL_LLRDMA_HDR_MAGIC;
+    rec->len = (uint32_t)bytes;
+    tail->wire = off + (uint32_t)sizeof(*rec) + (uint32_t)bytes;
+}
+
+static int frag_path(const mca_btl_llrdma_endpoint_t *ep, const mca_btl_llrdma_frag_t *frag)
+{
+    return mca_btl_llrdma_endpoint_path_for(ep, frag->segment.seg_len);
+}
+
+/* The first small message to wait on a connected path (for credits or a
+ * send slot) goes into a fragment of the BTL's own: ob1's completes at once,
+ * and later ones pack behind it, as long as the send pool, which bounds what
+ * waits, has one; NULL otherwise.  Before a connection is up messages wait
+ * as they are, so a connection that cannot be made fails them to ob1. */
+static mca_btl_llrdma_frag_t *queue_copy(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_frag_t *frag)
+{
+    int p = frag_path(ep, frag);
+    mca_btl_llrdma_frag_t *c;
+
+    /* Only messages of which at least four share a buffer: for larger ones
+     * copying buys little, and ob1 keeps them as before. */
+    if (!mca_btl_llrdma_component.coalesce || !conn_up(ep->conn[p]) ||
+        frag->segment.seg_len > ep->frag_max[p] / 4) {
+        return NULL;
+    }
+    c = mca_btl_llrdma_pool_get(frag->pool);
+    if (NULL == c) {
+        return NULL;
+    }
+    c->endpoint = ep;
+    c->tag = frag->tag;
+    c->segment.seg_addr.pval = mca_btl_llrdma_frag_payload(c);
+    c->segment.seg_len = frag->segment.seg_len;
+    c->base.des_segments = &c->segment;
+    c->base.des_segment_count = 1;
+    c->base.des_flags = MCA_BTL_DES_FLAGS_BTL_OWNERSHIP;
+    c->base.des_cbfunc = NULL;
+    c->base.des_cbdata = NULL;
+    c->base.order = MCA_BTL_NO_ORDER;
+    memcpy(mca_btl_llrdma_frag_payload(c), mca_btl_llrdma_frag_payload(frag),
+           frag->segment.seg_len);
+    return c;
+}
+
 static int conn_start_active(mca_btl_llrdma_endpoint_t *ep, int p);
 
 int mca_btl_llrdma_endpoint_send(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_frag_t *frag)
 {
     int p = mca_btl_llrdma_endpoint_path_for(ep, frag->segment.seg_len);
+    mca_btl_llrdma_frag_t *queued;
     mca_btl_llrdma_conn_t *conn;
 
     if (LLRDMA_EP_FAILED == ep->state) {
@@ -454,15 +541,32 @@ int mca_btl_llrdma_endpoint_send(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_f
         return OPAL_ERR_BAD_PARAM; /* larger than the peer receives: ob1 never asks this */
     }
     frag->endpoint = ep;
+    llrdma_hist_add(&mca_btl_llrdma_component.hist, p,
+                    sizeof(mca_btl_llrdma_hdr_t) + frag->segment.seg_len);
     conn = ep->conn[p];
     if (conn_up(conn) && opal_list_is_empty(&ep->pending[p]) &&
         llrdma_sq_free_slots(&conn->sq) > 0 && conn_credits(conn) > 0) {
         return post_frag(ep, conn, frag, 0);
     }
+    if (conn_up(conn)) {
+        llrdma_hist_wait(&mca_btl_llrdma_component.hist, p); /* no slot or credit, or behind one */
+    }
     /* Queue full, no credit, not connected yet, or older fragments waiting:
-     * keep the order. */
-    frag->base.des_flags |= MCA_BTL_DES_SEND_ALWAYS_CALLBACK;
-    opal_list_append(&ep->pending[p], &frag->base.super.super);
+     * keep the order, by packing behind the last one when it has room. */
+    if (!opal_list_is_empty(&ep->pending[p])) {
+        void *dst = mca_btl_llrdma_endpoint_pack_reserve(ep, p, frag->segment.seg_len);
+        if (NULL != dst) {
+            memcpy(dst, mca_btl_llrdma_frag_payload(frag), frag->segment.seg_len);
+            mca_btl_llrdma_endpoint_pack_commit(ep, p, frag->tag, frag->segment.seg_len);
+            return 1; /* copied: complete, like an inline send */
+        }
+    }
+    queued = queue_copy(ep, frag);
+    if (NULL == queued) {
+        queued = frag;
+        frag->base.des_flags |= MCA_BTL_DES_SEND_ALWAYS_CALLBACK;
+    }
+    opal_list_append(&ep->pending[p], &queued->base.super.super);
     if (conn_up(conn)) {
         if (0 == conn_credits(conn)) {
             set_waiting(ep, p, 1);
@@ -470,12 +574,15 @@ int mca_btl_llrdma_endpoint_send(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_f
     } else if (NULL == conn && 0 == ep->retry_at_ms[p]) {
         int rc = conn_start_active(ep, p);
         if (OPAL_SUCCESS != rc) {
-            opal_list_remove_item(&ep->pending[p], &frag->base.super.super);
+            opal_list_remove_item(&ep->pending[p], &queued->base.super.super);
+            if (queued != frag) {
+                mca_btl_llrdma_pool_put(queued);
+            }
             mca_btl_llrdma_endpoint_fail(ep, "starting a connection failed", "out of resources");
             return rc;
         }
     }
-    return OPAL_SUCCESS;
+    return queued != frag ? 1 : OPAL_SUCCESS;
 }
 
 void mca_btl_llrdma_conn_send_done(mca_btl_llrdma_wr_t *wr, enum ibv_wc_status status)
@@ -703,6 +810,7 @@ static void fill_conn_param(mca_btl_llrdma_conn_t *conn, mca_btl_llrdma_conn_req
  * leaves it at 0 (655 ms on real NICs).  Allowed on an RTS queue pair. */
 static void conn_set_rnr_timer(mca_btl_llrdma_conn_t *conn)
 {
+    struct ibv_qp_init_attr init;
     struct ibv_qp_attr qa;
 
     memset(&qa, 0, sizeof(qa));
@@ -711,6 +819,17 @@ static void conn_set_rnr_timer(mca_btl_llrdma_conn_t *conn)
         opal_output_verbose(10, mca_btl_llrdma_component.output,
                             "btl:llrdma: the device did not take min_rnr_timer %u on qp %u",
                             mca_btl_llrdma_component.min_rnr_timer, conn->qp->qp_num);
+    }
+    memset(&qa, 0, sizeof(qa));
+    if (0 == mca_btl_llrdma_verbs.query_qp(conn->qp, &qa,
+                                           IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                                               IBV_QP_MIN_RNR_TIMER,
+                                           &init)) {
+        opal_output_verbose(10, mca_btl_llrdma_component.output,
+                            "btl:llrdma: qp %u: ack timeout %u, retry %u, rnr_retry %u, "
+                            "min_rnr_timer %u",
+                            conn->qp->qp_num, qa.timeout, qa.retry_cnt, qa.rnr_retry,
+                            qa.min_rnr_timer);
     }
 }
 
@@ -981,7 +1100,9 @@ static void conn_disconnected(mca_btl_llrdma_conn_t *conn)
      * inline ones it did receive leave no trace, so nothing else is judged
      * here. */
     if (LLRDMA_EP_FAILED != ep->state) {
-        ep->state = LLRDMA_EP_IDLE;
+        int other = NULL != ep->conn[1 - p];
+        /* Not ready any more; idle only when no other path has a connection. */
+        ep->state = other ? LLRDMA_EP_CONNECTING : LLRDMA_EP_IDLE;
         /* A peer that finalized does not come back; queued fragments try to
          * reconnect and fail loudly if it is gone. */
         if (!opal_list_is_empty(&ep->pending[p])) {

@@ -98,6 +98,16 @@ OBJ_CLASS_DECLARATION(mca_btl_llrdma_endpoint_t);
  * posted, 1 when it completed on the spot (inline, callback already run as
  * the descriptor flags ask), an error when the endpoint has failed. */
 int mca_btl_llrdma_endpoint_send(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_frag_t *frag);
+/* Coalescing: a message that has to wait is copied behind the last fragment
+ * queued on its path, as one more record in that fragment's buffer, and is
+ * complete at once.  The peer then takes many messages per receive buffer
+ * and credit (an incast drains in a few buffers) while a message that can go
+ * at once never pays for it.  reserve returns where `bytes` of payload go
+ * (NULL: nothing queued on path p, no room, or btl_llrdma_coalesce=0);
+ * commit, right after filling it, appends the record. */
+void *mca_btl_llrdma_endpoint_pack_reserve(mca_btl_llrdma_endpoint_t *ep, int p, size_t bytes);
+void mca_btl_llrdma_endpoint_pack_commit(mca_btl_llrdma_endpoint_t *ep, int p, uint8_t tag,
+                                         size_t bytes);
 /* Post queued fragments of every path while slots are free. */
 void mca_btl_llrdma_endpoint_drain(mca_btl_llrdma_endpoint_t *ep);
 /* Report a fatal error with this peer once, fail every queued and posted

@@ -26,6 +26,7 @@ typedef struct mca_btl_llrdma_frag_t {
     struct mca_btl_llrdma_pool_t *pool;
     mca_btl_llrdma_hdr_t *hdr; /* registered buffer: header, then payload */
     uint32_t lkey;
+    uint32_t wire; /* queued send holding packed records: their bytes (0: one message) */
     uint8_t tag;
 } mca_btl_llrdma_frag_t;
 OBJ_CLASS_DECLARATION(mca_btl_llrdma_frag_t);

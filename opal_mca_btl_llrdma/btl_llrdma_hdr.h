@@ -12,15 +12,19 @@
 /* In front of every fragment.  8 bytes keep the payload 8-byte aligned. */
 typedef struct mca_btl_llrdma_hdr_t {
     uint8_t tag;    /* ob1 active-message tag */
-    uint8_t flags;  /* reserved */
+    uint8_t flags;  /* MCA_BTL_LLRDMA_HDR_PACKED on the first record, else 0 */
     uint16_t magic; /* MCA_BTL_LLRDMA_HDR_MAGIC: a corrupt or foreign buffer */
     uint32_t len;   /* payload bytes, checked against the completion's byte_len */
 } mca_btl_llrdma_hdr_t;
 
 #define MCA_BTL_LLRDMA_HDR_MAGIC 0x4c4cu /* "LL" */
+/* The buffer holds several records (header + payload), each starting at a
+ * multiple of 8 bytes; the last one ends where the received bytes end. */
+#define MCA_BTL_LLRDMA_HDR_PACKED 0x01u
+#define MCA_BTL_LLRDMA_REC_ALIGN(x) (((x) + 7u) & ~7u)
 
 #define MCA_BTL_LLRDMA_CONN_MAGIC 0x6c6c7264u /* "llrd" */
-#define MCA_BTL_LLRDMA_CONN_VERSION 2
+#define MCA_BTL_LLRDMA_CONN_VERSION 3         /* 3: packed fragments */
 
 /* Why a connection request was rejected (conn_req_t.reason). */
 enum {

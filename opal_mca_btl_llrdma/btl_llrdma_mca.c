@@ -6,6 +6,7 @@
 
 #include <string.h>
 
+#include "opal/mca/base/mca_base_pvar.h"
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/util/output.h"
 
@@ -41,6 +42,75 @@ static int reg_int(const char *name, const char *help, int level, int *storage, 
 {
     *storage = deflt;
     return reg_var(name, help, level, MCA_BASE_VAR_TYPE_INT, storage);
+}
+
+/* MPI_T performance variables over the component's histogram (llrdma_hist.h):
+ * btl_llrdma_{ll,bw,rdma}_frag_count and _frag_bytes, arrays of
+ * LLRDMA_HIST_BUCKETS log2 buckets, and _send_waits, one count.  ctx points at
+ * the counters themselves; reads copy them (the BTL is single-threaded). */
+static int pvar_bind_array(struct mca_base_pvar_t *pvar, mca_base_pvar_event_t event, void *obj,
+                           int *count)
+{
+    (void)pvar;
+    (void)obj;
+    if (MCA_BASE_PVAR_HANDLE_BIND == event) {
+        *count = LLRDMA_HIST_BUCKETS;
+    }
+    return OPAL_SUCCESS;
+}
+
+static int pvar_bind_one(struct mca_base_pvar_t *pvar, mca_base_pvar_event_t event, void *obj,
+                         int *count)
+{
+    (void)pvar;
+    (void)obj;
+    if (MCA_BASE_PVAR_HANDLE_BIND == event) {
+        *count = 1;
+    }
+    return OPAL_SUCCESS;
+}
+
+static int pvar_read_array(const struct mca_base_pvar_t *pvar, void *value, void *obj)
+{
+    (void)obj;
+    memcpy(value, pvar->ctx, LLRDMA_HIST_BUCKETS * sizeof(uint64_t));
+    return OPAL_SUCCESS;
+}
+
+static int pvar_read_one(const struct mca_base_pvar_t *pvar, void *value, void *obj)
+{
+    (void)obj;
+    memcpy(value, pvar->ctx, sizeof(uint64_t));
+    return OPAL_SUCCESS;
+}
+
+static void register_pvars(void)
+{
+    static const char *const path[LLRDMA_HIST_NPATHS] = {"ll", "bw", "rdma"};
+    llrdma_hist_t *h = &mca_btl_llrdma_component.hist;
+    char name[64], help[512];
+
+    for (int p = 0; p < LLRDMA_HIST_NPATHS; ++p) {
+        for (int k = 0; k < 3; ++k) {
+            static const char *const what[] = {"frag_count", "frag_bytes", "send_waits"};
+            void *ctx = 0 == k ? (void *)h->count[p] : 1 == k ? (void *)h->bytes[p] : &h->waits[p];
+            snprintf(name, sizeof(name), "%s_%s", path[p], what[k]);
+            snprintf(help, sizeof(help),
+                     2 == k ? "Sends on the %s path that waited for a send-queue slot or a "
+                              "credit (queued behind the connection's pending fragments)"
+                            : "Fragments sent on the %s path per log2 size bucket (%s): "
+                              "bucket b holds those the low-latency path of a hint of 2^b "
+                              "carries (payload in (2^(b-1), 2^b] after 64 header bytes)",
+                     path[p], 0 == k ? "count" : "bytes");
+            (void)mca_base_component_pvar_register(
+                &mca_btl_llrdma_component.super.btl_version, name, help, OPAL_INFO_LVL_4,
+                MCA_BASE_PVAR_CLASS_COUNTER, MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG, NULL,
+                MCA_BASE_VAR_BIND_NO_OBJECT,
+                MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS,
+                2 == k ? pvar_read_one : pvar_read_array, NULL,
+                2 == k ? pvar_bind_one : pvar_bind_array, ctx);
+        }
+    }
 }
 
 int mca_btl_llrdma_register_params(void)
@@ -155,6 +225,12 @@ int mca_btl_llrdma_register_params(void)
         "Milliseconds a send may wait for credits from a peer that does not progress before "
         "this is reported (verbose level 1); sending resumes when the peer does",
         OPAL_INFO_LVL_6, &c->stall_warn_ms, 2000);
+    (void)reg_int("coalesce",
+                  "On a connected path, copy a message that must queue (no credit or send "
+                  "slot) behind the fragment queued before it, or into a new BTL fragment if "
+                  "at least four such fit the peer's buffer, so it completes at once and a "
+                  "busy peer gets many messages per receive buffer and credit (1 on, 0 off)",
+                  OPAL_INFO_LVL_6, &c->coalesce, 1);
     (void)reg_string("fork_safe",
                      "Make registered memory safe across fork() (Python data-loader workers): "
                      "auto (only where the kernel does not already), yes (always call "
@@ -171,6 +247,7 @@ int mca_btl_llrdma_register_params(void)
     m->btl_latency = 1;
     m->btl_bandwidth = 10000;
     m->btl_flags = MCA_BTL_FLAGS_SEND;
+    register_pvars();
     return mca_btl_base_param_register(&c->super.btl_version, m);
 }
 

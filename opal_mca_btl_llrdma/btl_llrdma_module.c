@@ -538,6 +538,27 @@ static int llrdma_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_e
     /* Immediate only: connected, nothing queued ahead, a free slot and a
      * credit.  Else hand ob1 a descriptor for its regular path (it gives up
      * on the message without one), which queues in order behind the rest. */
+    if (p >= 0 && !opal_list_is_empty(&ep->pending[p]) && total <= m->super.btl_eager_limit) {
+        /* Fragments wait on this path: pack behind the last one. */
+        char *dst = mca_btl_llrdma_endpoint_pack_reserve(ep, p, total);
+        if (NULL != dst) {
+            memcpy(dst, header, header_size);
+            if (0 != payload_size) {
+                struct iovec iov = {.iov_base = dst + header_size, .iov_len = payload_size};
+                uint32_t count = 1;
+                size_t max_data = payload_size;
+                if (opal_convertor_pack(conv, &iov, &count, &max_data) < 0) {
+                    return OPAL_ERROR;
+                }
+            }
+            mca_btl_llrdma_endpoint_pack_commit(ep, p, tag, total);
+            /* Bypasses endpoint_send, which counts every other message. */
+            llrdma_hist_add(&mca_btl_llrdma_component.hist, p,
+                            sizeof(mca_btl_llrdma_hdr_t) + total);
+            llrdma_hist_wait(&mca_btl_llrdma_component.hist, p);
+            return OPAL_SUCCESS;
+        }
+    }
     if (NULL == conn || LLRDMA_CONN_ESTABLISHED != conn->state ||
         total > m->super.btl_eager_limit || !opal_list_is_empty(&ep->pending[p]) ||
         0 == llrdma_sq_free_slots(&conn->sq) || 0 == mca_btl_llrdma_conn_credits(conn)) {

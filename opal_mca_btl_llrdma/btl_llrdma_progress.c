@@ -40,6 +40,37 @@ void mca_btl_llrdma_module_fatal(mca_btl_llrdma_module_t *m, opal_proc_t *proc, 
     }
 }
 
+/* A received buffer is one record, or records packed by the sender
+ * (MCA_BTL_LLRDMA_HDR_PACKED): all of them must be whole and end exactly at
+ * byte_len before any is delivered. */
+static int records_ok(const char *buf, uint32_t byte_len)
+{
+    const uint32_t hdr = sizeof(mca_btl_llrdma_hdr_t);
+    const mca_btl_llrdma_hdr_t *h = (const mca_btl_llrdma_hdr_t *)buf;
+    uint32_t off = 0;
+
+    if (byte_len < hdr || MCA_BTL_LLRDMA_HDR_MAGIC != h->magic) {
+        return 0;
+    }
+    if (!(h->flags & MCA_BTL_LLRDMA_HDR_PACKED)) {
+        return h->len == byte_len - hdr;
+    }
+    while (byte_len - off >= hdr) {
+        h = (const mca_btl_llrdma_hdr_t *)(buf + off);
+        if (MCA_BTL_LLRDMA_HDR_MAGIC != h->magic || h->len > byte_len - off - hdr) {
+            return 0;
+        }
+        if (off + hdr + h->len == byte_len) {
+            return 1;
+        }
+        off = MCA_BTL_LLRDMA_REC_ALIGN(off + hdr + h->len);
+        if (off >= byte_len) {
+            return 0;
+        }
+    }
+    return 0;
+}
+
 static void recv_done(mca_btl_llrdma_module_t *m, int p, const struct ibv_wc *wc)
 {
     mca_btl_llrdma_frag_t *frag = (mca_btl_llrdma_frag_t *)(uintptr_t)(wc->wr_id & ~(uint64_t)1);
@@ -58,20 +89,28 @@ static void recv_done(mca_btl_llrdma_module_t *m, int p, const struct ibv_wc *wc
                      m->port.dev, m->port.port, mca_btl_llrdma_verbs.wc_status_str(wc->status));
             mca_btl_llrdma_module_fatal(m, NULL, detail);
         }
-    } else if (wc->byte_len < sizeof(*hdr) || MCA_BTL_LLRDMA_HDR_MAGIC != hdr->magic ||
-               hdr->len != wc->byte_len - sizeof(*hdr)) {
+    } else if (!records_ok((const char *)hdr, wc->byte_len)) {
         snprintf(detail, sizeof(detail),
                  "btl/llrdma: malformed fragment of %u bytes received on %s:%d (qp %u)",
                  wc->byte_len, m->port.dev, m->port.port, wc->qp_num);
         mca_btl_llrdma_module_fatal(m, NULL, detail);
     } else {
-        frag->segment.seg_addr.pval = hdr + 1;
-        frag->segment.seg_len = hdr->len;
-        frag->base.des_segments = &frag->segment;
-        frag->base.des_segment_count = 1;
-        reg = mca_btl_base_active_message_trigger + hdr->tag;
-        if (NULL != reg->cbfunc) {
-            reg->cbfunc(&m->super, hdr->tag, &frag->base, reg->cbdata);
+        uint32_t off = 0;
+        for (;;) {
+            mca_btl_llrdma_hdr_t *rec = (mca_btl_llrdma_hdr_t *)((char *)hdr + off);
+            frag->segment.seg_addr.pval = rec + 1;
+            frag->segment.seg_len = rec->len;
+            frag->base.des_segments = &frag->segment;
+            frag->base.des_segment_count = 1;
+            reg = mca_btl_base_active_message_trigger + rec->tag;
+            if (NULL != reg->cbfunc) {
+                reg->cbfunc(&m->super, rec->tag, &frag->base, reg->cbdata);
+            }
+            off += (uint32_t)sizeof(*rec) + rec->len;
+            if (off >= wc->byte_len) {
+                break;
+            }
+            off = MCA_BTL_LLRDMA_REC_ALIGN(off);
         }
     }
     /* ob1 copied what it needs inside the callback: the buffer goes back now. */

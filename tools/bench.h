@@ -99,6 +99,11 @@ void bench_describe_rank(int rank, char *buf, size_t len);
 /* Collective over MPI_COMM_WORLD: rank `root` prints "# <line>" for each rank
  * in `ranks` (n of them) to fp. */
 void bench_print_ranks(FILE *fp, int root, const int *ranks, int n);
+/* --verify verdict: each rank's exit status carries its own errors (the
+ * authority: mpirun fails when any rank does); for rank 0's summary line the
+ * counts are gathered with MPI_Gather, not summed by the MPI_Allreduce under
+ * test.  Returns the sum on `root`, the local count elsewhere. */
+long bench_gather_errors(long errors, int root);
 
 /* Buffer of `bytes` aligned to a page, touched; NULL on failure. */
 void *bench_alloc(size_t bytes);
@@ -173,6 +178,8 @@ int bench_allreduce_main(int argc, char **argv);
 int bench_incast_main(int argc, char **argv);
 int bench_sweep_main(int argc, char **argv, const char *self);
 int bench_compare_main(int argc, char **argv, const char *self);
+/* PNG charts of the CSVs and of a dump's size histogram (bench_plot.c); no MPI. */
+int bench_plot_main(int argc, char **argv);
 int bench_selftest_main(void);
 void bench_help(FILE *fp);
 

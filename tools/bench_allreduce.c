@@ -516,13 +516,13 @@ int bench_allreduce_main(int argc, char **argv)
         bench_peer_transport(MPI_COMM_WORLD, 1, t, sizeof(t));
         fprintf(out, "# transport rank0 -> rank1: %s\n", t);
     }
-    MPI_Allreduce(&errors, &all_errors, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    all_errors = bench_gather_errors(errors, 0);
     if (0 == me && o.verify) {
         fprintf(out, "# --verify: %s\n",
                 all_errors ? "FAILED: wrong results (see messages above)" : "all results correct");
     }
-    if (all_errors) {
-        rc = BENCH_EXIT_VERIFY;
+    if (errors) {
+        rc = BENCH_EXIT_VERIFY; /* this rank's own verdict */
     }
     if (NULL != csv && stdout != csv) {
         fclose(csv);

@@ -308,6 +308,28 @@ void bench_describe_rank(int rank, char *buf, size_t len)
     free(json);
 }
 
+long bench_gather_errors(long errors, int root)
+{
+    int me, n;
+    long *all, sum = 0;
+
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    all = root == me ? calloc((size_t)n, sizeof(long)) : NULL;
+    if (root == me && NULL == all) {
+        return errors; /* the exit statuses still tell */
+    }
+    MPI_Gather(&errors, 1, MPI_LONG, all, 1, MPI_LONG, root, MPI_COMM_WORLD);
+    if (root != me) {
+        return errors;
+    }
+    for (int i = 0; i < n; ++i) {
+        sum += all[i];
+    }
+    free(all);
+    return sum;
+}
+
 void bench_print_ranks(FILE *fp, int root, const int *ranks, int n)
 {
     char line[BENCH_LINE_MAX];

@@ -24,6 +24,7 @@ void bench_help(FILE *fp)
           "    llrdma-bench sweep [--hints LIST] [driver options] [-- pingpong options]\n"
           "    llrdma-bench allreduce-compare [--colls LIST] [driver options] [-- allreduce "
           "options]\n"
+          "    llrdma-bench plot [--out FILE.png] [--kind KIND] CSV|DUMP...\n"
           "    llrdma-bench selftest | --help | --version\n"
           "\n"
           "DESCRIPTION\n"
@@ -129,7 +130,20 @@ void bench_help(FILE *fp)
           "                      configuration lines and warnings)\n"
           "    --                the rest goes to each run's pingpong / allreduce\n"
           "\n"
+          "PLOT\n"
+          "    A plain program: PNG charts drawn by gnuplot (Debian: gnuplot-nox).  The\n"
+          "    CSV kind comes from its header: pingpong/sweep (latency by size per hint,\n"
+          "    P50 line and P50..P99 band, log axes, each hint marked), bw (hint,size,...,\n"
+          "    bw_MBps: bandwidth by size per hint; --kind bw also reads a pingpong CSV),\n"
+          "    allreduce (time by size), allreduce-compare (P50 per component and the first\n"
+          "    one's ratio to the best other).  JSON dumps (files or a directory; see\n"
+          "    btl_llrdma_dump) give the size histogram with the recommended hint marked.\n"
+          "    --out FILE        PNG to write (default: the input with .png)\n"
+          "    --kind K          auto (default), latency, bw, allreduce, compare, hist\n"
+          "    --title T, --width PX, --height PX (default 900 x 560)\n"
+          "\n"
           "ENVIRONMENT\n"
+          "    LLRDMA_GNUPLOT    gnuplot used by plot (default: gnuplot in PATH)\n"
           "    LLRDMA_MPIRUN     mpirun used by the drivers (default: mpirun in PATH)\n"
           "    LLRDMA_BENCH      program the drivers relaunch (default: argv[0], which may be\n"
           "                      a libtool wrapper script in a build tree)\n"
@@ -144,7 +158,8 @@ void bench_help(FILE *fp)
           "    mpirun -np 2 --mca btl_llrdma_size_hint 8K llrdma-bench pingpong --around-hint\n"
           "    mpirun -np 4 llrdma-bench incast --messages 400 --size 8,hint --busy-ms 1000\n"
           "    llrdma-bench sweep --hints 0,8K,64K --csv sweep.csv -- --iters 1000\n"
-          "    llrdma-bench allreduce-compare --np 4 --colls llrdma,tuned -- --max 2M\n",
+          "    llrdma-bench allreduce-compare --np 4 --colls llrdma,tuned -- --max 2M\n"
+          "    llrdma-bench plot sweep.csv            # writes sweep.png\n",
           fp);
 }
 
@@ -288,10 +303,13 @@ int main(int argc, char **argv)
     if (0 == strcmp(mode, "selftest")) {
         return bench_selftest_main();
     }
+    if (0 == strcmp(mode, "plot")) {
+        return bench_plot_main(argc - 2, argv + 2);
+    }
     if (bench_early_printer()) {
         bench_usage_error(NULL,
                           "unknown mode '%s' (expected pingpong, allreduce, incast, sweep, "
-                          "allreduce-compare, selftest)",
+                          "allreduce-compare, plot, selftest)",
                           mode);
     }
     return BENCH_EXIT_USAGE;

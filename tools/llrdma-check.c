@@ -1,7 +1,8 @@
 /*
  * llrdma-check: launched like the application (mpirun ... llrdma-check), it
  * shows every rank's effective llrdma configuration and whether the ranks
- * agree on the size hint.
+ * agree on the size hint.  `llrdma-check --stats DUMP...` (no mpirun) shows
+ * the message-size histograms a finished job wrote into its dumps.
  *
  * Exit status: 0 all ranks agree, 1 the hint differs, 2 llrdma did not load
  * on some rank, 3 usage or internal error.
@@ -12,15 +13,18 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "dump_read.h"
 #include "llrdma.h"
 #include "llrdma_allreduce.h"
 #include "llrdma_core.h"
+#include "llrdma_hist.h"
 
 #define CFG_MAX 8192
 
 static void usage(FILE *fp)
 {
     fprintf(fp, "Usage: mpirun [mpirun options] llrdma-check [--json] [--quiet]\n"
+                "       llrdma-check --stats DUMP|DIR...\n"
                 "\n"
                 "Prints every rank's effective llrdma configuration (size hint, its source,\n"
                 "the derived transport profile, the device found, the Allreduce segment) and\n"
@@ -31,6 +35,13 @@ static void usage(FILE *fp)
                 "           size_hint, source, origin), rank order, then no table\n"
                 "  --quiet  print only the verdict line\n"
                 "  --help   this text\n"
+                "\n"
+                "--stats (a plain program, no mpirun): per rank of a finished job, the\n"
+                "fragments btl/llrdma sent by payload size and path, and how often a send\n"
+                "waited for a send-queue slot or credit, read from the dumps the job wrote\n"
+                "with btl_llrdma_dump set to a file pattern (DIR: every *.json in it).\n"
+                "Exit 0, or 2 with a message naming the file when a dump cannot be read.\n"
+                "llrdma-hint recommend turns the same dumps into a hint.\n"
                 "\n"
                 "Exit status: 0 all ranks agree; 1 the size hint differs between ranks;\n"
                 "2 llrdma's components did not load on some rank (is\n"
@@ -124,12 +135,84 @@ static void print_plan(const llrdma_rank_config_t *c, int nranks, int one_node)
     }
 }
 
+static uint64_t path_sum(const uint64_t *v)
+{
+    uint64_t s = 0;
+    for (unsigned b = 0; b < LLRDMA_HIST_BUCKETS; ++b) {
+        s += v[b];
+    }
+    return s;
+}
+
+static int cmp_rank(const void *a, const void *b)
+{
+    int x = ((const llrdma_rank_stats_t *)a)->rank, y = ((const llrdma_rank_stats_t *)b)->rank;
+    return (x > y) - (x < y);
+}
+
+/* Offline: the histograms of a finished job's dumps, rank by rank. */
+static int show_stats(int argc, char **argv)
+{
+    static const char *const names[LLRDMA_HIST_NPATHS] = {"ll", "bw", "rdma"};
+    llrdma_dumpset_t set;
+    int rc = 0;
+
+    memset(&set, 0, sizeof(set));
+    if (0 == argc) {
+        fprintf(stderr, "llrdma-check: --stats: give the dump files or their directory\n");
+        return 3;
+    }
+    for (int i = 0; i < argc && 0 == rc; ++i) {
+        rc = llrdma_dumpset_read("llrdma-check", argv[i], &set);
+    }
+    if (0 != rc || 0 != llrdma_dumpset_check("llrdma-check", &set)) {
+        llrdma_dumpset_free(&set);
+        return 2;
+    }
+    qsort(set.ranks, (size_t)set.n, sizeof(set.ranks[0]), cmp_rank);
+    for (int i = 0; i < set.n; ++i) {
+        const llrdma_rank_stats_t *r = &set.ranks[i];
+        char hint[32];
+        llrdma_format_size(r->hint, hint, sizeof(hint));
+        printf("rank %d on %s (pid %ld, hint %s):", r->rank, r->host, r->pid, hint);
+        for (int p = 0; p < LLRDMA_HIST_NPATHS; ++p) {
+            printf(" %s %llu fragments %llu bytes %llu waits%s", names[p],
+                   (unsigned long long)path_sum(r->hist.count[p]),
+                   (unsigned long long)path_sum(r->hist.bytes[p]),
+                   (unsigned long long)r->hist.waits[p], p + 1 < LLRDMA_HIST_NPATHS ? ";" : "\n");
+        }
+        printf("  %-18s %12s %12s %12s\n", "payload", "ll", "bw", "rdma");
+        for (unsigned b = 0; b < LLRDMA_HIST_BUCKETS; ++b) {
+            char lo[32], hi[32], range[80];
+            if (0 == r->hist.count[0][b] + r->hist.count[1][b] + r->hist.count[2][b]) {
+                continue;
+            }
+            if (0 == b) {
+                snprintf(range, sizeof(range), "0..1 B");
+            } else {
+                llrdma_format_size(llrdma_hist_bucket_max(b - 1), lo, sizeof(lo));
+                llrdma_format_size(llrdma_hist_bucket_max(b), hi, sizeof(hi));
+                snprintf(range, sizeof(range), b + 1 < LLRDMA_HIST_BUCKETS ? "(%s, %s]" : "> %s",
+                         lo, hi);
+            }
+            printf("  %-18s %12llu %12llu %12llu\n", range, (unsigned long long)r->hist.count[0][b],
+                   (unsigned long long)r->hist.count[1][b],
+                   (unsigned long long)r->hist.count[2][b]);
+        }
+    }
+    llrdma_dumpset_free(&set);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     int json = 0, quiet = 0, rank, size, rc = 0, len, one_node = 0;
     char *mine, *all = NULL;
     int *lens = NULL, *displs = NULL;
 
+    if (argc >= 2 && 0 == strcmp(argv[1], "--stats")) {
+        return show_stats(argc - 2, argv + 2);
+    }
     for (int i = 1; i < argc; ++i) {
         if (0 == strcmp(argv[i], "--json")) {
             json = 1;

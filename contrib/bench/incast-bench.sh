@@ -16,7 +16,8 @@
 # the guest can write: its parent is passed with --rw), NP (4), MESSAGES (400),
 # SIZES (8,4K), BUSY_MS (1000), ITERS (3), TLS_LIST ("rc_verbs,ud_verbs,self rc,self"),
 # PP_WARMUP/PP_ITERS (sweep: 100/1000), PP_SIZES (8,256,1K,4K,8K,16K,64K),
-# VM_TIMEOUT (seconds for the guest, 1500).
+# VM_TIMEOUT (seconds for the guest, 1500), COALESCE ("1": btl_llrdma_coalesce as
+# given; "1 0" also runs every hint without coalescing, named hint-nocoalesce).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 PREFIX=${PREFIX:-/tmp/sb/inst}
@@ -31,6 +32,7 @@ PP_WARMUP=${PP_WARMUP:-100}
 PP_ITERS=${PP_ITERS:-1000}
 PP_SIZES=${PP_SIZES:-8,256,1K,4K,8K,16K,64K}
 HINTS="0 8K 64K"
+COALESCE=${COALESCE:-1}
 # Ranks float and yield when idle (NP ranks share the guest's vCPUs with rxe's
 # kernel work; docs/btl-design.md, "Known limits"); the same for both stacks.
 COMMON=(--oversubscribe --bind-to none --mca mpi_yield_when_idle 1)
@@ -77,9 +79,11 @@ guest() {
 
   echo "=== 1. incast over btl/llrdma ($((SECONDS - t0)) s)"
   for h in $HINTS; do
-    run "$d/incast-llrdma-$h" timeout 900 "$LLRDMA_MPIRUN" -np "$NP" "${COMMON[@]}" \
-      --mca pml ob1 --mca btl self,llrdma --mca btl_llrdma_size_hint "$h" \
-      llrdma-bench $(incast_args)
+    for c in $COALESCE; do
+      run "$d/incast-llrdma-$h$([[ $c == 0 ]] && echo -nocoalesce)" timeout 900 \
+        "$LLRDMA_MPIRUN" -np "$NP" "${COMMON[@]}" --mca pml ob1 --mca btl self,llrdma \
+        --mca btl_llrdma_size_hint "$h" --mca btl_llrdma_coalesce "$c" llrdma-bench $(incast_args)
+    done
   done
   echo "=== 2. incast over UCX ($((SECONDS - t0)) s)"
   for tls in $TLS_LIST; do
@@ -115,7 +119,8 @@ for path in sorted(glob.glob(os.path.join(d, 'incast-*.rc'))):
         doc = json.JSONDecoder().raw_decode(text[text.index('{"bench"'):])[0]
     except (OSError, ValueError):
         doc = None
-    order = (0, ['0', '8K', '64K'].index(name[7:])) if name.startswith('llrdma-') and name[7:] in ('0', '8K', '64K') else (1, 0)
+    hint = name[7:].split('-')[0]
+    order = (0, ['0', '8K', '64K'].index(hint), name) if name.startswith('llrdma-') and hint in ('0', '8K', '64K') else (1, 0, name)
     runs.append((order, name, rc, doc))
 runs.sort(key=lambda r: (r[0], r[1]))
 first = next((doc for _, _, _, doc in runs if doc), None)
@@ -128,7 +133,7 @@ print('drain = rank 0 end of busy -> last message; send = slowest sender first I
 print('| setting | size | drain P50 | drain max | send P50 | send max | lat P50 | lat P99 | data | exit |')
 print('|---|---|---|---|---|---|---|---|---|---|')
 for _, name, rc, doc in runs:
-    setting = ('btl/llrdma hint ' + name[7:]) if name.startswith('llrdma-') else 'UCX ' + name[4:]
+    setting = ('btl/llrdma hint ' + name[7:].replace('-', ', ')) if name.startswith('llrdma-') else 'UCX ' + name[4:]
     if not doc:
         print(f'| {setting} | - | - | - | - | - | - | - | no result | {rc} |')
         continue
@@ -177,7 +182,7 @@ mkdir -p "$OUT"
   echo "prefix: $PREFIX"
 } > "$OUT/host.txt"
 cat "$OUT/host.txt"
-export PREFIX NP MESSAGES SIZES BUSY_MS ITERS TLS_LIST PP_WARMUP PP_ITERS PP_SIZES
+export PREFIX NP MESSAGES SIZES BUSY_MS ITERS TLS_LIST PP_WARMUP PP_ITERS PP_SIZES COALESCE
 "$here/../softroce-vm" --rw "$(dirname "$OUT")" --timeout "${VM_TIMEOUT:-1500}" -- \
   bash "$here/incast-bench.sh" --guest "$OUT" 2>&1 | tee "$OUT/guest.log"
 summary "$OUT" | tee "$OUT/summary.md"

@@ -5,7 +5,9 @@
 //                          the caller's info line at r*192 + 128 (own cache
 //                          lines: a poller never shares a line with another
 //                          rank's writes)
-//   abort   64 B           nonzero once a rank failed
+//   abort   64 B           word 0: 1 + the call (llrdma_ar_shm_t.call) of
+//                          the first failure, 0 while none; word 1: 1 + a
+//                          rank found dead, 0 while none
 //   slots   2 x size x chunk   generation g % 2, rank r
 //   results 2 x chunk          generation g % 2
 //   own     2 x size x chunk   generation g % 2, rank r: private, pinned with
@@ -13,6 +15,7 @@
 // Flags hold round numbers and only grow, so a waiter compares with >=.
 #include "internal.h"
 
+#include <chrono>
 #include <thread>
 
 namespace llrdma
@@ -44,6 +47,36 @@ size_t abort_offset(int size)
 size_t slots_offset(int size)
 {
     return abort_offset(size) + kLine;
+}
+
+uint64_t *abort_word(void *base, int size, int i)
+{
+    return reinterpret_cast<uint64_t *>(static_cast<unsigned char *>(base) + abort_offset(size)) +
+           i;
+}
+
+// First failure wins: later ones must not move the recorded call.
+void mark_broken(void *base, int size, uint64_t call)
+{
+    uint64_t expected = 0;
+    __atomic_compare_exchange_n(abort_word(base, size, 0), &expected, call + 1, false,
+                                __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
+void mark_gone(void *base, int size, uint64_t call, int rank)
+{
+    uint64_t expected = 0;
+    __atomic_compare_exchange_n(abort_word(base, size, 1), &expected,
+                                static_cast<uint64_t>(rank) + 1, false, __ATOMIC_ACQ_REL,
+                                __ATOMIC_ACQUIRE);
+    mark_broken(base, size, call);
+}
+
+uint64_t now_ns()
+{
+    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                     std::chrono::steady_clock::now().time_since_epoch())
+                                     .count());
 }
 
 } // namespace
@@ -86,21 +119,39 @@ void Arena::post(int which, uint64_t g)
 
 int Arena::wait(int which, uint64_t g)
 {
-    const uint64_t *abort_word = reinterpret_cast<const uint64_t *>(base_ + abort_offset(size_));
+    const uint64_t *abort0 = abort_word(base_, size_, 0);
+    const bool check = s_->alive && s_->liveness_ns > 0;
     for (int r = 0; r < size_; ++r) {
         if (r == rank_)
             continue;
         const uint64_t *f = flag(r, which);
         unsigned polls = 0;
+        uint64_t next_check = 0;
         while (__atomic_load_n(f, __ATOMIC_ACQUIRE) < g) {
-            if (__atomic_load_n(abort_word, __ATOMIC_RELAXED) != 0)
-                return LLRDMA_AR_ERR_TRANSPORT;
+            if (__atomic_load_n(abort0, __ATOMIC_RELAXED) != 0)
+                return __atomic_load_n(abort_word(base_, size_, 1), __ATOMIC_ACQUIRE) != 0
+                           ? LLRDMA_AR_ERR_PEER_GONE
+                           : LLRDMA_AR_ERR_TRANSPORT;
             cpu_relax();
-            if (++polls % kPollsPerYield == 0) {
-                if (s_->progress)
-                    s_->progress(s_->progress_ctx);
-                else
-                    std::this_thread::yield();
+            if (++polls % kPollsPerYield != 0)
+                continue;
+            if (s_->progress)
+                s_->progress(s_->progress_ctx);
+            else
+                std::this_thread::yield();
+            if (!check)
+                continue;
+            // A rank that died never posts: ask about the one waited on, at
+            // most every liveness_ns (the first time after one interval).
+            uint64_t now = now_ns();
+            if (next_check == 0) {
+                next_check = now + s_->liveness_ns;
+            } else if (now >= next_check) {
+                next_check = now + s_->liveness_ns;
+                if (!s_->alive(s_->alive_ctx, r)) {
+                    mark_gone(base_, size_, s_->call, r);
+                    return LLRDMA_AR_ERR_PEER_GONE;
+                }
             }
         }
     }
@@ -109,15 +160,13 @@ int Arena::wait(int which, uint64_t g)
 
 int Arena::fail(int rc)
 {
-    __atomic_store_n(reinterpret_cast<uint64_t *>(base_ + abort_offset(size_)), uint64_t{1},
-                     __ATOMIC_RELEASE);
+    mark_broken(base_, size_, s_->call);
     return rc;
 }
 
 bool Arena::broken() const
 {
-    return __atomic_load_n(reinterpret_cast<const uint64_t *>(base_ + abort_offset(size_)),
-                           __ATOMIC_ACQUIRE) != 0;
+    return __atomic_load_n(abort_word(base_, size_, 0), __ATOMIC_ACQUIRE) != 0;
 }
 
 int ShmInput::round(uint64_t g, size_t off, size_t n, size_t next)
@@ -172,10 +221,47 @@ extern "C" int llrdma_ar_shm_broken(const llrdma_ar_shm_t *shm, int comm_size)
 {
     if (!shm || !shm->base || comm_size < 1)
         return 0;
-    return __atomic_load_n(
-               reinterpret_cast<const uint64_t *>(static_cast<const unsigned char *>(shm->base) +
-                                                  abort_offset(comm_size)),
-               __ATOMIC_ACQUIRE) != 0;
+    return __atomic_load_n(abort_word(shm->base, comm_size, 0), __ATOMIC_ACQUIRE) != 0;
+}
+
+extern "C" void llrdma_ar_shm_fail(llrdma_ar_shm_t *shm, int comm_size)
+{
+    if (shm && shm->base && comm_size >= 1)
+        mark_broken(shm->base, comm_size, shm->call);
+}
+
+extern "C" int llrdma_ar_shm_check(const llrdma_ar_shm_t *shm, int comm_size, int *gone_rank)
+{
+    if (gone_rank)
+        *gone_rank = -1;
+    if (!shm || !shm->base || comm_size < 1)
+        return LLRDMA_AR_SHM_USABLE;
+    uint64_t w = __atomic_load_n(abort_word(shm->base, comm_size, 0), __ATOMIC_ACQUIRE);
+    if (w == 0)
+        return LLRDMA_AR_SHM_USABLE;
+    uint64_t gone = __atomic_load_n(abort_word(shm->base, comm_size, 1), __ATOMIC_ACQUIRE);
+    if (gone != 0) {
+        if (gone_rank)
+            *gone_rank = static_cast<int>(gone - 1);
+        return LLRDMA_AR_SHM_PEER_GONE;
+    }
+    return shm->call > w - 1 ? LLRDMA_AR_SHM_REBUILD : LLRDMA_AR_SHM_FAILED;
+}
+
+extern "C" int llrdma_ar_shm_rank_ranges(int comm_size, size_t chunk_bytes, int rank, size_t *off,
+                                         size_t *len, int max)
+{
+    if (llrdma_ar_shm_bytes(comm_size, chunk_bytes) == 0 || rank < 0 || rank >= comm_size || !off ||
+        !len || max < 4)
+        return 0;
+    // Chunk indexes as in Arena::slot and Arena::own.
+    const size_t p = static_cast<size_t>(comm_size), r = static_cast<size_t>(rank);
+    const size_t idx[4] = {r, p + r, 2 * p + 2 + r, 3 * p + 2 + r};
+    for (int i = 0; i < 4; ++i) {
+        off[i] = slots_offset(comm_size) + idx[i] * chunk_bytes;
+        len[i] = chunk_bytes;
+    }
+    return 4;
 }
 
 extern "C" void *llrdma_ar_shm_rank_info(const llrdma_ar_shm_t *shm, int comm_size, int rank)

@@ -12,10 +12,15 @@
  * (sends and receives staged only for GPU-side memory, every bounce buffer
  * returned, every session ended) and counts calls for the test.
  * FAKEGPU_FAIL_AT=N fails the N-th stage_out of the process,
- * FAKEGPU_FAIL_SYNC_AT=N its N-th sync (the shared-memory arena's wait);
+ * FAKEGPU_FAIL_SYNC_AT=N its N-th sync (the shared-memory arena's wait),
+ * FAKEGPU_FAIL_COPY_AT=N its N-th whole-vector copy (copy_sync);
  * FAKEGPU_NO_REGISTER=1 refuses to pin host memory (copies to unpinned host
  * memory are then allowed, as CUDA allows them); FAKEGPU_NOT_MAPPED=1 pins
  * it for copies but not for kernels.
+ * Like a CUDA stream, a session's copy, reduce and stage_in only enqueue work:
+ * it runs at the next sync, stage_out (which waits for its own copy, so for
+ * everything before it) or end, so code that reads what a copy writes before
+ * synchronising reads stale data (FAKEGPU_DEFER=0: run at once).
  */
 #include "llrdma_allreduce.h"
 #include "llrdma_cuda.h"
@@ -123,9 +128,24 @@ EXPORT int cuPointerGetAttributes(unsigned int n, int *attrs, void **data, unsig
 
 /* ------------------------------------------------------ libllrdma_cuda.so */
 
+/* Work enqueued on a session's "stream". */
+typedef struct job {
+    struct job *next;
+    int reduce; /* 0: copy dst <- src (bytes); 1: out = a OP b */
+    void *dst;  /* copy */
+    const void *src;
+    size_t bytes;
+    void *bounce;  /* freed once the copy ran (stage_in) */
+    int op, dtype; /* reduce */
+    const void *a, *b;
+    void *out;
+    size_t count;
+} job_t;
+
 struct llrdma_cuda_session {
     int bounces; /* lent out or holding staged data */
     char err[256];
+    job_t *head, *tail;
 };
 
 static int fail(llrdma_cuda_session_t *s, const char *what)
@@ -142,6 +162,69 @@ static int gpu_side(const void *p)
     return in_dev(p) || in_man(p);
 }
 
+static int run_job(llrdma_cuda_session_t *s, job_t *j)
+{
+    if (!j->reduce) {
+        memmove(real(j->dst), real(j->src), j->bytes);
+        free(j->bounce);
+        return 0;
+    }
+    size_t n = j->count * llrdma_ar_dtype_size(j->dtype);
+    unsigned char *tmp = malloc(n);
+    if (NULL == tmp) {
+        return fail(s, "fakegpu: out of memory");
+    }
+    memcpy(tmp, real(j->b), n);
+    if (0 != llrdma_reduce_local(j->op, j->dtype, real(j->a), tmp, j->count)) {
+        free(tmp);
+        return fail(s, "fakegpu: reduction rejected");
+    }
+    memcpy(real(j->out), tmp, n);
+    free(tmp);
+    return 0;
+}
+
+/* Runs everything enqueued, in order (a stream synchronisation). */
+static int flush(llrdma_cuda_session_t *s)
+{
+    int rc = 0;
+    while (NULL != s->head) {
+        job_t *j = s->head;
+        s->head = j->next;
+        if (0 == rc && !s->err[0]) {
+            rc = run_job(s, j);
+        } else if (!j->reduce) {
+            free(j->bounce);
+        }
+        free(j);
+    }
+    s->tail = NULL;
+    return rc;
+}
+
+static int enqueue(llrdma_cuda_session_t *s, const job_t *proto)
+{
+    const char *d = getenv("FAKEGPU_DEFER");
+    job_t *j = malloc(sizeof(*j));
+    if (NULL == j) {
+        return fail(s, "fakegpu: out of memory");
+    }
+    *j = *proto;
+    j->next = NULL;
+    if (NULL != d && 0 == strcmp(d, "0")) {
+        int rc = run_job(s, j);
+        free(j);
+        return rc;
+    }
+    if (NULL != s->tail) {
+        s->tail->next = j;
+    } else {
+        s->head = j;
+    }
+    s->tail = j;
+    return 0;
+}
+
 static int f_begin(int device, llrdma_cuda_session_t **out, char *err, size_t errlen)
 {
     (void)device;
@@ -156,6 +239,7 @@ static int f_begin(int device, llrdma_cuda_session_t **out, char *err, size_t er
 static int f_end(llrdma_cuda_session_t *s, char *err, size_t errlen)
 {
     int rc;
+    (void)flush(s);
     if (0 != s->bounces) {
         fail(s, "fakegpu: session ended with bounce buffers outstanding");
     }
@@ -195,15 +279,13 @@ static int f_copy(llrdma_cuda_session_t *s, void *dst, const void *src, size_t b
     if (!gpu_side(dst) && !is_pinned(dst, bytes) && NULL == getenv("FAKEGPU_NO_REGISTER")) {
         return fail(s, "fakegpu: copy to host memory inside a session");
     }
-    memmove(real(dst), real(src), bytes);
-    return 0;
+    return enqueue(s, &(job_t){.dst = dst, .src = src, .bytes = bytes});
 }
 
 static int f_reduce(llrdma_cuda_session_t *s, int op, int dtype, const void *a, const void *b,
                     void *out, size_t count_)
 {
     size_t n = count_ * llrdma_ar_dtype_size(dtype);
-    unsigned char *tmp;
     count(C_REDUCE);
     if (s->err[0]) {
         return -1;
@@ -212,17 +294,9 @@ static int f_reduce(llrdma_cuda_session_t *s, int op, int dtype, const void *a, 
         !(gpu_side(out) || is_pinned(out, n))) {
         return fail(s, "fakegpu: reduction on host memory");
     }
-    if (NULL == (tmp = malloc(n))) {
-        return fail(s, "fakegpu: out of memory");
-    }
-    memcpy(tmp, real(b), n);
-    if (0 != llrdma_reduce_local(op, dtype, real(a), tmp, count_)) {
-        free(tmp);
-        return fail(s, "fakegpu: reduction rejected");
-    }
-    memcpy(real(out), tmp, n);
-    free(tmp);
-    return 0;
+    return enqueue(
+        s, &(job_t){
+               .reduce = 1, .op = op, .dtype = dtype, .a = a, .b = b, .out = out, .count = count_});
 }
 
 static void *f_alloc(llrdma_cuda_session_t *s, size_t bytes)
@@ -257,6 +331,9 @@ static int f_stage_out(llrdma_cuda_session_t *s, const void *src, size_t bytes, 
     if (!gpu_side(src)) {
         return fail(s, "fakegpu: send staged from host memory");
     }
+    if (0 != flush(s)) { /* the copy waits for the stream's earlier work */
+        return -1;
+    }
     if (NULL == (*bounce = malloc(bytes))) {
         return fail(s, "fakegpu: out of memory");
     }
@@ -282,11 +359,11 @@ static int f_stage_in(llrdma_cuda_session_t *s, void *dst, void *bounce, size_t 
     if (!s->err[0] && !gpu_side(dst)) {
         fail(s, "fakegpu: receive staged into host memory");
     }
-    if (!s->err[0]) {
-        memcpy(real(dst), bounce, bytes);
+    if (s->err[0]) {
+        free(bounce);
+        return -1;
     }
-    free(bounce);
-    return s->err[0] ? -1 : 0;
+    return enqueue(s, &(job_t){.dst = dst, .src = bounce, .bytes = bytes, .bounce = bounce});
 }
 
 static void f_bounce_put(llrdma_cuda_session_t *s, void *bounce)
@@ -302,8 +379,16 @@ static const char *f_error(const llrdma_cuda_session_t *s)
 
 static int f_copy_sync(void *dst, const void *src, size_t bytes, char *err, size_t errlen)
 {
-    (void)err;
-    (void)errlen;
+    static long n;
+    const char *at = getenv("FAKEGPU_FAIL_COPY_AT");
+    long k;
+    pthread_mutex_lock(&lock);
+    k = ++n;
+    pthread_mutex_unlock(&lock);
+    if (NULL != at && atol(at) == k) {
+        snprintf(err, errlen, "fakegpu: injected copy failure");
+        return -1;
+    }
     count(C_SYNC);
     memmove(real(dst), real(src), bytes);
     return 0;
@@ -325,7 +410,7 @@ static int f_sync(llrdma_cuda_session_t *s)
     if (NULL != at && atol(at) == k) {
         return fail(s, "fakegpu: injected sync failure");
     }
-    return 0;
+    return flush(s);
 }
 
 static int f_host_register(void *p, size_t bytes, char *err, size_t errlen)

@@ -4,6 +4,10 @@
  * the reference; awkward counts, MPI_IN_PLACE, every op on representative
  * datatypes, pair types with ties, sub-communicators (including permuted
  * ranks), repeated calls, and calls that must fall back (user op, derived type).
+ * --fault N [COUNT]: calls 1..N+2 on COUNT doubles with MPI_ERRORS_RETURN;
+ * call N must fail (a failure injected on some rank, see test-allreduce-faults.sh)
+ * and every other one be right (the arena is rebuilt).  --die R N: rank R
+ * kills itself at call N; the others' call N must fail within 10 s.
  * Each rank judges its own results: it prints "t_allreduce rank R: PASS" or its
  * first problems (FAIL lines) and exits 1.  The verdict never travels through
  * an MPI_Allreduce, i.e. through the code under test; mpirun exits nonzero when
@@ -11,10 +15,12 @@
  */
 #include <mpi.h>
 #include <math.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int rank, fails;
 
@@ -280,6 +286,35 @@ static void suite(MPI_Comm comm)
     test_fallbacks(comm);
 }
 
+/* Calls 1..last on `count` doubles, in place; call `bad` must fail, the
+ * others give the right sum.  die >= 0: that rank kills itself at call bad
+ * and the others stop after it (nothing collective can work any more). */
+static void faults(int bad, long count, int die)
+{
+    double *v = malloc((size_t)count * sizeof(double));
+    int p, k, last = die >= 0 ? bad : bad + 2;
+    MPI_Comm_size(MPI_COMM_WORLD, &p);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    for (k = 1; k <= last; ++k) {
+        for (long i = 0; i < count; ++i)
+            v[i] = rank + k + (double)(i % 1000);
+        if (k == bad && rank == die) {
+            fflush(stdout);
+            raise(SIGKILL);
+        }
+        double t0 = MPI_Wtime();
+        int rc = MPI_Allreduce(MPI_IN_PLACE, v, (int)count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        double secs = MPI_Wtime() - t0;
+        long i = count - 1;
+        double want = (double)p * (p - 1) / 2 + (double)p * (k + (double)(i % 1000));
+        if (k == bad ? MPI_SUCCESS == rc : MPI_SUCCESS != rc || v[i] != want)
+            FAIL("fault run: call %d returned %d (last element %g, want %g)", k, rc, v[i], want);
+        if (k == bad && die >= 0 && secs > 10)
+            FAIL("fault run: call %d took %.1f s to see rank %d gone", k, secs, die);
+    }
+    free(v);
+}
+
 int main(int argc, char **argv)
 {
     int size;
@@ -287,6 +322,20 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (argc > 2 && 0 == strcmp(argv[1], "--fault")) {
+        faults(atoi(argv[2]), argc > 3 ? atol(argv[3]) : 1000, -1);
+        goto done;
+    }
+    if (argc > 3 && 0 == strcmp(argv[1], "--die")) {
+        faults(atoi(argv[3]), 1000, atoi(argv[2]));
+        /* MPI_Finalize may wait for the dead rank (a PMIx fence): judge first. */
+        if (fails)
+            fprintf(stderr, "t_allreduce rank %d: FAIL (%d failed checks)\n", rank, fails);
+        else
+            printf("t_allreduce rank %d: PASS (%d ranks, one killed)\n", rank, size);
+        fflush(NULL);
+        _exit(fails ? 1 : 0);
+    }
     suite(MPI_COMM_WORLD);
     MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);
     suite(half);
@@ -294,6 +343,7 @@ int main(int argc, char **argv)
     suite(rev);
     MPI_Comm_free(&half);
     MPI_Comm_free(&rev);
+done:
     /* A rank that failed still finalizes: every rank made the same calls. */
     MPI_Finalize();
     if (fails)

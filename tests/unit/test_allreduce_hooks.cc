@@ -18,6 +18,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -758,4 +759,142 @@ BOOST_AUTO_TEST_CASE(shm_hook_failures_break_the_arena)
     BOOST_TEST_MESSAGE(fired << " of " << runs << " runs failed a hook");
     BOOST_CHECK(fired > runs / 2);
     BOOST_CHECK_EQUAL(heap.nlive(), 0u);
+}
+
+BOOST_AUTO_TEST_CASE(shm_check_tells_the_call_it_broke_in)
+{
+    // The abort line records the call of the first failure: that call fails,
+    // the next one rebuilds, and a later mark cannot move it.
+    const int p = 3;
+    std::vector<uint64_t> arena(llrdma_ar_shm_bytes(p, 256) / 8, 0);
+    llrdma_ar_shm_t shm{};
+    shm.base = arena.data();
+    shm.chunk_bytes = 256;
+    int gone = 7;
+    shm.call = 5;
+    BOOST_CHECK_EQUAL(llrdma_ar_shm_check(&shm, p, &gone), LLRDMA_AR_SHM_USABLE);
+    BOOST_CHECK_EQUAL(gone, -1);
+    llrdma_ar_shm_fail(&shm, p);
+    BOOST_CHECK_EQUAL(llrdma_ar_shm_broken(&shm, p), 1);
+    BOOST_CHECK_EQUAL(llrdma_ar_shm_check(&shm, p, &gone), LLRDMA_AR_SHM_FAILED);
+    shm.call = 6;
+    llrdma_ar_shm_fail(&shm, p); // a later failure does not move the call
+    BOOST_CHECK_EQUAL(llrdma_ar_shm_check(&shm, p, nullptr), LLRDMA_AR_SHM_REBUILD);
+    shm.call = 5;
+    BOOST_CHECK_EQUAL(llrdma_ar_shm_check(&shm, p, nullptr), LLRDMA_AR_SHM_FAILED);
+    // Call 0 (callers that do not count) is recorded too.
+    std::fill(arena.begin(), arena.end(), 0);
+    shm.call = 0;
+    llrdma_ar_shm_fail(&shm, p);
+    BOOST_CHECK_EQUAL(llrdma_ar_shm_check(&shm, p, nullptr), LLRDMA_AR_SHM_FAILED);
+    shm.call = 1;
+    BOOST_CHECK_EQUAL(llrdma_ar_shm_check(&shm, p, nullptr), LLRDMA_AR_SHM_REBUILD);
+    BOOST_CHECK_EQUAL(llrdma_ar_shm_check(nullptr, p, &gone), LLRDMA_AR_SHM_USABLE);
+    llrdma_ar_shm_fail(nullptr, p); // no crash
+}
+
+namespace
+{
+struct Liveness {
+    std::atomic<int> dead{-1};
+    std::atomic<int> asked{0};
+    static int alive(void *ctx, int rank)
+    {
+        auto *l = static_cast<Liveness *>(ctx);
+        ++l->asked;
+        return rank != l->dead.load();
+    }
+};
+} // namespace
+
+BOOST_AUTO_TEST_CASE(shm_dead_rank_ends_every_wait)
+{
+    // The last rank never arrives (its process died): every other rank's
+    // wait ends with LLRDMA_AR_ERR_PEER_GONE within a few intervals, and the
+    // arena names the rank.  A rank that is merely late is waited for.
+    for (int alg : {LLRDMA_AR_SHM_DIRECT, LLRDMA_AR_SHM_SPLIT})
+        for (int p : {2, 3, 5})
+            for (bool dies : {true, false}) {
+                sim::Options opt;
+                opt.shm_chunk = 256;
+                sim::World w(p, opt);
+                Liveness live;
+                if (dies)
+                    live.dead = p - 1;
+                std::vector<int> rc(p, 99);
+                std::vector<double> secs(p);
+                std::vector<std::thread> th;
+                for (int r = 0; r < p; ++r)
+                    th.emplace_back([&, r] {
+                        llrdma_ar_comm_t c = w.comm(r);
+                        c.shm->alive = &Liveness::alive;
+                        c.shm->alive_ctx = &live;
+                        c.shm->liveness_ns = 2000000; // 2 ms
+                        c.shm->call = 1;
+                        if (r == p - 1) {
+                            if (dies)
+                                return;
+                            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+                        }
+                        std::vector<int32_t> v(1000, r + 1);
+                        llrdma_ar_plan_t plan{alg, 1024, 1, "test"};
+                        auto t0 = std::chrono::steady_clock::now();
+                        rc[r] = llrdma_ar_run(&plan, &c, nullptr, v.data(), v.size(),
+                                              LLRDMA_DT_INT32, LLRDMA_OP_SUM, nullptr, 0);
+                        secs[r] =
+                            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+                                .count();
+                        if (rc[r] == LLRDMA_AR_OK)
+                            BOOST_CHECK_EQUAL(v[999], p * (p + 1) / 2);
+                    });
+                for (auto &t : th)
+                    t.join();
+                std::string ctx = std::string(llrdma_ar_alg_name(alg)) + " p=" + std::to_string(p) +
+                                  (dies ? " dead" : " late");
+                int gone = -2;
+                int st = llrdma_ar_shm_check(w.comm(0).shm, p, &gone);
+                for (int r = 0; r < p - (dies ? 1 : 0); ++r) {
+                    BOOST_CHECK_MESSAGE(rc[r] == (dies ? LLRDMA_AR_ERR_PEER_GONE : LLRDMA_AR_OK),
+                                        ctx << ": rank " << r << " rc " << rc[r]);
+                    BOOST_CHECK_MESSAGE(secs[r] < 5, ctx << ": rank " << r << " took " << secs[r]);
+                }
+                if (dies) {
+                    BOOST_CHECK_MESSAGE(st == LLRDMA_AR_SHM_PEER_GONE && gone == p - 1,
+                                        ctx << ": state " << st << " gone " << gone);
+                } else {
+                    BOOST_CHECK_MESSAGE(st == LLRDMA_AR_SHM_USABLE, ctx << ": state " << st);
+                    BOOST_CHECK_MESSAGE(live.asked > 0, ctx << ": liveness never asked");
+                }
+            }
+}
+
+BOOST_AUTO_TEST_CASE(shm_rank_ranges_partition_the_chunks)
+{
+    // Every rank's own ranges: whole chunks past the header, inside the
+    // arena, disjoint from every other rank's; 4p of the 4p + 2 chunks.
+    for (int p : {1, 2, 3, 7, 16})
+        for (size_t chunk : {size_t(64), size_t(4096)}) {
+            size_t total = llrdma_ar_shm_bytes(p, chunk), header = total - (4 * p + 2) * chunk;
+            std::vector<int> owner(4 * p + 2, -1);
+            for (int r = 0; r < p; ++r) {
+                size_t off[4], len[4];
+                BOOST_REQUIRE_EQUAL(llrdma_ar_shm_rank_ranges(p, chunk, r, off, len, 4), 4);
+                for (int i = 0; i < 4; ++i) {
+                    BOOST_CHECK_EQUAL(len[i], chunk);
+                    BOOST_CHECK_EQUAL((off[i] - header) % chunk, 0u);
+                    BOOST_REQUIRE(off[i] >= header && off[i] + len[i] <= total);
+                    int &o = owner[(off[i] - header) / chunk];
+                    BOOST_CHECK_EQUAL(o, -1);
+                    o = r;
+                }
+            }
+            BOOST_CHECK_EQUAL(std::count(owner.begin(), owner.end(), -1), 2);
+            // Rank r's input slot of generation 0 is chunk r.
+            for (int r = 0; r < p; ++r)
+                BOOST_CHECK_EQUAL(owner[r], r);
+        }
+    size_t off[4], len[4];
+    BOOST_CHECK_EQUAL(llrdma_ar_shm_rank_ranges(3, 64, 3, off, len, 4), 0);
+    BOOST_CHECK_EQUAL(llrdma_ar_shm_rank_ranges(3, 64, 0, off, len, 3), 0);
+    BOOST_CHECK_EQUAL(llrdma_ar_shm_rank_ranges(3, 100, 0, off, len, 4), 0);
 }

@@ -272,7 +272,9 @@ BOOST_AUTO_TEST_CASE(plan_with_a_shared_arena)
     BOOST_CHECK_EQUAL(llrdma_ar_shm_bytes(4, size_t(-64)), 0u);
     // info lines: one per rank, distinct, inside the arena, clear of the flags
     std::vector<unsigned char> arena(llrdma_ar_shm_bytes(3, 1024), 0);
-    llrdma_ar_shm_t shm{arena.data(), 1024, 0, nullptr, nullptr, 0, 0};
+    llrdma_ar_shm_t shm{};
+    shm.base = arena.data();
+    shm.chunk_bytes = 1024;
     auto *i0 = static_cast<unsigned char *>(llrdma_ar_shm_rank_info(&shm, 3, 0));
     auto *i2 = static_cast<unsigned char *>(llrdma_ar_shm_rank_info(&shm, 3, 2));
     BOOST_REQUIRE(i0 && i2);

@@ -73,7 +73,9 @@ class World
     {
         for (int r = 0; r < n; ++r) {
             ctx_[r] = RankCtx{this, r};
-            shm_[r] = llrdma_ar_shm_t{arena_.data(), o.shm_chunk, 0, nullptr, nullptr, 0, 0};
+            shm_[r] = llrdma_ar_shm_t{};
+            shm_[r].base = arena_.data();
+            shm_[r].chunk_bytes = o.shm_chunk;
         }
     }
     // The arena as seen by the threads: [arena_begin(), arena_end()).

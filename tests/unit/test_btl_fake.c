@@ -415,6 +415,7 @@ static void test_lazy_connect_and_post_flags(void)
 static int pair_ll(uint64_t hint, uint32_t sq)
 {
     fw_begin();
+    mca_btl_llrdma_component.coalesce = 0; /* one WR per message: exact counts */
     if (0 != fw_add(hint, sq, sq) || 1 != fw_add(hint, sq, sq)) {
         return -1;
     }
@@ -460,6 +461,63 @@ static void test_receive_dispatch(void)
     CHECK(1 == fw[1].err_calls && NULL != strstr(fw[1].err_text, "malformed"));
     CHECK(posted == fake_srq_posted(fw[1].m->path[LL].srq)); /* reposted all the same */
     fw_end(0);
+}
+
+/* Packed records (btl_llrdma_coalesce on the sender): each one dispatched in
+ * order; a sequence that does not end exactly at the received length, or a
+ * record without the magic, is malformed and nothing of it is delivered. */
+static size_t pack_rec(unsigned char *wire, size_t off, int first, size_t len, int fill)
+{
+    mca_btl_llrdma_hdr_t h = {.tag = FW_TAG,
+                              .flags = first ? MCA_BTL_LLRDMA_HDR_PACKED : 0,
+                              .magic = MCA_BTL_LLRDMA_HDR_MAGIC,
+                              .len = (uint32_t)len};
+    off = MCA_BTL_LLRDMA_REC_ALIGN(off);
+    memcpy(wire + off, &h, HDR);
+    if (fill) {
+        fw_fill(0, 1, wire + off + HDR, len, 1);
+    }
+    return off + HDR + len;
+}
+
+static void test_packed_dispatch(void)
+{
+    static unsigned char wire[4096];
+    size_t len;
+
+    CHECK(0 == pair_ll(8192, 0));
+    len = pack_rec(wire, 0, 1, sizeof(fw_msg_t) + 3, 1);
+    len = pack_rec(wire, len, 0, sizeof(fw_msg_t) + 17, 1);
+    len = pack_rec(wire, len, 0, sizeof(fw_msg_t), 1);
+    CHECK(0 == fake_inject_recv(fw_conn(1, 0, LL)->qp, wire, len));
+    fw_progress_one(1, 1);
+    CHECK(4 == fw[1].recv_calls && 4 == fw_sent(0, 1) && 0 == fw[1].recv_bad);
+    CHECK(0 == fw[1].err_calls);
+    fw_end(0);
+
+    /* Malformed: 0 trailing bytes short of a header, 1 a record running past
+     * the end, 2 a bad magic in the second record, 3 a single record whose
+     * length disagrees with the completion. */
+    for (int k = 0; k < 4; ++k) {
+        CHECK(0 == pair_ll(8192, 0));
+        len = pack_rec(wire, 0, 3 != k, sizeof(fw_msg_t) + 3, 0);
+        if (0 == k) {
+            len = MCA_BTL_LLRDMA_REC_ALIGN(len) + HDR - 2;
+        } else if (1 == k) {
+            len = pack_rec(wire, len, 0, 64, 0) - 8;
+        } else if (2 == k) {
+            size_t off = MCA_BTL_LLRDMA_REC_ALIGN(len);
+            len = pack_rec(wire, len, 0, 24, 0);
+            wire[off + 2] ^= 0xff;
+        } else {
+            len += 8;
+        }
+        CHECK(0 == fake_inject_recv(fw_conn(1, 0, LL)->qp, wire, len));
+        fw_progress_one(1, 1);
+        CHECK(1 == fw[1].recv_calls); /* the connecting message only */
+        CHECK(1 == fw[1].err_calls && NULL != strstr(fw[1].err_text, "malformed"));
+        fw_end(0);
+    }
 }
 
 static void test_completion_error_reaches_ob1(void)
@@ -834,6 +892,7 @@ int main(int argc, char **argv)
     test_granted_less_is_reported();
     test_lazy_connect_and_post_flags();
     test_receive_dispatch();
+    test_packed_dispatch();
     test_completion_error_reaches_ob1();
     test_post_failure_reaches_ob1();
     test_post_failure_mid_burst();

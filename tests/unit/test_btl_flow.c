@@ -13,7 +13,9 @@
  * refused), receive allotments shrinking past btl_llrdma_recv_mem_max,
  * simultaneous connects (exactly one QP per path survives, for every
  * schedule), mixed hints (smaller LL buffers, no LL path: fragments routed to
- * BW and never larger than the peer takes), sendi and prepare_src.
+ * BW and never larger than the peer takes), sendi, coalescing of messages
+ * that wait (packed records, never larger than the peer takes) and
+ * prepare_src.
  */
 #include "fake_btl.h"
 
@@ -33,6 +35,9 @@
 static int pair(uint64_t hint, uint32_t sq, int bw)
 {
     fw_begin();
+    /* One fragment per message, so these tests can count fragments and
+     * credits exactly; test_coalesce turns packing on. */
+    mca_btl_llrdma_component.coalesce = 0;
     if (0 != fw_add(hint, sq, sq) || 1 != fw_add(hint, sq, sq)) {
         return -1;
     }
@@ -289,6 +294,7 @@ static void test_cq_reservations(void)
      * 64 buffers) per CQ, two BW ones (16 + 32).  A BTL that reserved less
      * would pack more connections into a CQ and overrun it below. */
     fw_begin();
+    mca_btl_llrdma_component.coalesce = 0; /* counts fragments */
     fake.max_cqe = fw_port_max_cqe = 100;
     for (int i = 0; i < 4; ++i) {
         CHECK(i == fw_add(8192, 16, 16));
@@ -629,6 +635,7 @@ static void test_sendi(void)
     int before;
 
     fw_begin();
+    mca_btl_llrdma_component.coalesce = 0; /* counts fragments */
     CHECK(0 == fw_add(8192, 8, 8) && 1 == fw_add(8192, 8, 8));
     fw_mesh();
     /* Not connected: busy, with a descriptor for the regular path. */
@@ -689,6 +696,113 @@ static void test_sendi(void)
     }
     fw_settle(200);
     CHECK(0 == fake.rnr_events && 0 == fake.sq_overflows);
+    check_all_arrived();
+    fw_end(0);
+}
+
+/* ------------------------------------------------------ coalescing */
+
+/* Largest record sequence queued on a path: never more than the peer takes. */
+static uint32_t max_queued_wire(mca_btl_llrdma_endpoint_t *ep, int p)
+{
+    mca_btl_llrdma_frag_t *f;
+    uint32_t max = 0;
+    OPAL_LIST_FOREACH(f, &ep->pending[p], mca_btl_llrdma_frag_t)
+    {
+        uint32_t w = 0 != f->wire ? f->wire : (uint32_t)(HDR + f->segment.seg_len);
+        max = w > max ? w : max;
+    }
+    return max;
+}
+
+/* A receiver that does not progress, senders that keep sending: once the
+ * credits are used, messages are packed behind the queued fragment and
+ * complete at once; the receiver gets them all, in order, in a few buffers,
+ * and no buffer is larger than the peer's (here smaller: hint 4K). */
+static void test_coalesce(void)
+{
+    mca_btl_llrdma_endpoint_t *ab;
+    mca_btl_llrdma_conn_t *ca;
+    mca_btl_base_descriptor_t *d = NULL;
+    int before_sends, n_msgs = 0, queued_rc = 0, packed_rc = 0;
+    size_t bytes = 0;
+
+    fw_begin();
+    CHECK(0 == fw_add(16384, 0, 0)); /* A sends LL up to 16K */
+    CHECK(1 == fw_add(4096, 0, 0));  /* B receives LL up to 4K */
+    fw_mesh();
+    (void)fw_send(0, 1, 16, 0);
+    fw_settle(100);
+    ab = fw[0].ep[1];
+    ca = fw_conn(0, 1, LL);
+    CHECK(NULL != ca && ab->frag_max[LL] < 16384);
+    printf("# coalesce: peer LL frag_max %u\n", ab->frag_max[LL]);
+    if (NULL == ca) {
+        fw_end(1);
+        return;
+    }
+    /* Use the credits up: each message its own fragment. */
+    while (mca_btl_llrdma_conn_credits(ca) > 0) {
+        int rc = fw_send(0, 1, 100, 0);
+        CHECK(OPAL_SUCCESS == rc || 1 == rc);
+        fw_progress_one(0, 1);
+    }
+    CHECK(0 == opal_list_get_size(&ab->pending[LL]));
+    before_sends = fake.nsends;
+    /* 300 more of 16..1000 bytes: the first is copied into a fragment of the
+     * BTL's own, the rest pack behind it; each completes at once. */
+    for (int i = 0; i < 300; ++i) {
+        size_t size = 16 + (size_t)(i * 37) % 985;
+        int rc = fw_send(0, 1, size, 0);
+        queued_rc += OPAL_SUCCESS == rc;
+        packed_rc += 1 == rc;
+        bytes += size;
+        ++n_msgs;
+    }
+    /* sendi packs too: success, no descriptor. */
+    CHECK(OPAL_SUCCESS == sendi(0, 1, 200, 24, &d) && NULL == d);
+    ++n_msgs;
+    bytes += 200;
+    CHECK(fake.nsends == before_sends); /* nothing went: no credits */
+    CHECK(0 == queued_rc && 300 == packed_rc);
+    /* A new fragment queues only when the last one is full. */
+    queued_rc = (int)opal_list_get_size(&ab->pending[LL]);
+    CHECK(queued_rc >= 2 && (size_t)queued_rc <= bytes / (ab->frag_max[LL] - 1000 - 2 * HDR) + 1);
+    CHECK(max_queued_wire(ab, LL) <= HDR + ab->frag_max[LL]);
+    CHECK(1 == fw[0].m->waiting);
+    /* The receiver wakes: every message arrives, verified, in order. */
+    fw_settle(300);
+    CHECK(0 == opal_list_get_size(&ab->pending[LL]));
+    CHECK(fake.nsends - before_sends < n_msgs / 5);
+    printf("# coalesce: %d messages in %d WRs (%d queued fragments)\n", n_msgs,
+           fake.nsends - before_sends, queued_rc);
+    CHECK(0 == fake.rnr_events && 0 == fake.sq_overflows);
+    /* A message of more than a quarter of the peer's buffer waits as ob1's
+     * own fragment (its completion comes later); a small one still packs
+     * behind it. */
+    while (mca_btl_llrdma_conn_credits(ca) > 0) {
+        (void)fw_send(0, 1, 100, 0);
+        fw_progress_one(0, 1);
+    }
+    CHECK(OPAL_SUCCESS == fw_send(0, 1, ab->frag_max[LL] / 4 + 1, 0));
+    CHECK(1 == fw_send(0, 1, 100, 0));
+    CHECK(1 == opal_list_get_size(&ab->pending[LL]));
+    fw_settle(300);
+    check_all_arrived();
+    fw_end(0);
+
+    /* btl_llrdma_coalesce=0: one fragment per message, as before. */
+    CHECK(0 == pair(8192, 0, 0));
+    ca = fw_conn(0, 1, LL);
+    while (mca_btl_llrdma_conn_credits(ca) > 0) {
+        (void)fw_send(0, 1, 100, 0);
+        fw_progress_one(0, 1);
+    }
+    for (int i = 0; i < 20; ++i) {
+        CHECK(OPAL_SUCCESS == fw_send(0, 1, 100, 0));
+    }
+    CHECK(20 == opal_list_get_size(&fw[0].ep[1]->pending[LL]));
+    fw_settle(300);
     check_all_arrived();
     fw_end(0);
 }
@@ -792,6 +906,7 @@ int main(int argc, char **argv)
     test_simultaneous_connects();
     test_mixed_hints();
     test_sendi();
+    test_coalesce();
     test_prepare_src();
     /* The expected transport errors print a user-facing message each. */
     fflush(stderr);

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# coll/llrdma when one rank fails and the others do not: a failure on one rank
+# only (an allocation, a GPU copy before the arena, a stream sync inside it,
+# a libllrdma_cuda.so that will not load) ends that call with an error on
+# every rank instead of leaving the others waiting, and the next call works on
+# a fresh arena; a rank killed during an arena Allreduce is named by the
+# survivors within seconds; a communicator whose ranks disagree on the plan
+# hands its Allreduce to the module below once.  Every rank judges its own
+# results (env.sh: check_pass).
+. ./tests/mpi/env.sh
+T="$top_builddir/tests/mpi/t_allreduce"
+TG="$top_builddir/tests/fakegpu/t_allreduce_fakegpu"
+FAKE="$top_builddir/tests/fakegpu/.libs/libfakegpu.so"
+V=(--mca coll_llrdma_verbose 1)
+export LLRDMA_TEST_TIMEOUT=${LLRDMA_TEST_TIMEOUT:-90}
+
+# Host buffers: rank 1's scratch allocation fails in its third arena call.
+for alg in shm_direct shm_split; do
+  for n in 2 3; do
+    launch -np $n "${V[@]}" --mca coll_llrdma_allreduce_algorithm $alg \
+      -x LLRDMA_TEST_ALLOC_FAIL=1:3 "$T" --fault 3
+    check_pass "$n ranks, $alg: one rank's allocation fails: that call fails everywhere, the next works" \
+      t_allreduce $n
+    check_run "$n ranks, $alg: the arena was rebuilt" has "every rank sets up a fresh one"
+  done
+done
+# Many rounds per call (64-byte chunks): the failure hits mid-stream.
+launch -np 3 "${V[@]}" --mca coll_llrdma_shm_chunk_size 64 -x LLRDMA_TEST_ALLOC_FAIL=2:2 \
+  "$T" --fault 2 5000
+check_pass "3 ranks, 64-byte chunks, rank 2 fails: no hang, recovered" t_allreduce 3
+
+# A rank killed while the others wait in the arena: they end with an error
+# naming it (mpirun keeps them running with --enable-recovery).
+for n in 2 4; do
+  launch --enable-recovery -np $n "$T" --die 1 3
+  got=$(grep -o "t_allreduce rank [0-9]*: PASS" <<<"$out" | awk '{ print $3 + 0 }' | sort -n | xargs)
+  want=$(seq -s ' ' 0 $((n - 1)) | sed 's/\b1\b *//; s/ *$//')
+  check "$n ranks, rank 1 killed: the others PASS (error within 10 s) [$got]" test "$got" = "$want"
+  check "$n ranks, rank 1 killed: named by the survivors" \
+    has "rank 1 is gone (its process exited) while rank [0-9]* waited for it"
+  grep -w FAIL <<<"$out" | head -5 | sed 's/^/#   /'
+done
+LLRDMA_TEST_TIMEOUT=15 launch --enable-recovery -np 2 --mca coll_llrdma_shm_liveness_ms 0 \
+  "$T" --die 1 3
+# Without the check the survivor keeps waiting (the launcher's timeout ends it).
+check "liveness check off: the survivor is not told (the check is what ends the wait)" \
+  lacks "is gone (its process exited)"
+
+# GPU buffers through the fake GPU: the failure on one rank only.
+if [ -f "$FAKE" ]; then
+  mkdir -p "$LLRDMA_TEST_HOME/lib"
+  ln -sf "$FAKE" "$LLRDMA_TEST_HOME/lib/libcuda.so.1"
+  export LD_LIBRARY_PATH="$LLRDMA_TEST_HOME/lib:$LD_LIBRARY_PATH"
+  export LLRDMA_CUDA_LIB="$FAKE"
+  P=t_allreduce_fakegpu
+  # Whole-vector copy to the host (before the arena) fails on rank 1 at call 3.
+  launch -np 1 "${V[@]}" "$TG" --fault 3 : -np 1 -x FAKEGPU_FAIL_COPY_AT=5 "$TG" --fault 3
+  check_pass "GPU copy before the arena fails on one rank: no hang, recovered" $P 2
+  # Stream sync inside the arena fails on rank 1 at call 3.
+  launch -np 1 "${V[@]}" --mca coll_llrdma_gpu_stage_max 0 "$TG" --fault 3 \
+    : -np 1 -x FAKEGPU_FAIL_SYNC_AT=3 "$TG" --fault 3
+  check_pass "GPU sync in the arena fails on one rank: no hang, recovered" $P 2
+  # One rank cannot load libllrdma_cuda.so: every call fails on every rank.
+  launch -np 1 "$TG" --fault-sticky 1 : -np 1 -x LLRDMA_CUDA_LIB=/nonexistent/libllrdma_cuda.so \
+    -x FAKEGPU_LIB="$FAKE" "$TG" --fault-sticky 1
+  check_pass "one rank cannot load the GPU library: every call fails everywhere, none hangs" $P 2
+else
+  not_ok "libfakegpu.so not built"
+fi
+
+# Ranks that disagree on the plan: the first call says so, later calls skip
+# coll/llrdma (the one-per-rank "disagree" line is the first call's).
+launch --mca op ^avx --mca coll_llrdma_verbose 10 --mca coll_llrdma_mismatch_action warn \
+  -np 1 -x OMPI_MCA_btl_llrdma_size_hint=4K "$T" : -np 1 -x OMPI_MCA_btl_llrdma_size_hint=1M "$T"
+check_pass "plan mismatch: results correct" t_allreduce 2
+check_run "plan mismatch: handed to the previous module once per rank" \
+  count "MPI_COMM_WORLD: Allreduce handed to the previous module for good" 2
+check_run "plan mismatch on MPI_COMM_WORLD: only its first call passed through coll/llrdma" \
+  count "on MPI_COMM_WORLD: ranks disagree on the plan inputs" 2
+finish
