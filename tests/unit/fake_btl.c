@@ -188,7 +188,7 @@ void fw_begin(void)
     c->retry_count = 7;
     c->recv_mem_max = 256u << 20;
     c->stall_warn_ms = 2000;
-    c->coalesce = 1;
+    c->coalesce = 0;
     c->nmodules = 0;
     c->modules = NULL;
 }

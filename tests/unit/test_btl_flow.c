@@ -728,6 +728,7 @@ static void test_coalesce(void)
     size_t bytes = 0;
 
     fw_begin();
+    mca_btl_llrdma_component.coalesce = 1;
     CHECK(0 == fw_add(16384, 0, 0)); /* A sends LL up to 16K */
     CHECK(1 == fw_add(4096, 0, 0));  /* B receives LL up to 4K */
     fw_mesh();
