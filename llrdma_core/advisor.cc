@@ -1,7 +1,7 @@
 // advisor.cc -- "what hint should I use?": the field report's guidance (docs/background.md,
 // "When to use it" and failure case 1) applied to the message-size histograms of every rank
 // (llrdma_hist.h).  Pure: the tools read the dumps and print the result.
-#include "hist_internal.hpp"
+#include "llrdma_internal.hpp"
 #include "llrdma_hist.h"
 #include "llrdma_internal.hpp"
 

@@ -21,20 +21,7 @@ namespace
 
 void put_string(std::string &o, const std::string &s)
 {
-    o += '"';
-    for (unsigned char c : s) {
-        if (c == '"' || c == '\\') {
-            o += '\\';
-            o += static_cast<char>(c);
-        } else if (c < 0x20 || c == 0x7f) {
-            char esc[8];
-            std::snprintf(esc, sizeof esc, "\\u%04x", c);
-            o += esc;
-        } else {
-            o += static_cast<char>(c); // UTF-8 passes through unchanged
-        }
-    }
-    o += '"';
+    put_json_string(o, s);
 }
 
 void put_key(std::string &o, const char *key, bool first = false)
@@ -143,22 +130,6 @@ using json::Parser;
 
 // Typed field readers: a missing key leaves the field alone, a present key of the wrong
 // type or out of range makes the whole document invalid.
-bool to_u64(const JValue &v, uint64_t &out)
-{
-    if (v.type != JValue::Number || v.s.empty() || v.s[0] == '-')
-        return false;
-    uint64_t r = 0;
-    for (char c : v.s) {
-        if (c < '0' || c > '9')
-            return false; // fraction or exponent
-        uint64_t d = static_cast<uint64_t>(c - '0');
-        if (r > (UINT64_MAX - d) / 10)
-            return false;
-        r = r * 10 + d;
-    }
-    out = r;
-    return true;
-}
 
 bool to_i64(const JValue &v, long long lo, long long hi, long long &out)
 {
@@ -170,7 +141,7 @@ bool to_i64(const JValue &v, long long lo, long long hi, long long &out)
     mag.s = neg ? v.s.substr(1) : v.s;
     uint64_t m;
     const uint64_t lim = static_cast<uint64_t>(LLONG_MAX) + (neg ? 1 : 0);
-    if (!to_u64(mag, m) || m > lim)
+    if (!json::to_u64(mag, m) || m > lim)
         return false;
     // -(m - 1) - 1 reaches LLONG_MIN without overflowing.
     long long r =
@@ -205,7 +176,7 @@ class Reader
         uint64_t r;
         if (v == nullptr)
             return;
-        if (to_u64(*v, r) && r <= hi)
+        if (json::to_u64(*v, r) && r <= hi)
             field = static_cast<T>(r);
         else
             ok = false;

@@ -1,7 +1,7 @@
 // histogram.cc -- arithmetic of btl/llrdma's message-size histogram and its place in the
 // per-rank dump (llrdma_hist.h).  The BTL only increments (inline, in the header); everything
 // that reads the counts lives here so the rules are unit-tested without a device.
-#include "hist_internal.hpp"
+#include "llrdma_internal.hpp"
 #include "json_reader.hpp"
 #include "llrdma_hist.h"
 #include "llrdma_internal.hpp"
@@ -59,19 +59,7 @@ using json::JValue;
 
 bool u64_of(const JValue *v, uint64_t &out)
 {
-    if (v == nullptr || v->type != JValue::Number || v->s.empty() || v->s[0] == '-')
-        return false;
-    uint64_t r = 0;
-    for (char c : v->s) {
-        if (c < '0' || c > '9')
-            return false;
-        uint64_t d = static_cast<uint64_t>(c - '0');
-        if (r > (UINT64_MAX - d) / 10)
-            return false;
-        r = r * 10 + d;
-    }
-    out = r;
-    return true;
+    return v != nullptr && json::to_u64(*v, out);
 }
 
 // A JSON integer within long long (rank, pid).

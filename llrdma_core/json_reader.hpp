@@ -6,6 +6,7 @@
 #ifndef LLRDMA_JSON_READER_HPP
 #define LLRDMA_JSON_READER_HPP
 
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -290,6 +291,24 @@ class Parser
         }
     }
 };
+
+// A non-negative integer without fraction or exponent that fits 64 bits.
+inline bool to_u64(const JValue &v, uint64_t &out)
+{
+    if (v.type != JValue::Number || v.s.empty() || v.s[0] == '-')
+        return false;
+    uint64_t r = 0;
+    for (char c : v.s) {
+        if (c < '0' || c > '9')
+            return false; // fraction or exponent
+        uint64_t d = static_cast<uint64_t>(c - '0');
+        if (r > (UINT64_MAX - d) / 10)
+            return false;
+        r = r * 10 + d;
+    }
+    out = r;
+    return true;
+}
 
 } // namespace json
 } // namespace llrdma

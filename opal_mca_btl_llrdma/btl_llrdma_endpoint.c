@@ -511,16 +511,8 @@ static mca_btl_llrdma_frag_t *queue_copy(mca_btl_llrdma_endpoint_t *ep, mca_btl_
     if (NULL == c) {
         return NULL;
     }
-    c->endpoint = ep;
+    mca_btl_llrdma_frag_init_send(c, ep, frag->segment.seg_len, MCA_BTL_DES_FLAGS_BTL_OWNERSHIP);
     c->tag = frag->tag;
-    c->segment.seg_addr.pval = mca_btl_llrdma_frag_payload(c);
-    c->segment.seg_len = frag->segment.seg_len;
-    c->base.des_segments = &c->segment;
-    c->base.des_segment_count = 1;
-    c->base.des_flags = MCA_BTL_DES_FLAGS_BTL_OWNERSHIP;
-    c->base.des_cbfunc = NULL;
-    c->base.des_cbdata = NULL;
-    c->base.order = MCA_BTL_NO_ORDER;
     memcpy(mca_btl_llrdma_frag_payload(c), mca_btl_llrdma_frag_payload(frag),
            frag->segment.seg_len);
     return c;

@@ -67,4 +67,20 @@ static inline void *mca_btl_llrdma_frag_payload(mca_btl_llrdma_frag_t *frag)
     return (void *)(frag->hdr + 1);
 }
 
+/* A send descriptor of `size` payload bytes in frag's own buffer, no callback. */
+static inline void mca_btl_llrdma_frag_init_send(mca_btl_llrdma_frag_t *frag,
+                                                 struct mca_btl_base_endpoint_t *ep, size_t size,
+                                                 uint32_t flags)
+{
+    frag->endpoint = ep;
+    frag->segment.seg_addr.pval = mca_btl_llrdma_frag_payload(frag);
+    frag->segment.seg_len = size;
+    frag->base.des_segments = &frag->segment;
+    frag->base.des_segment_count = 1;
+    frag->base.des_flags = flags;
+    frag->base.des_cbfunc = NULL;
+    frag->base.des_cbdata = NULL;
+    frag->base.order = MCA_BTL_NO_ORDER;
+}
+
 #endif

@@ -433,15 +433,7 @@ static mca_btl_llrdma_frag_t *frag_alloc(mca_btl_llrdma_module_t *m,
     if (NULL == frag) {
         return NULL; /* ob1 queues the request and retries from progress */
     }
-    frag->endpoint = ep;
-    frag->segment.seg_addr.pval = mca_btl_llrdma_frag_payload(frag);
-    frag->segment.seg_len = size;
-    frag->base.des_segments = &frag->segment;
-    frag->base.des_segment_count = 1;
-    frag->base.des_flags = flags;
-    frag->base.des_cbfunc = NULL;
-    frag->base.des_cbdata = NULL;
-    frag->base.order = MCA_BTL_NO_ORDER;
+    mca_btl_llrdma_frag_init_send(frag, ep, size, flags);
     return frag;
 }
 
