@@ -107,6 +107,10 @@ extern "C" llrdma_cm_request_t llrdma_cm_on_request(llrdma_conn_have_t have, uin
         // Both sides apply the same rule, so exactly one attempt survives.
         return my_name < peer_name ? LLRDMA_CM_REJECT_TIE : LLRDMA_CM_ACCEPT_SUPERSEDE;
     case LLRDMA_CONN_PASSIVE_PENDING:
+        // The peer runs one attempt at a time: a new request means it gave up the one we
+        // are accepting (our accept or its RTU was lost or late).  Refusing it would leave
+        // both sides waiting until our stale attempt times out in the CM (minutes).
+        return LLRDMA_CM_ACCEPT_REPLACE;
     case LLRDMA_CONN_UP:
     default:
         return LLRDMA_CM_REJECT_DUP;
@@ -131,6 +135,12 @@ extern "C" llrdma_cm_next_t llrdma_cm_on_active_error(llrdma_cm_err_t err, uint6
         // gone never does.  Only time tells them apart.
         return elapsed_ms < timeout_ms ? LLRDMA_CM_RETRY : LLRDMA_CM_FAIL;
     }
+}
+
+extern "C" uint32_t llrdma_cm_peer_wait_ms(uint32_t waits)
+{
+    uint32_t shift = std::min<uint32_t>(waits > 0 ? waits - 1 : 0, 4);
+    return 1000u << shift;
 }
 
 extern "C" uint32_t llrdma_cm_retry_delay_ms(uint32_t attempt)

@@ -146,6 +146,8 @@ typedef enum {
     LLRDMA_CM_ACCEPT_SUPERSEDE, /* accept; our own pending attempt is dropped */
     LLRDMA_CM_REJECT_TIE,       /* ours wins the tie-break */
     LLRDMA_CM_REJECT_DUP,       /* we already have this path */
+    LLRDMA_CM_ACCEPT_REPLACE,   /* accept; the peer's earlier attempt we were accepting is
+                                   stale (it has one attempt at a time) and is dropped */
 } llrdma_cm_request_t;
 
 /* Names are (jobid << 32 | vpid). */
@@ -173,6 +175,12 @@ llrdma_cm_next_t llrdma_cm_on_active_error(llrdma_cm_err_t err, uint64_t elapsed
                                            uint64_t timeout_ms);
 /* Back-off before attempt number `attempt` (1 = first retry). */
 uint32_t llrdma_cm_retry_delay_ms(uint32_t attempt);
+/* How long a side whose attempt was rejected (tie-break lost, or the peer
+ * still held a connection) waits for the peer's own attempt before trying
+ * again itself, for its `waits`-th such wait (1 = first): 1, 2, 4, ... s, at
+ * most 16 s.  Bounded because the peer's attempt can die on the way (a lost
+ * CM message) and leave both sides waiting. */
+uint32_t llrdma_cm_peer_wait_ms(uint32_t waits);
 
 #ifdef __cplusplus
 }

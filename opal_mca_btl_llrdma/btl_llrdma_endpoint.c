@@ -66,7 +66,7 @@ static void endpoint_construct(mca_btl_llrdma_endpoint_t *ep)
         ep->use_path[p] = 0;
         ep->frag_max[p] = 0;
         ep->first_try_ms[p] = ep->retry_at_ms[p] = 0;
-        ep->attempts[p] = 0;
+        ep->attempts[p] = ep->peer_waits[p] = 0;
         OBJ_CONSTRUCT(&ep->pending[p], opal_list_t);
     }
 }
@@ -964,10 +964,16 @@ static void active_failed(mca_btl_llrdma_conn_t *conn, llrdma_cm_err_t err, cons
                                      (uint64_t)mca_btl_llrdma_component.connect_timeout_s * 1000u);
     if (LLRDMA_CM_DROP == next) {
         /* The peer's own attempt carries the path: wait for it, polling the
-         * CM channel meanwhile. */
+         * CM channel meanwhile, but not forever: its attempt can die on the
+         * way, and then ours has to go again. */
+        uint32_t wait = llrdma_cm_peer_wait_ms(++ep->peer_waits[p]);
         ep->first_try_ms[p] = 0;
         ep->attempts[p] = 0;
-        schedule_retry(ep, p, now + (uint64_t)mca_btl_llrdma_component.connect_timeout_s * 1000u);
+        schedule_retry(ep, p, now + wait);
+        opal_output_verbose(20, mca_btl_llrdma_component.output,
+                            "btl:llrdma: %s to %s: %s (%s); waiting %u ms for its attempt",
+                            LLRDMA_PATH_LL == p ? "ll" : "bw", OPAL_NAME_PRINT(ep->proc->proc_name),
+                            what, status, wait);
         return;
     }
     if (LLRDMA_CM_RETRY == next) {
@@ -1058,6 +1064,7 @@ static void conn_established(mca_btl_llrdma_conn_t *conn, const mca_btl_llrdma_c
     conn->state = LLRDMA_CONN_ESTABLISHED;
     ep->first_try_ms[p] = 0;
     ep->attempts[p] = 0;
+    ep->peer_waits[p] = 0;
     conn_set_rnr_timer(conn);
     update_ready(ep);
     opal_output_verbose(20, mca_btl_llrdma_component.output,
@@ -1196,6 +1203,15 @@ static void handle_connect_request(mca_btl_llrdma_module_t *m, struct rdma_cm_id
         /* Ours loses: the peer rejects it; forget it now. */
         ep->conn[req->path]->superseded = 1;
         ep->conn[req->path] = NULL;
+    } else if (LLRDMA_CM_ACCEPT_REPLACE == decision) {
+        /* The peer gave up the attempt we were accepting: close ours. */
+        mca_btl_llrdma_conn_t *stale = ep->conn[req->path];
+        opal_output_verbose(20, mca_btl_llrdma_component.output,
+                            "btl:llrdma: %s connection request from %s replaces its earlier "
+                            "attempt",
+                            LLRDMA_PATH_LL == req->path ? "ll" : "bw", OPAL_NAME_PRINT(name));
+        ep->conn[req->path] = NULL;
+        conn_drop(stale);
     }
     conn = OBJ_NEW(mca_btl_llrdma_conn_t);
     if (NULL == conn) {

@@ -702,6 +702,7 @@ static void test_connection_rejected(void)
 
 static void test_passive_connection(void)
 {
+    struct rdma_cm_id *second;
     mca_btl_llrdma_conn_req_t req;
     mca_btl_llrdma_endpoint_t *ep;
     mca_btl_llrdma_module_t *b;
@@ -732,10 +733,13 @@ static void test_passive_connection(void)
     req.version = MCA_BTL_LLRDMA_CONN_VERSION;
     req.path = 5;
     (void)fake_connect_request(b->listen_id, &req, sizeof(req));
+    /* A second BW request while the first is still being accepted: the peer
+     * runs one attempt at a time, so it gave the first up (its accept was
+     * lost): the new one replaces it rather than being refused. */
     req.path = BW;
-    (void)fake_connect_request(b->listen_id, &req, sizeof(req)); /* a duplicate */
+    second = fake_connect_request(b->listen_id, &req, sizeof(req));
     fw_progress_one(1, 20);
-    CHECK(4 == fake.nrejects && 2 == fake.naccepts);
+    CHECK(3 == fake.nrejects && 3 == fake.naccepts);
     ep = fw_add_procs(1, 0); /* ob1 adds the process later: the same endpoint */
     CHECK(NULL != ep && 1 == opal_list_get_size(&b->endpoints));
     if (NULL == ep) {
@@ -747,7 +751,15 @@ static void test_passive_connection(void)
     /* Per-peer limits: the smaller LL fragment of the two. */
     CHECK(ep->frag_max[LL] == fw[0].m->lim.frag_max[LL] && ep->frag_max[LL] < b->lim.frag_max[LL]);
     CHECK(16 == ep->conn[LL]->credit.granted && 16 == ep->conn[BW]->credit.granted);
+    CHECK(ep->conn[BW]->id == second);
+    /* The stale attempt's receive allotment went back: one allotment posted per path. */
+    CHECK(b->path[BW].rq.reserved == ep->conn[BW]->allot);
     CHECK(b->path[LL].rq.posted == fw[1].prof.ll.rq_depth);
+    /* A request for a path that is up is refused (DUP). */
+    req.path = LL;
+    (void)fake_connect_request(b->listen_id, &req, sizeof(req));
+    fw_progress_one(1, 20);
+    CHECK(4 == fake.nrejects && 3 == fake.naccepts);
     fake.wire_hold = 1; /* nobody behind the raw QPs */
     CHECK(1 == fw_send(1, 0, 16, 0));
     CHECK(fake.sends[0].qp == ep->conn[LL]->qp);

@@ -441,6 +441,9 @@ BOOST_AUTO_TEST_CASE(cm_on_request_every_state_and_order)
                 BOOST_TEST(d == (mine_smaller ? LLRDMA_CM_REJECT_TIE : LLRDMA_CM_ACCEPT_SUPERSEDE));
                 break;
             case LLRDMA_CONN_PASSIVE_PENDING:
+                // The peer has one attempt at a time: the one we were accepting is stale.
+                BOOST_TEST(d == LLRDMA_CM_ACCEPT_REPLACE);
+                break;
             case LLRDMA_CONN_UP:
                 BOOST_TEST(d == LLRDMA_CM_REJECT_DUP);
                 break;
@@ -481,8 +484,14 @@ namespace
 
 // Two processes connecting one path to each other, message by message, with
 // the rules of llrdma_cm_on_request / llrdma_cm_on_active_error as the BTL
-// applies them (btl_llrdma_endpoint.c).  Every interleaving is explored.
-enum Kind { REQ, ACC, REJ, RTU };
+// applies them (btl_llrdma_endpoint.c).  Every interleaving is explored, also
+// with one CM message lost: a lost request or accept makes the initiator's CM
+// time out (TMO, after which it retries), and a lost accept leaves the
+// acceptor waiting for an RTU until its own CM gives up (a timer that may
+// fire at any later point).  A side whose attempt was rejected waits for the
+// peer's attempt a bounded time, then may try again (llrdma_cm_peer_wait_ms).
+enum Kind { REQ, ACC, REJ, RTU, TMO };
+constexpr int kMaxStarts = 3; // attempts per side: enough for one loss and one tie
 struct Msg {
     Kind kind;
     int attempt;
@@ -497,12 +506,16 @@ struct Side {
     bool req_sent = false; // its request left (after address and route)
     int conn = -1;         // the attempt our connection (passive or up) belongs to
     std::set<int> superseded;
+    int starts = 0;
+    bool may_restart = false; // rejected or timed out: may try again later
+    int stale_timer = -1;     // a passive attempt whose accept was lost: its CM times out
 };
 struct World {
     Side s[2];
     std::deque<Msg> net[2]; // to side i, in order
     int next_attempt = 0;
     int established = 0; // active sides that saw their attempt accepted
+    int losses = 0;      // CM messages lost so far (at most one)
     bool bad = false;
 };
 
@@ -513,13 +526,47 @@ void explore(const World &w)
     bool any = false;
     for (int i = 0; i < 2; ++i) {
         const Side &me = w.s[i];
-        // Start an attempt (address and route resolution begin).
-        if (me.wants && !me.started && me.have == LLRDMA_CONN_NONE) {
+        // Start an attempt (address and route resolution begin), the first one or,
+        // after a rejection or a timeout, another one later.
+        if (me.wants && (!me.started || me.may_restart) && me.have == LLRDMA_CONN_NONE &&
+            me.starts < kMaxStarts) {
             World n = w;
             Side &m = n.s[i];
             m.started = true;
+            m.req_sent = false;
+            m.may_restart = false;
+            ++m.starts;
             m.attempt = n.next_attempt++;
             m.have = LLRDMA_CONN_ACTIVE_PENDING;
+            explore(n);
+            any = true;
+        }
+        // The acceptor of a lost accept gives up on it (any time later).
+        if (me.stale_timer >= 0) {
+            World n = w;
+            Side &m = n.s[i];
+            if (m.have == LLRDMA_CONN_PASSIVE_PENDING && m.conn == m.stale_timer) {
+                m.have = LLRDMA_CONN_NONE; // dropped; with fragments waiting we connect
+                m.conn = -1;
+                m.may_restart = true;
+            }
+            m.stale_timer = -1;
+            explore(n);
+            any = true;
+        }
+        // Lose the message at the head of the queue to side i (one loss per run).
+        if (w.losses == 0 && !w.net[i].empty() &&
+            (w.net[i].front().kind == REQ || w.net[i].front().kind == ACC)) {
+            World n = w;
+            Msg lost = n.net[i].front();
+            n.net[i].pop_front();
+            ++n.losses;
+            if (lost.kind == REQ) {
+                n.net[1 - i].push_back({TMO, lost.attempt, 0}); // the initiator times out
+            } else {
+                n.net[i].push_back({TMO, lost.attempt, 0}); // initiator i times out
+                n.s[1 - i].stale_timer = lost.attempt;      // the acceptor waits for an RTU
+            }
             explore(n);
             any = true;
         }
@@ -544,6 +591,10 @@ void explore(const World &w)
             case LLRDMA_CM_ACCEPT_SUPERSEDE:
                 m.superseded.insert(m.attempt);
                 m.attempt = -1;
+                [[fallthrough]];
+            case LLRDMA_CM_ACCEPT_REPLACE: // the stale passive attempt is closed
+                if (m.stale_timer == m.conn)
+                    m.stale_timer = -1;
                 [[fallthrough]];
             case LLRDMA_CM_ACCEPT:
                 m.have = LLRDMA_CONN_PASSIVE_PENDING;
@@ -578,7 +629,17 @@ void explore(const World &w)
                 if (next != LLRDMA_CM_DROP)
                     n.bad = true; // a tie must never fail the peer
                 m.attempt = -1;
-                m.have = LLRDMA_CONN_NONE; // the winner's request will come
+                m.have = LLRDMA_CONN_NONE; // the winner's request will come, or we retry
+                m.may_restart = true;
+            }
+            break;
+        case TMO:
+            if (m.attempt == msg.attempt && !m.superseded.count(msg.attempt)) {
+                if (llrdma_cm_on_active_error(LLRDMA_CM_ERR_TIMEOUT, 0, 300000) != LLRDMA_CM_RETRY)
+                    n.bad = true;
+                m.attempt = -1;
+                m.have = LLRDMA_CONN_NONE;
+                m.may_restart = true;
             }
             break;
         case RTU:
@@ -671,4 +732,16 @@ BOOST_AUTO_TEST_CASE(cm_retry_delay_backs_off_to_a_second)
     }
     // The default 300 s connect timeout gives a silent peer ~300 attempts.
     BOOST_TEST(total > 300000u);
+}
+
+BOOST_AUTO_TEST_CASE(cm_peer_wait_is_bounded)
+{
+    // A rejected side waits for the peer's attempt, but never the whole connect timeout:
+    // the peer's attempt may have died on the way.
+    BOOST_TEST(llrdma_cm_peer_wait_ms(0) == 1000u);
+    BOOST_TEST(llrdma_cm_peer_wait_ms(1) == 1000u);
+    BOOST_TEST(llrdma_cm_peer_wait_ms(2) == 2000u);
+    BOOST_TEST(llrdma_cm_peer_wait_ms(5) == 16000u);
+    BOOST_TEST(llrdma_cm_peer_wait_ms(6) == 16000u);
+    BOOST_TEST(llrdma_cm_peer_wait_ms(UINT32_MAX) == 16000u);
 }
