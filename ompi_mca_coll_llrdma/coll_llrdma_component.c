@@ -94,13 +94,13 @@ static int llrdma_register(void)
             "btl_llrdma_size_hint); same syntax",
             MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_4, &c->size_hint);
     {
-        mca_base_var_enum_value_t algs[LLRDMA_AR_NALGS + 1];
-        for (int i = 0; i < LLRDMA_AR_NALGS; ++i) {
+        mca_base_var_enum_value_t algs[LLRDMA_AR_NKNOB + 1];
+        for (int i = 0; i < LLRDMA_AR_NKNOB; ++i) {
             algs[i].value = i;
             algs[i].string = llrdma_ar_alg_name(i);
         }
-        algs[LLRDMA_AR_NALGS].value = 0;
-        algs[LLRDMA_AR_NALGS].string = NULL;
+        algs[LLRDMA_AR_NKNOB].value = 0;
+        algs[LLRDMA_AR_NKNOB].string = NULL;
         c->algorithm = LLRDMA_AR_AUTO;
         c->algorithm_index =
             reg_enum("allreduce_algorithm",
