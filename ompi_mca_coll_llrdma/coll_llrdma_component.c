@@ -16,6 +16,7 @@
 
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/util/output.h"
+#include "ompi/communicator/communicator.h"
 #include "ompi/constants.h"
 
 #include "coll_llrdma.h"
@@ -161,6 +162,14 @@ static int llrdma_register(void)
               "per communicator between Allreduces; larger ones are freed when the call "
               "returns. Same size syntax as the hint",
               MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_5, &c->scratch_cache_text);
+    c->node_split_text = "";
+    (void)reg("node_split",
+              "TESTS ONLY: treat groups of MPI_COMM_WORLD ranks as separate nodes, to run "
+              "the hierarchical Allreduce on one host: N = every N consecutive ranks, "
+              "A,B,... = groups of A, B, ... ranks covering the world exactly (e.g. 3,1 or "
+              "2,2,1). Ranks on different real nodes stay apart. Empty = Open MPI's "
+              "locality only",
+              MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_9, &c->node_split_text);
     c->mismatch = LLRDMA_MISMATCH_ABORT;
     {
         static const mca_base_var_enum_value_t actions[] = {
@@ -213,6 +222,18 @@ static void bad_enum(const char *name, const char *why)
         return;
     }
     bad_knob(name, text, why);
+}
+
+void mca_coll_llrdma_check_split(struct ompi_communicator_t *world)
+{
+    mca_coll_llrdma_component_t *c = &mca_coll_llrdma_component;
+    char err[256];
+
+    if (c->split_n > 0 && llrdma_ar_node_split_group(c->split_sizes, c->split_n, c->split_repeat,
+                                                     ompi_comm_rank(world), ompi_comm_size(world),
+                                                     err, sizeof(err)) < 0) {
+        bad_knob("coll_llrdma_node_split", c->node_split_text, err);
+    }
 }
 
 /* The hint when btl/llrdma did not run in this process. */
@@ -297,6 +318,11 @@ int mca_coll_llrdma_init_query(bool enable_progress_threads, bool enable_mpi_thr
         } else {
             c->test_alloc_rank = -1;
         }
+    }
+    if (LLRDMA_AR_OK != llrdma_ar_node_split_parse(c->node_split_text, c->split_sizes,
+                                                   MCA_COLL_LLRDMA_SPLIT_MAX, &c->split_n,
+                                                   &c->split_repeat, err, sizeof(err))) {
+        bad_knob("coll_llrdma_node_split", c->node_split_text, err);
     }
     if (c->mismatch_index < 0) {
         bad_enum("coll_llrdma_mismatch_action", "not one of abort, warn");
