@@ -107,7 +107,8 @@ static int llrdma_register(void)
             reg_enum("allreduce_algorithm",
                      "Allreduce algorithm: auto (planner, from size and hint) or one of the "
                      "others (the shm_* ones only where the arena exists, see coll_llrdma_shm; "
-                     "auto elsewhere)",
+                     "auto elsewhere). On communicators spanning nodes a message algorithm "
+                     "forces the inter-node step of the hierarchical schedule",
                      algs, OPAL_INFO_LVL_5, &c->algorithm);
     }
     c->segment_text = "0";
@@ -130,8 +131,11 @@ static int llrdma_register(void)
         static const mca_base_var_enum_value_t onoff[] = {{0, "0"}, {1, "1"}, {0, NULL}};
         c->shm_index = reg_enum("shm",
                                 "Allreduce through a shared-memory arena (no messages) on "
-                                "communicators whose ranks all run on this node: 1 = when "
-                                "possible, 0 = never (point-to-point algorithms over the PML)",
+                                "communicators whose ranks all run on this node, and one arena "
+                                "per node for the hierarchical schedule on communicators "
+                                "spanning nodes: 1 = when possible, 0 = never (point-to-point "
+                                "algorithms over the PML; across nodes coll/llrdma then steps "
+                                "aside when coll/han is below it)",
                                 onoff, OPAL_INFO_LVL_5, &c->shm_enable);
     }
     c->shm_chunk_text = "0";

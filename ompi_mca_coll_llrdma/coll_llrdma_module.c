@@ -34,6 +34,11 @@ static void module_construct(mca_coll_llrdma_module_t *m)
     m->gpu_key = 0;
     m->gpu_key_device = -1;
     m->gpu_shared_said = 0;
+    /* OBJ_NEW does not zero: every field is set here (in_call left as
+     * garbage once kept the arena's failure model from ever running). */
+    m->shm_ranks = 0;
+    m->in_call = 0;
+    m->gone_said = 0;
     m->mode = LLRDMA_AR_MODE_FLAT;
     memset(&m->topo, 0, sizeof(m->topo));
     memset(&m->hier, 0, sizeof(m->hier));
