@@ -95,6 +95,7 @@ typedef struct mca_coll_llrdma_module_t {
     llrdma_ar_topo_t topo;
     llrdma_ar_hier_t hier;
     int *peers;
+    int *locals; /* communicator ranks of this rank's node, by local rank */
     int node_leader;
     const char *decline_why; /* why coll/llrdma stepped aside (static text) */
     int hier_said;           /* a broken node arena was reported */

@@ -548,16 +548,16 @@ static int hier_call(llrdma_ar_plan_t *plan, const void *sbuf, void *rbuf, int c
         ++m->shm.call;
         st = llrdma_ar_shm_check(&m->shm, m->shm_ranks, &gone);
     }
-    if (LLRDMA_AR_SHM_PEER_GONE == st) {
-        return arena_broken(m, comm, st, gone);
+    if (LLRDMA_AR_SHM_PEER_GONE == st) { /* the arena names local ranks */
+        return arena_broken(m, comm, st, gone >= 0 && gone < m->shm_ranks ? m->locals[gone] : gone);
     }
     if (LLRDMA_AR_SHM_USABLE != st) {
         if (!m->hier_said) {
             m->hier_said = 1;
             opal_output(0,
-                        "coll:llrdma: MPI_Allreduce on %s: an earlier Allreduce failed in this "
-                        "node's shared-memory arena; across nodes it is not rebuilt, so this and "
-                        "every later Allreduce on %s fails",
+                        "coll:llrdma: MPI_Allreduce on %s: a rank failed in this node's "
+                        "shared-memory arena (in this or an earlier Allreduce); across nodes the "
+                        "arena is not rebuilt, so this and every later Allreduce on %s fails",
                         comm->c_name, comm->c_name);
         }
         return OMPI_ERROR;

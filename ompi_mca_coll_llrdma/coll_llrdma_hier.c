@@ -70,13 +70,12 @@ int mca_coll_llrdma_hier_setup(mca_coll_llrdma_module_t *m, struct ompi_communic
         LLRDMA_AR_OK != llrdma_ar_layout(n, keys, me, &m->topo, &m->hier, m->peers, n)) {
         return -1;
     }
-    m->node_leader = me;
-    for (int r = 0; r < n; ++r) {
+    for (int r = 0, i = 0; r < n; ++r) {
         if (keys[r] == keys[me]) {
-            m->node_leader = r;
-            break;
+            m->locals[i++] = r;
         }
     }
+    m->node_leader = m->locals[0];
     m->topo.arenas = shm_all;
     m->topo.below_hier = below_hier;
     mode = llrdma_ar_mode(&m->topo, &why);

@@ -43,6 +43,7 @@ static void module_construct(mca_coll_llrdma_module_t *m)
     memset(&m->topo, 0, sizeof(m->topo));
     memset(&m->hier, 0, sizeof(m->hier));
     m->peers = NULL;
+    m->locals = NULL;
     m->node_leader = 0;
     m->decline_why = NULL;
     m->hier_said = 0;
@@ -52,6 +53,7 @@ static void module_destruct(mca_coll_llrdma_module_t *m)
 {
     free(m->scratch);
     free(m->peers);
+    free(m->locals);
     mca_coll_llrdma_gpu_release(m);
     mca_coll_llrdma_shm_release(m);
     /* A module may be destroyed without ever being enabled. */
@@ -131,6 +133,7 @@ int mca_coll_llrdma_agree(mca_coll_llrdma_module_t *m, struct ompi_communicator_
     keys = malloc((size_t)n * sizeof(int));
     names = malloc((size_t)n * mca_coll_llrdma_shm_name_bytes());
     m->peers = malloc((size_t)n * sizeof(int));
+    m->locals = malloc((size_t)n * sizeof(int));
     below = mca_coll_llrdma_below_hier(m);
     /* max(x) == -max(-x) on every rank iff all ranks hold the same x; the
      * eager payload is agreed as the minimum (any unknown makes it unknown). */
@@ -147,7 +150,7 @@ int mca_coll_llrdma_agree(mca_coll_llrdma_module_t *m, struct ompi_communicator_
     mine[8] = -(long)(c->shm_enable ? 1 : 0);
     mine[9] = (long)c->shm_chunk;
     mine[10] = -(long)c->shm_chunk;
-    mine[11] = (NULL == keys || NULL == names || NULL == m->peers) ? 1 : 0;
+    mine[11] = (NULL == keys || NULL == names || NULL == m->peers || NULL == m->locals) ? 1 : 0;
     mine[12] = below;
     mine[13] = 0;
     mine[14] = 0;
@@ -191,7 +194,8 @@ int mca_coll_llrdma_agree(mca_coll_llrdma_module_t *m, struct ompi_communicator_
     free(keys);
     if (LLRDMA_AR_MODE_HIER != m->mode) {
         free(m->peers);
-        m->peers = NULL;
+        free(m->locals);
+        m->peers = m->locals = NULL;
         m->hier.peers = NULL;
     }
     return m->agreed > 0;

@@ -303,9 +303,9 @@ static int finish_setup(mca_coll_llrdma_module_t *m, struct ompi_communicator_t 
     m->shm_ranks = nranks;
     m->shm_bytes = bytes;
     opal_output_verbose(10, c->output,
-                        "coll:llrdma: %s: shared-memory arena of %lu bytes for %d ranks, chunk "
-                        "%lu (%s)",
-                        comm->c_name, (unsigned long)bytes, nranks, (unsigned long)chunk, name);
+                        "coll:llrdma: %s: shared-memory arena of %lu bytes, chunk %lu (%s), "
+                        "%d ranks",
+                        comm->c_name, (unsigned long)bytes, (unsigned long)chunk, name, nranks);
     return OMPI_SUCCESS;
 }
 
