@@ -174,8 +174,15 @@ static void print_plan(const llrdma_rank_config_t *c, int nranks, const int *key
         used +=
             (size_t)snprintf(shape + used, sizeof(shape) - used, "%s%d", k ? "+" : "", count[k]);
     }
+    /* coll/han steps aside itself on a communicator with no remote peers,
+     * whatever its priority: below coll/llrdma only across real nodes (keys
+     * are group * nranks + the lowest world rank of the real node). */
+    int real_nodes = 0;
+    for (int r = 0; r < nranks; ++r) {
+        real_nodes += keys[r] % nranks == r;
+    }
     topo.arenas = c->coll_shm;
-    topo.below_hier = han_below();
+    topo.below_hier = real_nodes > 1 && han_below();
     mode = llrdma_ar_mode(&topo, &why);
     if (1 == topo.nnodes && c->coll_shm && nranks > 1) {
         long l2 = -1;

@@ -66,6 +66,18 @@ check_pass "2+2 without arenas: suite" t_allreduce 4
 check_run "2+2 without arenas: flat above a flat module" \
   has "MPI_COMM_WORLD: 4 ranks on 2 node(s), .*: flat (several ranks per node but no arena"
 
+# coll/han enabled below coll/llrdma: on one host it steps aside itself (no
+# remote peers), so coll/tuned is below and coll/llrdma, without arenas,
+# stays flat; llrdma-check says the same.  (Stepping aside for a real han
+# below needs several hosts: the mode table is unit-tested.)
+H=(--mca coll_han_priority 35 --mca coll_llrdma_shm 0 --mca coll_llrdma_node_split 2)
+launch -np 4 "${V[@]}" "${H[@]}" "$TRING"
+check_pass "han enabled, no arenas: PASS" t_ring 4
+check_run "han enabled on one host: not below, coll/llrdma flat" \
+  has "MPI_COMM_WORLD: 4 ranks on 2 node(s), .*: flat (several ranks per node but no arena, and the module below is flat too)"
+launch -np 4 "${H[@]}" "$CHECK"
+check_run "llrdma-check agrees" has "^  flat: several ranks per node but no arena, and the module below is flat too"
+
 # A node arena that cannot be set up on one node: no arenas anywhere, the
 # communicator runs flat, said by the rank that failed.
 launch -np 4 "${V[@]}" --mca coll_llrdma_node_split 2 -x LLRDMA_TEST_SHM_FAIL=2:3 "$T"
