@@ -103,11 +103,15 @@ enum {
     LLRDMA_AR_RING = 3,
     LLRDMA_AR_SHM_DIRECT = 4, /* needs a shared arena (llrdma_ar_shm_t) */
     LLRDMA_AR_SHM_SPLIT = 5,  /* needs a shared arena */
-    LLRDMA_AR_NALGS = 6
+    LLRDMA_AR_HIER = 6,       /* several nodes: llrdma_ar_plan_hier, llrdma_ar_hier_t */
+    LLRDMA_AR_NALGS = 7
 };
+/* The algorithms the algorithm knob may force: LLRDMA_AR_AUTO up to, not
+ * including, this (the hierarchical schedule is chosen per communicator). */
+#define LLRDMA_AR_NKNOB LLRDMA_AR_HIER
 
 /* "auto", "recursive_doubling", "rabenseifner", "ring", "shm_direct",
- * "shm_split"; NULL if out of range. */
+ * "shm_split", "hierarchical"; NULL if out of range. */
 const char *llrdma_ar_alg_name(int alg);
 /* Inverse of llrdma_ar_alg_name (exact, lower case); -1 if unknown or NULL. */
 int llrdma_ar_alg_from_name(const char *name);
@@ -118,6 +122,15 @@ typedef struct {
                                 size, >= one element.  Unused by the others. */
     int nsegments_in_flight; /* ring: receives (and sends) kept posted, >= 1 */
     const char *why;         /* static text naming the rule that fired */
+    /* LLRDMA_AR_HIER only (0 otherwise): the inter-node step's algorithm
+     * (recursive_doubling, rabenseifner or ring; segment_bytes and
+     * nsegments_in_flight above are its), the rule that chose it, the
+     * slices the vector is cut into (one per local rank taking part) and the
+     * nodes it spans. */
+    int inter_alg;
+    const char *inter_why;
+    int slices;
+    int nodes;
 } llrdma_ar_plan_t;
 
 /* Pure.  Choose algorithm and segmentation for `bytes` (= count * dtype_size)
@@ -269,6 +282,80 @@ int llrdma_ar_shm_check(const llrdma_ar_shm_t *shm, int comm_size, int *gone_ran
 int llrdma_ar_shm_rank_ranges(int comm_size, size_t chunk_bytes, int rank, size_t *off, size_t *len,
                               int max);
 
+/* ----------------------------------------------------------- hierarchical */
+
+/* A communicator spanning several nodes (docs/allreduce.md, "Several
+ * nodes"): every node reduces its ranks' inputs through its own arena, slice
+ * by slice (slice j = block j of the vector cut into plan.slices blocks, held
+ * by the rank with local_rank j on every node); the ranks holding slice j on
+ * the different nodes run an inter-node Allreduce of it over the transport
+ * (isend/irecv: the PML today, a BTL put path later); every node then
+ * gathers the slices through its arena.  Ranks with local_rank >= slices
+ * only copy in and out.
+ *
+ * What a communicator's layout says about it (llrdma_ar_layout). */
+typedef struct llrdma_ar_topo {
+    int nnodes;     /* nodes the communicator spans */
+    int min_local;  /* fewest ranks on one node */
+    int max_local;  /* most ranks on one node */
+    int arenas;     /* 1: every node with more than one rank has an arena */
+    int below_hier; /* 1: the module below is hierarchical itself (coll/han) */
+} llrdma_ar_topo_t;
+
+/* One rank's place in the layout, for llrdma_ar_run with a LLRDMA_AR_HIER
+ * plan (llrdma_ar_comm_t.hier).  With local_size > 1, llrdma_ar_comm_t.shm is
+ * the node's arena: local_size ranks, indexed by local_rank. */
+typedef struct llrdma_ar_hier {
+    int nnodes;
+    int node;         /* this rank's node, 0..nnodes-1 (nodes ordered by their lowest rank) */
+    int local_rank;   /* position among its node's ranks, in communicator rank order */
+    int local_size;   /* ranks on its node */
+    const int *peers; /* nnodes communicator ranks: the rank with this local_rank on
+                         every node (peers[node] is this rank); -1 where that node has
+                         fewer ranks.  Read for local_rank < plan.slices only. */
+} llrdma_ar_hier_t;
+
+/* From node_key[size] (equal keys: same node; any values), the topology and
+ * rank `rank`'s place in it: *topo (arenas and below_hier set to 0), *me
+ * with me->peers = peers, and peers[0..nnodes-1] (peers_max entries at
+ * least; size is enough).  Nodes are numbered by their lowest rank, local
+ * ranks in rank order.  0 or LLRDMA_AR_ERR_INVALID. */
+int llrdma_ar_layout(int size, const int *node_key, int rank, llrdma_ar_topo_t *topo,
+                     llrdma_ar_hier_t *me, int *peers, int peers_max);
+
+/* Per communicator (once, the same on every rank): how coll/llrdma serves
+ * a communicator with this topology and algorithm knob. */
+enum { LLRDMA_AR_MODE_FLAT = 0, LLRDMA_AR_MODE_HIER = 1, LLRDMA_AR_MODE_DECLINE = 2 };
+/*  one node, or one rank per node          -> FLAT (the flat planner above)
+ *  several ranks on some node, arenas      -> HIER
+ *  no arena, module below hierarchical     -> DECLINE (han does better than a
+ *                                             flat schedule across nodes)
+ *  no arena otherwise                      -> FLAT
+ * *why (may be NULL): static text naming the rule.  Negative for bad input. */
+int llrdma_ar_mode(const llrdma_ar_topo_t *topo, const char **why);
+
+/* The plan of one call on a HIER communicator: alg LLRDMA_AR_HIER,
+ * slices = min(min_local, max(1, bytes / 4K), count); the inter-node step is
+ * what llrdma_ar_plan_ex chooses for the largest slice on nnodes ranks with
+ * the hint, the eager limit and the knobs (a forced message algorithm forces
+ * the inter-node step; a forced shm_* is ignored).  All ranks must pass
+ * equal arguments. */
+int llrdma_ar_plan_hier(size_t bytes, size_t dtype_size, const llrdma_ar_topo_t *topo,
+                        uint64_t hint, size_t eager_bytes, int forced_alg, size_t forced_segment,
+                        llrdma_ar_plan_t *out);
+
+/* Test-only node grouping (coll_llrdma_node_split): "" = off; "N" = blocks
+ * of N consecutive world ranks; "A,B,..." = groups of A, B, ... ranks, which
+ * must cover the world exactly.  Parses text into sizes[0..*n-1] (at most
+ * max; "N" gives *n = 1, *repeat = 1).  0, or LLRDMA_AR_ERR_INVALID with
+ * err naming the problem. */
+int llrdma_ar_node_split_parse(const char *text, int *sizes, int max, int *n, int *repeat,
+                               char *err, size_t errlen);
+/* The group of world rank `wrank` in a world of `wsize` ranks: >= 0, or -1
+ * when an explicit list does not cover the world exactly (err says so). */
+int llrdma_ar_node_split_group(const int *sizes, int n, int repeat, int wrank, int wsize, char *err,
+                               size_t errlen);
+
 typedef struct llrdma_ar_comm {
     void *ctx;
     int rank;
@@ -305,6 +392,11 @@ typedef struct llrdma_ar_comm {
      * is announced to other ranks); required with asynchronous hooks. */
     llrdma_ar_shm_t *shm;
     int (*sync)(void *ctx);
+
+    /* LLRDMA_AR_HIER plans only: this rank's place in the node layout (shm is
+     * then its node's arena, when it has more than one rank).  The hooks
+     * above must be NULL (host buffers). */
+    const llrdma_ar_hier_t *hier;
 } llrdma_ar_comm_t;
 
 /* Scratch the run needs, in bytes (0 is possible). */

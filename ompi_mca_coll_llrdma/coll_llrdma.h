@@ -20,6 +20,8 @@ typedef enum {
     LLRDMA_MISMATCH_WARN = 1,
 } llrdma_mismatch_action_t;
 
+#define MCA_COLL_LLRDMA_SPLIT_MAX 1024 /* groups in coll_llrdma_node_split */
+
 typedef struct mca_coll_llrdma_component_t {
     mca_coll_base_component_2_0_0_t super;
 
@@ -38,6 +40,7 @@ typedef struct mca_coll_llrdma_component_t {
     char *gpu_fold_text;      /* arena slices from this size reduce on the GPU */
     int shm_liveness_ms;      /* arena waits check the awaited rank's process this often */
     char *scratch_cache_text; /* host buffers kept between calls up to this size */
+    char *node_split_text;    /* tests: treat groups of world ranks as nodes */
 
     /* Validated at init_query */
     int output;
@@ -53,6 +56,9 @@ typedef struct mca_coll_llrdma_component_t {
     int mismatch;      /* llrdma_mismatch_action_t (an enumerated knob) */
     uint64_t hint;     /* the hint coll uses */
     int checked_world; /* cross-rank check done */
+    /* coll_llrdma_node_split, parsed (llrdma_ar_node_split_parse); n 0 = off */
+    int split_sizes[MCA_COLL_LLRDMA_SPLIT_MAX];
+    int split_n, split_repeat;
 } mca_coll_llrdma_component_t;
 
 typedef struct mca_coll_llrdma_module_t {
@@ -81,6 +87,18 @@ typedef struct mca_coll_llrdma_module_t {
     int shm_ranks;  /* the arena's communicator size (liveness checks) */
     int in_call;    /* inside an arena call: an inner host pass is part of it */
     int gone_said;  /* a dead rank was reported */
+    /* Nodes (coll_llrdma_hier.c), from the first Allreduce on: how this
+     * communicator is served (LLRDMA_AR_MODE_*), its topology, this rank's
+     * place in it (hier.peers = peers), the lowest rank of its node.  With
+     * LLRDMA_AR_MODE_HIER, shm is this node's arena (none on a one-rank node). */
+    int mode;
+    llrdma_ar_topo_t topo;
+    llrdma_ar_hier_t hier;
+    int *peers;
+    int *locals; /* communicator ranks of this rank's node, by local rank */
+    int node_leader;
+    const char *decline_why; /* why coll/llrdma stepped aside (static text) */
+    int hier_said;           /* a broken node arena was reported */
 } mca_coll_llrdma_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_llrdma_module_t);
@@ -93,6 +111,9 @@ mca_coll_base_module_t *mca_coll_llrdma_comm_query(struct ompi_communicator_t *c
 /* coll_llrdma_check.c: cross-rank hint check over the modex (MPI_COMM_WORLD,
  * once, during MPI_Init; no communication). */
 void mca_coll_llrdma_check_world(struct ompi_communicator_t *world);
+/* coll_llrdma_component.c: coll_llrdma_node_split must cover MPI_COMM_WORLD
+ * exactly (an explicit list); otherwise MPI_Init ends naming the knob. */
+void mca_coll_llrdma_check_split(struct ompi_communicator_t *world);
 
 /* coll_llrdma_module.c: on the first Allreduce of a communicator, check
  * (through the module below) that every rank plans with the same hint,
@@ -101,15 +122,22 @@ void mca_coll_llrdma_check_world(struct ompi_communicator_t *world);
 int mca_coll_llrdma_agree(mca_coll_llrdma_module_t *m, struct ompi_communicator_t *comm);
 
 /* coll_llrdma_shm.c: the arena of a communicator whose ranks all run on this
- * node.  _local: 1 when they do (no communication).  _setup: collective,
+ * node (one node: mca_coll_llrdma_hier_setup says so).  _setup: collective,
  * called by every rank on the first Allreduce once they agreed to use one;
  * OMPI_SUCCESS with m->shm set, or an error on every rank (said once).
  * _release: unmaps (module destruction). */
-int mca_coll_llrdma_shm_local(struct ompi_communicator_t *comm);
 size_t mca_coll_llrdma_shm_chunk(int comm_size); /* the knob, or its default */
 size_t mca_coll_llrdma_shm_l2_bytes(void);       /* L2 per core, 0 = unknown */
 int mca_coll_llrdma_shm_setup(mca_coll_llrdma_module_t *m, struct ompi_communicator_t *comm);
 void mca_coll_llrdma_shm_release(mca_coll_llrdma_module_t *m);
+/* Collective over comm: the arena of this rank's node (m->hier, m->node_leader
+ * set), every node's at once; `names` holds ompi_comm_size(comm) x
+ * mca_coll_llrdma_shm_name_bytes() bytes (allocated before the exchange,
+ * so an allocation failure is agreed on, not a hang).  OMPI_SUCCESS on every
+ * rank when every node with several ranks has one. */
+size_t mca_coll_llrdma_shm_name_bytes(void);
+int mca_coll_llrdma_shm_setup_node(mca_coll_llrdma_module_t *m, struct ompi_communicator_t *comm,
+                                   void *names);
 /* Collective: replaces a broken arena by a fresh one (every rank calls it in
  * the same call, see llrdma_ar_shm_check); on failure there is none. */
 int mca_coll_llrdma_shm_rebuild(mca_coll_llrdma_module_t *m, struct ompi_communicator_t *comm);
@@ -117,6 +145,31 @@ int mca_coll_llrdma_shm_rebuild(mca_coll_llrdma_module_t *m, struct ompi_communi
  * this arena call fails. */
 int mca_coll_llrdma_test_alloc_fails(const mca_coll_llrdma_module_t *m,
                                      struct ompi_communicator_t *comm);
+
+/* coll_llrdma_hier.c: node identity and the per-communicator decision. */
+/* This rank's node key on comm: ranks with equal keys share a node (Open
+ * MPI's locality flags; split further by coll_llrdma_node_split). */
+int mca_coll_llrdma_node_key(struct ompi_communicator_t *comm);
+/* 1 when the Allreduce below coll/llrdma on this module is hierarchical (han). */
+int mca_coll_llrdma_below_hier(const mca_coll_llrdma_module_t *m);
+/* Collective (every rank, same arguments): the layout from every rank's key
+ * (keys: ompi_comm_size entries of scratch), the mode, and the node arenas
+ * when hierarchical.  shm_all / below_hier: agreed across the ranks.
+ * Returns LLRDMA_AR_MODE_*, or -1 on a failed exchange (the caller steps
+ * aside). */
+int mca_coll_llrdma_hier_setup(mca_coll_llrdma_module_t *m, struct ompi_communicator_t *comm,
+                               int *keys, void *names, int shm_all, int below_hier);
+
+/* coll_llrdma_net.c: the inter-node step's transport (the seam for a BTL
+ * put path): point-to-point between ranks of comm on different nodes. */
+typedef struct mca_coll_llrdma_net {
+    const char *name;
+    int (*isend)(void *ctx, const void *buf, size_t bytes, int peer, int tag, void **req);
+    int (*irecv)(void *ctx, void *buf, size_t bytes, int peer, int tag, void **req);
+    int (*waitall)(void *ctx, int n, void **reqs);
+    int (*cancel)(void *ctx, void *req);
+} mca_coll_llrdma_net_t;
+const mca_coll_llrdma_net_t *mca_coll_llrdma_net_select(struct ompi_communicator_t *comm);
 
 /* coll_llrdma_allreduce.c */
 int mca_coll_llrdma_allreduce(const void *sbuf, void *rbuf, int count,

@@ -331,6 +331,10 @@ static int make_plan(const mca_coll_llrdma_module_t *m, struct ompi_communicator
                      size_t bytes, size_t esize, llrdma_ar_plan_t *plan)
 {
     const mca_coll_llrdma_component_t *c = &mca_coll_llrdma_component;
+    if (LLRDMA_AR_MODE_HIER == m->mode) {
+        return llrdma_ar_plan_hier(bytes, esize, &m->topo, m->hint, m->eager_bytes, c->algorithm,
+                                   c->segment_bytes, plan);
+    }
     return llrdma_ar_plan_shm(bytes, esize, ompi_comm_size(comm), m->hint, m->eager_bytes,
                               NULL != m->shm.base ? m->shm.chunk_bytes : 0, c->algorithm,
                               c->segment_bytes, plan);
@@ -338,7 +342,7 @@ static int make_plan(const mca_coll_llrdma_module_t *m, struct ompi_communicator
 
 static int is_shm_plan(const mca_coll_llrdma_module_t *m, const llrdma_ar_plan_t *plan)
 {
-    return NULL != m->shm.base &&
+    return NULL != m->shm.base && LLRDMA_AR_MODE_HIER != m->mode &&
            (LLRDMA_AR_SHM_DIRECT == plan->alg || LLRDMA_AR_SHM_SPLIT == plan->alg);
 }
 
@@ -354,7 +358,19 @@ static int run_plan(const llrdma_ar_plan_t *plan, const void *sbuf, void *rbuf, 
     llrdma_ar_comm_t tc;
     int rc;
 
-    if (c->verbose >= 10) {
+    if (c->verbose >= 10 && LLRDMA_AR_HIER == plan->alg) {
+        opal_output_verbose(
+            10, c->output,
+            "coll:llrdma: allreduce %lu bytes (%s %s) on %s, %d ranks, hint %lu: hierarchical, "
+            "%d nodes, %d slices, inter-node %s (%s), segment %lu, %d in flight over %s; "
+            "%s buffers",
+            (unsigned long)((size_t)count * esize), llrdma_ar_dtype_name(dt),
+            llrdma_ar_op_name(lop), comm->c_name, ompi_comm_size(comm), (unsigned long)m->hint,
+            plan->nodes, plan->slices, llrdma_ar_alg_name(plan->inter_alg), plan->inter_why,
+            (unsigned long)plan->segment_bytes, plan->nsegments_in_flight,
+            mca_coll_llrdma_net_select(comm)->name,
+            LLRDMA_MEM_HOST != rkind ? where(rkind) : where(skind));
+    } else if (c->verbose >= 10) {
         opal_output_verbose(
             10, c->output,
             "coll:llrdma: allreduce %lu bytes (%s %s) on %s, %d ranks, hint %lu: %s, "
@@ -366,6 +382,11 @@ static int run_plan(const llrdma_ar_plan_t *plan, const void *sbuf, void *rbuf, 
             LLRDMA_MEM_HOST != rkind ? where(rkind) : where(skind));
     }
 
+    if (LLRDMA_AR_HIER == plan->alg && (LLRDMA_MEM_HOST != rkind || LLRDMA_MEM_HOST != skind)) {
+        /* Across nodes device vectors go whole through the host path (the
+         * hierarchical schedule runs on host memory). */
+        return mca_coll_llrdma_gpu_fallback(sbuf, rbuf, count, dtype, op, comm, m, skind, rkind, 1);
+    }
     if (LLRDMA_MEM_HOST != rkind &&
         ((size_t)count * esize <= gpu_stage_max(m) ||
          (c->gpu_stage_auto && mca_coll_llrdma_gpu_shared(m, comm, device)))) {
@@ -400,6 +421,15 @@ static int run_plan(const llrdma_ar_plan_t *plan, const void *sbuf, void *rbuf, 
     tc.waitall = mca_coll_llrdma_pml_waitall;
     tc.cancel = mca_coll_llrdma_pml_cancel;
     tc.shm = NULL != m->shm.base ? &m->shm : NULL;
+    if (LLRDMA_AR_HIER == plan->alg) {
+        /* The only messages are the inter-node step's: through the seam. */
+        const mca_coll_llrdma_net_t *net = mca_coll_llrdma_net_select(comm);
+        tc.isend = net->isend;
+        tc.irecv = net->irecv;
+        tc.waitall = net->waitall;
+        tc.cancel = net->cancel;
+        tc.hier = &m->hier;
+    }
 
     need = llrdma_ar_scratch_bytes(plan, (size_t)count, dt, tc.size);
     if (mca_coll_llrdma_test_alloc_fails(m, comm)) {
@@ -501,6 +531,47 @@ static int arena_call(llrdma_ar_plan_t *plan, const void *sbuf, void *rbuf, int 
     return rc;
 }
 
+/* An Allreduce by the hierarchical schedule.  Its node arena follows the
+ * failure model of the one-node arena within the node (a failure ends the
+ * call on every rank of the node, a dead rank is named), but a broken node
+ * arena is not rebuilt: the other nodes' ranks would have to join a new
+ * set-up, and they may be blocked in the inter-node step of the failed
+ * call; so every later Allreduce on the communicator fails too. */
+static int hier_call(llrdma_ar_plan_t *plan, const void *sbuf, void *rbuf, int count,
+                     struct ompi_datatype_t *dtype, struct ompi_op_t *op, int dt, int lop,
+                     size_t esize, int skind, int rkind, int device,
+                     struct ompi_communicator_t *comm, mca_coll_llrdma_module_t *m)
+{
+    int gone = -1, st = LLRDMA_AR_SHM_USABLE, rc;
+
+    if (NULL != m->shm.base) {
+        ++m->shm.call;
+        st = llrdma_ar_shm_check(&m->shm, m->shm_ranks, &gone);
+    }
+    if (LLRDMA_AR_SHM_PEER_GONE == st) { /* the arena names local ranks */
+        return arena_broken(m, comm, st, gone >= 0 && gone < m->shm_ranks ? m->locals[gone] : gone);
+    }
+    if (LLRDMA_AR_SHM_USABLE != st) {
+        if (!m->hier_said) {
+            m->hier_said = 1;
+            opal_output(0,
+                        "coll:llrdma: MPI_Allreduce on %s: a rank failed in this node's "
+                        "shared-memory arena (in this or an earlier Allreduce); across nodes the "
+                        "arena is not rebuilt, so this and every later Allreduce on %s fails",
+                        comm->c_name, comm->c_name);
+        }
+        return OMPI_ERROR;
+    }
+    m->in_call = 1;
+    rc =
+        run_plan(plan, sbuf, rbuf, count, dtype, op, dt, lop, esize, skind, rkind, device, comm, m);
+    m->in_call = 0;
+    if (OMPI_SUCCESS != rc && NULL != m->shm.base) {
+        llrdma_ar_shm_fail(&m->shm, m->shm_ranks); /* no rank of the node waits for this one */
+    }
+    return rc;
+}
+
 /* Why the core cannot take this call (NULL: it can, *esize set). */
 static const char *unhandled(struct ompi_communicator_t *comm, int count,
                              struct ompi_datatype_t *dtype, int dt, int lop, size_t *esize)
@@ -545,7 +616,7 @@ int mca_coll_llrdma_allreduce(const void *sbuf, void *rbuf, int count,
 
     if (m->agreed <= 0 && !mca_coll_llrdma_agree(m, comm)) {
         decline(m, comm);
-        why = "ranks disagree on the plan inputs";
+        why = NULL != m->decline_why ? m->decline_why : "ranks disagree on the plan inputs";
     }
     /* Where the buffers live decides how data moves, never the schedule (ranks
      * may differ).  Asked per call: nothing is cached per pointer. */
@@ -577,6 +648,10 @@ int mca_coll_llrdma_allreduce(const void *sbuf, void *rbuf, int count,
         }
         return m->previous_allreduce(sbuf, rbuf, count, dtype, op, comm,
                                      m->previous_allreduce_module);
+    }
+    if (LLRDMA_AR_HIER == plan.alg && !m->in_call) {
+        return hier_call(&plan, sbuf, rbuf, count, dtype, op, dt, lop, esize, skind, rkind, device,
+                         comm, m);
     }
     if (is_shm_plan(m, &plan) && !m->in_call) {
         return arena_call(&plan, sbuf, rbuf, count, dtype, op, dt, lop, esize, skind, rkind, device,

@@ -16,6 +16,7 @@
 
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/util/output.h"
+#include "ompi/communicator/communicator.h"
 #include "ompi/constants.h"
 
 #include "coll_llrdma.h"
@@ -94,19 +95,20 @@ static int llrdma_register(void)
             "btl_llrdma_size_hint); same syntax",
             MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_4, &c->size_hint);
     {
-        mca_base_var_enum_value_t algs[LLRDMA_AR_NALGS + 1];
-        for (int i = 0; i < LLRDMA_AR_NALGS; ++i) {
+        mca_base_var_enum_value_t algs[LLRDMA_AR_NKNOB + 1];
+        for (int i = 0; i < LLRDMA_AR_NKNOB; ++i) {
             algs[i].value = i;
             algs[i].string = llrdma_ar_alg_name(i);
         }
-        algs[LLRDMA_AR_NALGS].value = 0;
-        algs[LLRDMA_AR_NALGS].string = NULL;
+        algs[LLRDMA_AR_NKNOB].value = 0;
+        algs[LLRDMA_AR_NKNOB].string = NULL;
         c->algorithm = LLRDMA_AR_AUTO;
         c->algorithm_index =
             reg_enum("allreduce_algorithm",
                      "Allreduce algorithm: auto (planner, from size and hint) or one of the "
                      "others (the shm_* ones only where the arena exists, see coll_llrdma_shm; "
-                     "auto elsewhere)",
+                     "auto elsewhere). On communicators spanning nodes a message algorithm "
+                     "forces the inter-node step of the hierarchical schedule",
                      algs, OPAL_INFO_LVL_5, &c->algorithm);
     }
     c->segment_text = "0";
@@ -129,8 +131,11 @@ static int llrdma_register(void)
         static const mca_base_var_enum_value_t onoff[] = {{0, "0"}, {1, "1"}, {0, NULL}};
         c->shm_index = reg_enum("shm",
                                 "Allreduce through a shared-memory arena (no messages) on "
-                                "communicators whose ranks all run on this node: 1 = when "
-                                "possible, 0 = never (point-to-point algorithms over the PML)",
+                                "communicators whose ranks all run on this node, and one arena "
+                                "per node for the hierarchical schedule on communicators "
+                                "spanning nodes: 1 = when possible, 0 = never (point-to-point "
+                                "algorithms over the PML; across nodes coll/llrdma then steps "
+                                "aside when coll/han is below it)",
                                 onoff, OPAL_INFO_LVL_5, &c->shm_enable);
     }
     c->shm_chunk_text = "0";
@@ -161,6 +166,14 @@ static int llrdma_register(void)
               "per communicator between Allreduces; larger ones are freed when the call "
               "returns. Same size syntax as the hint",
               MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_5, &c->scratch_cache_text);
+    c->node_split_text = "";
+    (void)reg("node_split",
+              "TESTS ONLY: treat groups of MPI_COMM_WORLD ranks as separate nodes, to run "
+              "the hierarchical Allreduce on one host: N = every N consecutive ranks, "
+              "A,B,... = groups of A, B, ... ranks covering the world exactly (e.g. 3,1 or "
+              "2,2,1). Ranks on different real nodes stay apart. Empty = Open MPI's "
+              "locality only",
+              MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_9, &c->node_split_text);
     c->mismatch = LLRDMA_MISMATCH_ABORT;
     {
         static const mca_base_var_enum_value_t actions[] = {
@@ -213,6 +226,18 @@ static void bad_enum(const char *name, const char *why)
         return;
     }
     bad_knob(name, text, why);
+}
+
+void mca_coll_llrdma_check_split(struct ompi_communicator_t *world)
+{
+    mca_coll_llrdma_component_t *c = &mca_coll_llrdma_component;
+    char err[256];
+
+    if (c->split_n > 0 && llrdma_ar_node_split_group(c->split_sizes, c->split_n, c->split_repeat,
+                                                     ompi_comm_rank(world), ompi_comm_size(world),
+                                                     err, sizeof(err)) < 0) {
+        bad_knob("coll_llrdma_node_split", c->node_split_text, err);
+    }
 }
 
 /* The hint when btl/llrdma did not run in this process. */
@@ -297,6 +322,11 @@ int mca_coll_llrdma_init_query(bool enable_progress_threads, bool enable_mpi_thr
         } else {
             c->test_alloc_rank = -1;
         }
+    }
+    if (LLRDMA_AR_OK != llrdma_ar_node_split_parse(c->node_split_text, c->split_sizes,
+                                                   MCA_COLL_LLRDMA_SPLIT_MAX, &c->split_n,
+                                                   &c->split_repeat, err, sizeof(err))) {
+        bad_knob("coll_llrdma_node_split", c->node_split_text, err);
     }
     if (c->mismatch_index < 0) {
         bad_enum("coll_llrdma_mismatch_action", "not one of abort, warn");

@@ -34,11 +34,26 @@ static void module_construct(mca_coll_llrdma_module_t *m)
     m->gpu_key = 0;
     m->gpu_key_device = -1;
     m->gpu_shared_said = 0;
+    /* OBJ_NEW does not zero: every field is set here (in_call left as
+     * garbage once kept the arena's failure model from ever running). */
+    m->shm_ranks = 0;
+    m->in_call = 0;
+    m->gone_said = 0;
+    m->mode = LLRDMA_AR_MODE_FLAT;
+    memset(&m->topo, 0, sizeof(m->topo));
+    memset(&m->hier, 0, sizeof(m->hier));
+    m->peers = NULL;
+    m->locals = NULL;
+    m->node_leader = 0;
+    m->decline_why = NULL;
+    m->hier_said = 0;
 }
 
 static void module_destruct(mca_coll_llrdma_module_t *m)
 {
     free(m->scratch);
+    free(m->peers);
+    free(m->locals);
     mca_coll_llrdma_gpu_release(m);
     mca_coll_llrdma_shm_release(m);
     /* A module may be destroyed without ever being enabled. */
@@ -105,12 +120,21 @@ static size_t local_eager_bytes(struct ompi_communicator_t *comm)
 int mca_coll_llrdma_agree(mca_coll_llrdma_module_t *m, struct ompi_communicator_t *comm)
 {
     mca_coll_llrdma_component_t *c = &mca_coll_llrdma_component;
-    long mine[12], all[12], eager, shm;
-    int rc;
+    int n = ompi_comm_size(comm);
+    long mine[16], all[16], eager, below;
+    int rc, mode, *keys = NULL;
+    void *names = NULL;
 
     if (0 != m->agreed) {
         return m->agreed > 0;
     }
+    /* The layout's buffers come first, so that a failed allocation is agreed
+     * on below instead of leaving the others in an exchange. */
+    keys = malloc((size_t)n * sizeof(int));
+    names = malloc((size_t)n * mca_coll_llrdma_shm_name_bytes());
+    m->peers = malloc((size_t)n * sizeof(int));
+    m->locals = malloc((size_t)n * sizeof(int));
+    below = mca_coll_llrdma_below_hier(m);
     /* max(x) == -max(-x) on every rank iff all ranks hold the same x; the
      * eager payload is agreed as the minimum (any unknown makes it unknown). */
     eager = (long)local_eager_bytes(comm);
@@ -122,19 +146,23 @@ int mca_coll_llrdma_agree(mca_coll_llrdma_module_t *m, struct ompi_communicator_
     mine[5] = -(long)c->segment_bytes;
     mine[6] = -eager;
     mine[7] = (0 == eager) ? 1 : 0;
-    /* The arena: wanted by every rank (knob on, every peer on this node), and
-     * the same chunk everywhere. */
-    shm = (c->shm_enable && mca_coll_llrdma_shm_local(comm)) ? 1 : 0;
-    mine[8] = -shm;
+    /* An arena wanted by every rank, with the same chunk everywhere. */
+    mine[8] = -(long)(c->shm_enable ? 1 : 0);
     mine[9] = (long)c->shm_chunk;
     mine[10] = -(long)c->shm_chunk;
-    mine[11] = 0;
+    mine[11] = (NULL == keys || NULL == names || NULL == m->peers || NULL == m->locals) ? 1 : 0;
+    mine[12] = below;
+    mine[13] = 0;
+    mine[14] = 0;
+    mine[15] = 0;
     rc =
-        m->previous_allreduce(mine, all, 12, MPI_LONG, MPI_MAX, comm, m->previous_allreduce_module);
+        m->previous_allreduce(mine, all, 16, MPI_LONG, MPI_MAX, comm, m->previous_allreduce_module);
     if (OMPI_SUCCESS != rc) {
         m->agreed = -1;
+        m->decline_why = "the agreement Allreduce failed";
     } else if (all[0] != -all[1] || all[2] != -all[3] || all[4] != -all[5] || all[9] != -all[10]) {
         m->agreed = -1;
+        m->decline_why = "ranks disagree on the plan inputs";
         if (0 == ompi_comm_rank(comm)) {
             opal_output(0,
                         "coll:llrdma: ranks of %s disagree on the Allreduce plan (size hint "
@@ -144,13 +172,31 @@ int mca_coll_llrdma_agree(mca_coll_llrdma_module_t *m, struct ompi_communicator_
                         comm->c_name, -all[1], all[0], -all[3], all[2], -all[5], all[4], -all[10],
                         all[9]);
         }
+    } else if (0 != all[11]) {
+        m->agreed = -1;
+        m->decline_why = "out of memory for the node layout";
     } else {
-        m->agreed = 1;
         m->eager_bytes = (0 != all[7]) ? 0 : (size_t)(-all[6]);
-        if (-all[8] == 1 && ompi_comm_size(comm) > 1) {
-            /* Every rank takes this branch: the setup is collective. */
+        /* Every rank takes the same branches: the set-ups are collective. */
+        mode = mca_coll_llrdma_hier_setup(m, comm, keys, names, -all[8] == 1, 0 != all[12]);
+        m->agreed = 1;
+        if (mode < 0) {
+            m->agreed = -1;
+            m->decline_why = "the node layout exchange failed";
+        } else if (LLRDMA_AR_MODE_DECLINE == mode) {
+            m->agreed = -1;
+        } else if (LLRDMA_AR_MODE_FLAT == mode && 1 == m->topo.nnodes && -all[8] == 1 && n > 1) {
             (void)mca_coll_llrdma_shm_setup(m, comm);
         }
+        m->mode = mode;
+    }
+    free(names);
+    free(keys);
+    if (LLRDMA_AR_MODE_HIER != m->mode) {
+        free(m->peers);
+        free(m->locals);
+        m->peers = m->locals = NULL;
+        m->hier.peers = NULL;
     }
     return m->agreed > 0;
 }
@@ -162,6 +208,7 @@ mca_coll_base_module_t *mca_coll_llrdma_comm_query(struct ompi_communicator_t *c
     if (comm == &ompi_mpi_comm_world.comm && !mca_coll_llrdma_component.checked_world) {
         mca_coll_llrdma_component.checked_world = 1;
         mca_coll_llrdma_check_world(comm);
+        mca_coll_llrdma_check_split(comm);
     }
     if (OMPI_COMM_IS_INTER(comm) || mca_coll_llrdma_component.priority <= 0) {
         return NULL;

@@ -119,18 +119,6 @@ static int own_chunks(int fd, int comm_size, size_t chunk, int rank, int punch)
     return 0;
 }
 
-int mca_coll_llrdma_shm_local(struct ompi_communicator_t *comm)
-{
-    int n = ompi_comm_size(comm);
-    for (int i = 0; i < n; ++i) {
-        ompi_proc_t *proc = ompi_comm_peer_lookup(comm, i);
-        if (NULL == proc || !OPAL_PROC_ON_LOCAL_NODE(proc->super.proc_flags)) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
 /* Injected failure for the tests (see the top). */
 static int test_fail(struct ompi_communicator_t *comm, int step)
 {
@@ -159,11 +147,13 @@ static void *map_segment(struct ompi_communicator_t *comm, int fd, const char *n
     return base;
 }
 
-/* Rank 0: create, reserve and map, halving the chunk while /dev/shm has no
- * room for the arena (down to `min_chunk`; with the chunk knob set, no
- * shrinking).  Returns the mapping, *chunk and *bytes, or NULL with why. */
-static void *create_segment(struct ompi_communicator_t *comm, const char *name, size_t *chunk,
-                            size_t min_chunk, size_t *bytes, char *why, size_t whylen)
+/* The arena's creator (rank 0 of its `nranks` ranks): create, reserve and
+ * map, halving the chunk while /dev/shm has no room for the arena (down to
+ * `min_chunk`; with the chunk knob set, no shrinking).  Returns the mapping,
+ * *chunk and *bytes, or NULL with why. */
+static void *create_segment(struct ompi_communicator_t *comm, int nranks, const char *name,
+                            size_t *chunk, size_t min_chunk, size_t *bytes, char *why,
+                            size_t whylen)
 {
     void *base;
     int fd, rc;
@@ -174,7 +164,7 @@ static void *create_segment(struct ompi_communicator_t *comm, const char *name, 
         return NULL;
     }
     for (int tries = 0;; ++tries) {
-        *bytes = llrdma_ar_shm_bytes(ompi_comm_size(comm), *chunk);
+        *bytes = llrdma_ar_shm_bytes(nranks, *chunk);
         rc = test_fail(comm, 2)                 ? EIO
              : 0 == tries && test_fail(comm, 4) ? ENOSPC
                                                 : posix_fallocate(fd, 0, (off_t)*bytes);
@@ -191,8 +181,8 @@ static void *create_segment(struct ompi_communicator_t *comm, const char *name, 
     if (NULL == (base = map_segment(comm, fd, name, *bytes, why, whylen))) {
         goto unlink_segment;
     }
-    for (int r = 1; r < ompi_comm_size(comm); ++r) {
-        (void)own_chunks(fd, ompi_comm_size(comm), *chunk, r, 1);
+    for (int r = 1; r < nranks; ++r) {
+        (void)own_chunks(fd, nranks, *chunk, r, 1);
     }
     close(fd);
     return base;
@@ -203,9 +193,10 @@ unlink_segment:
     return NULL;
 }
 
-/* Other ranks: open and map what rank 0 created. */
-static void *attach_segment(struct ompi_communicator_t *comm, const char *name, size_t chunk,
-                            size_t bytes, char *why, size_t whylen)
+/* The arena's other ranks (index `me` of `nranks`): open and map what its
+ * creator made. */
+static void *attach_segment(struct ompi_communicator_t *comm, int nranks, int me, const char *name,
+                            size_t chunk, size_t bytes, char *why, size_t whylen)
 {
     struct stat st;
     void *base;
@@ -221,7 +212,7 @@ static void *attach_segment(struct ompi_communicator_t *comm, const char *name, 
                  (unsigned long)bytes);
         goto close_fd;
     }
-    if (0 != (rc = own_chunks(fd, ompi_comm_size(comm), chunk, ompi_comm_rank(comm), 0))) {
+    if (0 != (rc = own_chunks(fd, nranks, chunk, me, 0))) {
         snprintf(why, whylen, "reserving this rank's %lu-byte chunks of %s in /dev/shm: %s",
                  (unsigned long)chunk, name, strerror(rc));
         goto close_fd;
@@ -255,49 +246,36 @@ size_t mca_coll_llrdma_shm_chunk(int comm_size)
     return 0 != c ? c : llrdma_ar_shm_default_chunk(comm_size, mca_coll_llrdma_shm_l2_bytes());
 }
 
-int mca_coll_llrdma_shm_setup(mca_coll_llrdma_module_t *m, struct ompi_communicator_t *comm)
+/* The arena's name, unique on the node while it exists: pid + context id +
+ * a serial. */
+static void segment_name(struct ompi_communicator_t *comm, char *name)
 {
     static unsigned serial;
+    snprintf(name, NAME_LEN, "/llrdma-coll-%ld-%u-%u", (long)getpid(),
+             (unsigned)ompi_comm_get_cid(comm), serial++);
+}
+
+/* Collective over comm, after this rank mapped its arena (base) or not:
+ * every rank learns whether all succeeded; creators then unlink the name.
+ * On success m->shm describes the arena of `nranks` ranks (this rank's index
+ * `me`); on failure the ranks that failed say why. */
+static int finish_setup(mca_coll_llrdma_module_t *m, struct ompi_communicator_t *comm, void *base,
+                        int creator, const char *name, int nranks, int me, size_t chunk,
+                        size_t bytes, const char *why)
+{
     mca_coll_llrdma_component_t *c = &mca_coll_llrdma_component;
-    size_t chunk = mca_coll_llrdma_shm_chunk(ompi_comm_size(comm)), bytes = 0;
-    seg_info_t info;
-    char why[256] = "";
-    void *base = NULL;
     int mine, all, rc;
 
-    memset(&info, 0, sizeof(info));
-    if (0 == ompi_comm_rank(comm)) {
-        /* pid + context id + a serial: unique on the node while it exists. */
-        snprintf(info.name, sizeof(info.name), "/llrdma-coll-%ld-%u-%u", (long)getpid(),
-                 (unsigned)ompi_comm_get_cid(comm), serial++);
-        base = create_segment(comm, info.name, &chunk,
-                              0 != c->shm_chunk ? chunk : LLRDMA_AR_SHM_MIN_CHUNK, &bytes, why,
-                              sizeof(why));
-        if (NULL == base) {
-            info.name[0] = '\0'; /* the others need not try */
-        }
-        info.chunk = chunk;
-    }
-    rc = comm->c_coll->coll_bcast(&info, (int)sizeof(info), MPI_BYTE, 0, comm,
-                                  comm->c_coll->coll_bcast_module);
-    if (OMPI_SUCCESS != rc) {
-        snprintf(why, sizeof(why), "broadcasting the segment name failed (%d)", rc);
-    } else if (0 != ompi_comm_rank(comm) && '\0' != info.name[0]) {
-        info.name[NAME_LEN - 1] = '\0';
-        chunk = (size_t)info.chunk;
-        bytes = llrdma_ar_shm_bytes(ompi_comm_size(comm), chunk);
-        base = attach_segment(comm, info.name, chunk, bytes, why, sizeof(why));
-    }
     if (NULL != base) {
         llrdma_ar_shm_t view = {.base = base, .chunk_bytes = chunk};
-        uint64_t *line = llrdma_ar_shm_rank_info(&view, ompi_comm_size(comm), ompi_comm_rank(comm));
+        uint64_t *line = llrdma_ar_shm_rank_info(&view, nranks, me);
         __atomic_store_n(&line[1], (uint64_t)getpid(), __ATOMIC_RELEASE);
     }
-    mine = (NULL != base) ? 1 : 0;
+    mine = (NULL != base || nranks == 1) ? 1 : 0;
     rc =
         m->previous_allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm, m->previous_allreduce_module);
-    if (0 == ompi_comm_rank(comm) && NULL != base) {
-        shm_unlink(info.name); /* every rank mapped it or gave up */
+    if (creator && NULL != base) {
+        shm_unlink(name); /* every rank mapped it or gave up */
     }
     if (OMPI_SUCCESS != rc || 1 != all) {
         if (NULL != base) {
@@ -311,6 +289,9 @@ int mca_coll_llrdma_shm_setup(mca_coll_llrdma_module_t *m, struct ompi_communica
         }
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
+    if (NULL == base) {
+        return OMPI_SUCCESS; /* a node of one rank: nothing to share */
+    }
     m->shm.base = base;
     m->shm.chunk_bytes = chunk;
     m->shm.gen = 0;
@@ -319,12 +300,94 @@ int mca_coll_llrdma_shm_setup(mca_coll_llrdma_module_t *m, struct ompi_communica
     m->shm.alive = peer_alive;
     m->shm.alive_ctx = m;
     m->shm.liveness_ns = (uint64_t)c->shm_liveness_ms * 1000000u;
-    m->shm_ranks = ompi_comm_size(comm);
+    m->shm_ranks = nranks;
     m->shm_bytes = bytes;
     opal_output_verbose(10, c->output,
-                        "coll:llrdma: %s: shared-memory arena of %lu bytes, chunk %lu (%s)",
-                        comm->c_name, (unsigned long)bytes, (unsigned long)chunk, info.name);
+                        "coll:llrdma: %s: shared-memory arena of %lu bytes, chunk %lu (%s), "
+                        "%d ranks",
+                        comm->c_name, (unsigned long)bytes, (unsigned long)chunk, name, nranks);
     return OMPI_SUCCESS;
+}
+
+int mca_coll_llrdma_shm_setup(mca_coll_llrdma_module_t *m, struct ompi_communicator_t *comm)
+{
+    mca_coll_llrdma_component_t *c = &mca_coll_llrdma_component;
+    int n = ompi_comm_size(comm), me = ompi_comm_rank(comm);
+    size_t chunk = mca_coll_llrdma_shm_chunk(n), bytes = 0;
+    seg_info_t info;
+    char why[256] = "";
+    void *base = NULL;
+    int rc;
+
+    memset(&info, 0, sizeof(info));
+    if (0 == me) {
+        segment_name(comm, info.name);
+        base = create_segment(comm, n, info.name, &chunk,
+                              0 != c->shm_chunk ? chunk : LLRDMA_AR_SHM_MIN_CHUNK, &bytes, why,
+                              sizeof(why));
+        if (NULL == base) {
+            info.name[0] = '\0'; /* the others need not try */
+        }
+        info.chunk = chunk;
+    }
+    rc = comm->c_coll->coll_bcast(&info, (int)sizeof(info), MPI_BYTE, 0, comm,
+                                  comm->c_coll->coll_bcast_module);
+    if (OMPI_SUCCESS != rc) {
+        snprintf(why, sizeof(why), "broadcasting the segment name failed (%d)", rc);
+    } else if (0 != me && '\0' != info.name[0]) {
+        info.name[NAME_LEN - 1] = '\0';
+        chunk = (size_t)info.chunk;
+        bytes = llrdma_ar_shm_bytes(n, chunk);
+        base = attach_segment(comm, n, me, info.name, chunk, bytes, why, sizeof(why));
+    }
+    return finish_setup(m, comm, base, 0 == me, info.name, n, me, chunk, bytes, why);
+}
+
+size_t mca_coll_llrdma_shm_name_bytes(void)
+{
+    return sizeof(seg_info_t);
+}
+
+int mca_coll_llrdma_shm_setup_node(mca_coll_llrdma_module_t *m, struct ompi_communicator_t *comm,
+                                   void *names)
+{
+    mca_coll_llrdma_component_t *c = &mca_coll_llrdma_component;
+    const llrdma_ar_hier_t *h = &m->hier;
+    seg_info_t info, *all = (seg_info_t *)names;
+    int L = h->local_size, me = h->local_rank, rc;
+    /* One slot holds one piece per slice, of any element (16 bytes at most). */
+    size_t min_chunk = ((size_t)L * 16 + 63) / 64 * 64;
+    size_t chunk = mca_coll_llrdma_shm_chunk(L), bytes = 0;
+    char why[256] = "";
+    void *base = NULL;
+
+    if (chunk < min_chunk) {
+        chunk = min_chunk;
+    }
+    memset(&info, 0, sizeof(info));
+    if (0 == me && L > 1) {
+        segment_name(comm, info.name);
+        base = create_segment(comm, L, info.name, &chunk,
+                              0 != c->shm_chunk ? chunk : LLRDMA_AR_SHM_MIN_CHUNK, &bytes, why,
+                              sizeof(why));
+        if (NULL == base) {
+            info.name[0] = '\0'; /* its node's other ranks need not try */
+        }
+        info.chunk = chunk;
+    }
+    /* Every node's first rank publishes its arena; the others map their node's. */
+    rc = comm->c_coll->coll_allgather(&info, (int)sizeof(info), MPI_BYTE, all, (int)sizeof(info),
+                                      MPI_BYTE, comm, comm->c_coll->coll_allgather_module);
+    if (OMPI_SUCCESS != rc) {
+        snprintf(why, sizeof(why), "exchanging the arena names failed (%d)", rc);
+    } else if (0 != me && '\0' != all[m->node_leader].name[0]) {
+        info = all[m->node_leader];
+        info.name[NAME_LEN - 1] = '\0';
+        chunk = (size_t)info.chunk;
+        bytes = llrdma_ar_shm_bytes(L, chunk);
+        base = attach_segment(comm, L, me, info.name, chunk, bytes, why, sizeof(why));
+    }
+    return finish_setup(m, comm, base, 0 == me, info.name, L, me, chunk, bytes, why);
 }
 
 void mca_coll_llrdma_shm_release(mca_coll_llrdma_module_t *m)

@@ -30,6 +30,11 @@ static void usage(FILE *fp)
                 "the derived transport profile, the device found, the Allreduce segment) and\n"
                 "checks that all ranks use the same size hint.  Launch it exactly like the\n"
                 "application, with the same mpirun options, environment and parameter files.\n"
+                "When they agree it also prints coll/llrdma's Allreduce plan for\n"
+                "MPI_COMM_WORLD's node layout (Open MPI's locality, and the test knob\n"
+                "coll_llrdma_node_split): the arena's algorithms on one node; across nodes\n"
+                "the hierarchical schedule, with the slices and the inter-node algorithm\n"
+                "and segment the hint gives, or whether coll/llrdma steps aside.\n"
                 "\n"
                 "  --json   one JSON object per rank per line (keys include rank, host,\n"
                 "           size_hint, source, origin), rank order, then no table\n"
@@ -90,18 +95,96 @@ static void print_row(const llrdma_rank_config_t *c)
     }
 }
 
+/* A control variable (MPI_T) as text or int; 0 when read. */
+static int cvar_read(const char *name, void *out, int cap)
+{
+    MPI_T_cvar_handle h;
+    int idx, count = 0, rc;
+    if (MPI_SUCCESS != MPI_T_cvar_get_index(name, &idx) ||
+        MPI_SUCCESS != MPI_T_cvar_handle_alloc(idx, NULL, &h, &count)) {
+        return -1;
+    }
+    rc = count <= cap ? MPI_T_cvar_read(h, out) : MPI_ERR_OTHER;
+    MPI_T_cvar_handle_free(&h);
+    return MPI_SUCCESS == rc ? 0 : -1;
+}
+
+/* This rank's node key as coll/llrdma computes it for MPI_COMM_WORLD: the
+ * lowest world rank on its node (MPI_COMM_TYPE_SHARED, i.e. Open MPI's
+ * locality), split further by the test knob coll_llrdma_node_split. */
+static int node_key(int rank, int size)
+{
+    MPI_Comm node;
+    int low = rank, sizes[1024], n = 0, rep = 0, group;
+    char text[4096] = "";
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    MPI_Allreduce(&rank, &low, 1, MPI_INT, MPI_MIN, node);
+    MPI_Comm_free(&node);
+    if (0 == cvar_read("coll_llrdma_node_split", text, (int)sizeof(text)) && '\0' != text[0] &&
+        LLRDMA_AR_OK == llrdma_ar_node_split_parse(text, sizes, 1024, &n, &rep, NULL, 0) &&
+        (group = llrdma_ar_node_split_group(sizes, n, rep, rank, size, NULL, 0)) >= 0) {
+        return group * size + low;
+    }
+    return low;
+}
+
+/* 1 when coll/han would sit below coll/llrdma (enabled, lower priority). */
+static int han_below(void)
+{
+    int han = 0, llrdma = 40;
+    if (0 != cvar_read("coll_han_priority", &han, 1)) {
+        return 0;
+    }
+    (void)cvar_read("coll_llrdma_priority", &llrdma, 1);
+    return han > 0 && han < llrdma;
+}
+
 /* The coll/llrdma planner's choice per message size for MPI_COMM_WORLD, from
- * rank 0's coll settings (all ranks agree when the hint check passed).  With
- * every rank on one node coll/llrdma reduces through its shared-memory arena
- * (unless coll_llrdma_shm is 0), whose chunk this computes as coll does. */
-static void print_plan(const llrdma_rank_config_t *c, int nranks, int one_node)
+ * rank 0's coll settings (all ranks agree when the hint check passed) and
+ * the job's node layout (keys: every rank's node key).  On one node
+ * coll/llrdma reduces through its shared-memory arena (unless coll_llrdma_shm
+ * is 0), whose chunk this computes as coll does; across nodes it runs the
+ * hierarchical schedule, whose inter-node step follows the hint. */
+static void print_plan(const llrdma_rank_config_t *c, int nranks, const int *keys)
 {
     static const size_t sizes[] = {8,          256,         4096,         32768,
                                    256 * 1024, 2 * 1048576, 16 * 1048576, 64 * 1048576};
-    char hint[32], sz[32], seg[32];
-    size_t chunk = 0;
+    char hint[32], sz[32], seg[32], shape[256] = "";
+    size_t chunk = 0, used = 0;
+    llrdma_ar_topo_t topo;
+    llrdma_ar_hier_t me;
+    int *peers = calloc((size_t)nranks, sizeof(int)), *count = calloc((size_t)nranks, sizeof(int));
+    const char *why = "";
+    int mode;
 
-    if (one_node && c->coll_shm && nranks > 1) {
+    if (NULL == peers || NULL == count ||
+        LLRDMA_AR_OK != llrdma_ar_layout(nranks, keys, 0, &topo, &me, peers, nranks)) {
+        printf("\ncoll/llrdma Allreduce plan: (layout not available)\n");
+        free(peers);
+        free(count);
+        return;
+    }
+    for (int r = 0; r < nranks; ++r) { /* ranks per node, nodes in order of their first rank */
+        llrdma_ar_hier_t h;
+        llrdma_ar_topo_t t;
+        llrdma_ar_layout(nranks, keys, r, &t, &h, peers, nranks);
+        count[h.node]++;
+    }
+    for (int k = 0; k < topo.nnodes && used + 16 < sizeof(shape); ++k) {
+        used +=
+            (size_t)snprintf(shape + used, sizeof(shape) - used, "%s%d", k ? "+" : "", count[k]);
+    }
+    /* coll/han steps aside itself on a communicator with no remote peers,
+     * whatever its priority: below coll/llrdma only across real nodes (keys
+     * are group * nranks + the lowest world rank of the real node). */
+    int real_nodes = 0;
+    for (int r = 0; r < nranks; ++r) {
+        real_nodes += keys[r] % nranks == r;
+    }
+    topo.arenas = c->coll_shm;
+    topo.below_hier = real_nodes > 1 && han_below();
+    mode = llrdma_ar_mode(&topo, &why);
+    if (1 == topo.nnodes && c->coll_shm && nranks > 1) {
         long l2 = -1;
 #ifdef _SC_LEVEL2_CACHE_SIZE
         l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
@@ -111,28 +194,58 @@ static void print_plan(const llrdma_rank_config_t *c, int nranks, int one_node)
                     : llrdma_ar_shm_default_chunk(nranks, l2 > 0 ? (size_t)l2 : 0);
     }
     llrdma_format_size(c->coll_hint, hint, sizeof(hint));
-    printf("\ncoll/llrdma Allreduce plan for %d ranks, MPI_DOUBLE, coll hint %s%s%s:\n", nranks,
-           hint, c->coll_algorithm ? " (algorithm forced)" : "",
+    printf("\ncoll/llrdma Allreduce plan for %d ranks on %d node%s (%s), MPI_DOUBLE, coll hint "
+           "%s%s%s:\n",
+           nranks, topo.nnodes, topo.nnodes > 1 ? "s" : "", shape, hint,
+           c->coll_algorithm ? " (algorithm forced)" : "",
            chunk ? ", shared-memory arena (all ranks on one node)" : "");
-    printf("%10s  %-19s %9s %9s  %s\n", "bytes", "algorithm", "segment", "in-flight", "rule");
+    printf("  %s: %s\n",
+           LLRDMA_AR_MODE_HIER == mode      ? "hierarchical"
+           : LLRDMA_AR_MODE_DECLINE == mode ? "coll/llrdma steps aside (the module below serves "
+                                              "the Allreduce)"
+                                            : "flat",
+           why);
+    if (LLRDMA_AR_MODE_DECLINE == mode) {
+        free(peers);
+        free(count);
+        return;
+    }
+    if (LLRDMA_AR_MODE_HIER == mode) {
+        printf("%10s  %6s  %-19s %9s %9s  %s\n", "bytes", "slices", "inter-node", "segment",
+               "in-flight", "rule of the inter-node step");
+    } else {
+        printf("%10s  %-19s %9s %9s  %s\n", "bytes", "algorithm", "segment", "in-flight", "rule");
+    }
     for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); ++i) {
         llrdma_ar_plan_t plan;
-        int shown;
+        int shown, rc;
         llrdma_format_size(sizes[i], sz, sizeof(sz));
-        if (LLRDMA_AR_OK != llrdma_ar_plan_shm(sizes[i], 8, nranks, c->coll_hint, 0, chunk,
-                                               c->coll_algorithm, (size_t)c->coll_segment_knob,
-                                               &plan)) {
+        rc = LLRDMA_AR_MODE_HIER == mode
+                 ? llrdma_ar_plan_hier(sizes[i], 8, &topo, c->coll_hint, 0, c->coll_algorithm,
+                                       (size_t)c->coll_segment_knob, &plan)
+                 : llrdma_ar_plan_shm(sizes[i], 8, nranks, c->coll_hint, 0, chunk,
+                                      c->coll_algorithm, (size_t)c->coll_segment_knob, &plan);
+        if (LLRDMA_AR_OK != rc) {
             printf("%10s  (planner rejected)\n", sz);
+            continue;
+        }
+        llrdma_format_size(plan.segment_bytes, seg, sizeof(seg));
+        if (LLRDMA_AR_MODE_HIER == mode) {
+            shown = LLRDMA_AR_RING == plan.inter_alg;
+            printf("%10s  %6d  %-19s %9s %9d  %s\n", sz, plan.slices,
+                   llrdma_ar_alg_name(plan.inter_alg), shown ? seg : "-",
+                   shown ? plan.nsegments_in_flight : 1, plan.inter_why);
             continue;
         }
         /* The segment means something for the ring (message size) and the
          * arena (round size). */
         shown = LLRDMA_AR_RING == plan.alg || LLRDMA_AR_SHM_DIRECT == plan.alg ||
                 LLRDMA_AR_SHM_SPLIT == plan.alg;
-        llrdma_format_size(plan.segment_bytes, seg, sizeof(seg));
         printf("%10s  %-19s %9s %9d  %s\n", sz, llrdma_ar_alg_name(plan.alg), shown ? seg : "-",
                LLRDMA_AR_RING == plan.alg ? plan.nsegments_in_flight : 1, plan.why);
     }
+    free(peers);
+    free(count);
 }
 
 static uint64_t path_sum(const uint64_t *v)
@@ -206,9 +319,9 @@ static int show_stats(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-    int json = 0, quiet = 0, rank, size, rc = 0, len, one_node = 0;
+    int json = 0, quiet = 0, rank, size, rc = 0, len, key, provided;
     char *mine, *all = NULL;
-    int *lens = NULL, *displs = NULL;
+    int *lens = NULL, *displs = NULL, *keys = NULL;
 
     if (argc >= 2 && 0 == strcmp(argv[1], "--stats")) {
         return show_stats(argc - 2, argv + 2);
@@ -233,15 +346,13 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    {
-        /* Whether coll/llrdma can use its arena on MPI_COMM_WORLD. */
-        MPI_Comm node;
-        int node_size = 0;
-        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-        MPI_Comm_size(node, &node_size);
-        MPI_Comm_free(&node);
-        one_node = node_size == size;
+    /* The node layout of MPI_COMM_WORLD, as coll/llrdma sees it. */
+    MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
+    key = node_key(rank, size);
+    if (0 == rank && NULL == (keys = malloc(sizeof(int) * (size_t)size))) {
+        MPI_Abort(MPI_COMM_WORLD, 3);
     }
+    MPI_Gather(&key, 1, MPI_INT, keys, 1, MPI_INT, 0, MPI_COMM_WORLD);
 
     mine = malloc(CFG_MAX);
     if (NULL == mine) {
@@ -327,7 +438,7 @@ int main(int argc, char **argv)
         } else if (!json) {
             char hint[32];
             if (!quiet) {
-                print_plan(&cfgs[0], size, one_node);
+                print_plan(&cfgs[0], size, keys);
             }
             llrdma_format_size(cons.majority_bytes, hint, sizeof(hint));
             printf("llrdma-check: all %d ranks agree: size hint %s (%llu bytes)\n", size, hint,
@@ -340,8 +451,10 @@ int main(int argc, char **argv)
         free(all);
         free(displs);
         free(lens);
+        free(keys);
     }
     MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    MPI_T_finalize();
     free(mine);
     MPI_Finalize();
     return rc;

@@ -12,8 +12,9 @@
 namespace
 {
 
-const char *const kAlgNames[LLRDMA_AR_NALGS] = {"auto", "recursive_doubling", "rabenseifner",
-                                                "ring", "shm_direct",         "shm_split"};
+const char *const kAlgNames[LLRDMA_AR_NALGS] = {"auto",        "recursive_doubling", "rabenseifner",
+                                                "ring",        "shm_direct",         "shm_split",
+                                                "hierarchical"};
 
 bool is_shm(int alg)
 {
@@ -41,6 +42,30 @@ struct ScratchOnExit {
             std::free(p);
     }
 };
+
+// A LLRDMA_AR_HIER run needs the layout, host buffers (no hooks: the glue
+// stages device vectors whole), the node's arena when the node has several
+// ranks, and an inter-node plan the layout can carry.
+bool hier_args_ok(const llrdma_ar_plan_t *plan, const llrdma_ar_comm_t *comm)
+{
+    const llrdma_ar_hier_t *h = comm->hier;
+    if (!h || comm->copy || comm->reduce || comm->alloc || h->nnodes < 1 || h->node < 0 ||
+        h->node >= h->nnodes || h->local_size < 1 || h->local_rank < 0 ||
+        h->local_rank >= h->local_size || plan->slices < 1 || plan->slices > h->local_size ||
+        plan->nodes != h->nnodes || plan->segment_bytes == 0 || plan->nsegments_in_flight < 1 ||
+        (plan->inter_alg != LLRDMA_AR_RECURSIVE_DOUBLING &&
+         plan->inter_alg != LLRDMA_AR_RABENSEIFNER && plan->inter_alg != LLRDMA_AR_RING))
+        return false;
+    if (h->local_rank < plan->slices) {
+        if (!h->peers || h->peers[h->node] != comm->rank)
+            return false;
+        for (int k = 0; k < h->nnodes; ++k)
+            if (h->peers[k] < 0 || h->peers[k] >= comm->size)
+                return false;
+    }
+    return h->local_size == 1 || (comm->shm && comm->shm->base &&
+                                  llrdma_ar_shm_bytes(h->local_size, comm->shm->chunk_bytes) != 0);
+}
 
 } // namespace
 
@@ -87,6 +112,8 @@ extern "C" size_t llrdma_ar_scratch_bytes(const llrdma_ar_plan_t *plan, size_t c
         return scratch_ring(plan, count, es, comm_size);
     case LLRDMA_AR_SHM_SPLIT:
         return scratch_shm_split(plan, count, es, comm_size);
+    case LLRDMA_AR_HIER:
+        return scratch_hier(plan, count, es);
     default: // shm_direct: the arena is its scratch
         return 0;
     }
@@ -108,6 +135,9 @@ extern "C" int llrdma_ar_run(const llrdma_ar_plan_t *plan, const llrdma_ar_comm_
     if (shm && comm->size > 1 &&
         (!comm->shm || !comm->shm->base ||
          llrdma_ar_shm_bytes(comm->size, comm->shm->chunk_bytes) == 0))
+        return LLRDMA_AR_ERR_INVALID;
+    const bool hier = plan->alg == LLRDMA_AR_HIER;
+    if (hier && comm->size > 1 && !hier_args_ok(plan, comm))
         return LLRDMA_AR_ERR_INVALID;
     if (!llrdma_ar_supported(dtype, op))
         return LLRDMA_AR_ERR_UNSUPPORTED;
@@ -139,10 +169,11 @@ extern "C" int llrdma_ar_run(const llrdma_ar_plan_t *plan, const llrdma_ar_comm_
         Transport t(comm);
         int rc = LLRDMA_AR_OK;
         const void *in = sendbuf == recvbuf ? nullptr : sendbuf;
-        if (in && (!shm || comm->size == 1))
+        if (in && ((!shm && !hier) || comm->size == 1))
             rc = t.copy(recvbuf, in, count * es);
         if (rc == LLRDMA_AR_OK && comm->size > 1) {
-            Args a{&t, recvbuf, count, dtype, op, es, scratch, scratch_bytes, plan, in, comm->shm};
+            Args a{&t,      recvbuf,       count, dtype, op,        es,
+                   scratch, scratch_bytes, plan,  in,    comm->shm, comm->hier};
             switch (plan->alg) {
             case LLRDMA_AR_RECURSIVE_DOUBLING:
                 rc = run_recursive_doubling(a);
@@ -155,6 +186,9 @@ extern "C" int llrdma_ar_run(const llrdma_ar_plan_t *plan, const llrdma_ar_comm_
                 break;
             case LLRDMA_AR_SHM_SPLIT:
                 rc = run_shm_split(a);
+                break;
+            case LLRDMA_AR_HIER:
+                rc = run_hier(a);
                 break;
             default:
                 rc = run_ring(a);

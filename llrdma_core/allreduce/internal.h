@@ -85,6 +85,7 @@ class Transport
 
     int rank() const { return c_->rank; }
     int size() const { return c_->size; }
+    const llrdma_ar_comm_t *comm() const { return c_; }
 
     // *req = nullptr for zero bytes (nothing sent); wait() accepts that.
     int isend(const void *buf, size_t bytes, int peer, int tag, void **req);
@@ -145,6 +146,9 @@ struct Args {
     // skips its sendbuf -> recvbuf copy for them.
     const void *sendbuf;
     llrdma_ar_shm_t *shm;
+    // LLRDMA_AR_HIER only: this rank's place in the node layout (it also
+    // reads sendbuf itself).
+    const llrdma_ar_hier_t *hier;
 };
 
 // The shared arena of the shm_* algorithms (shm_arena.cc): layout, flags and
@@ -194,6 +198,10 @@ int run_rabenseifner(const Args &a);
 int run_ring(const Args &a);
 int run_shm_direct(const Args &a);
 int run_shm_split(const Args &a);
+int run_hier(const Args &a);
+// The inter-node step's plan of a LLRDMA_AR_HIER plan (alg = inter_alg).
+llrdma_ar_plan_t hier_inner_plan(const llrdma_ar_plan_t *plan);
+size_t scratch_hier(const llrdma_ar_plan_t *plan, size_t count, size_t esize);
 // Elements per shm round: the plan's segment, at most the arena's chunk.
 size_t shm_round_elems(const Args &a);
 // The input side of every shm round (shm_arena.cc): copy this rank's input

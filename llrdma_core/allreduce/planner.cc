@@ -82,7 +82,7 @@ extern "C" int llrdma_ar_plan_shm(size_t bytes, size_t dtype_size, int comm_size
                                   size_t forced_segment, llrdma_ar_plan_t *out)
 {
     if (!out || dtype_size == 0 || comm_size < 1 || bytes % dtype_size != 0 || forced_alg < 0 ||
-        forced_alg >= LLRDMA_AR_NALGS || (shm_chunk > 0 && shm_chunk < dtype_size))
+        forced_alg >= LLRDMA_AR_NKNOB || (shm_chunk > 0 && shm_chunk < dtype_size))
         return LLRDMA_AR_ERR_INVALID;
 
     const bool one_or_none = comm_size == 1 || bytes == 0;

@@ -61,6 +61,13 @@ launch -np 3 "${A[@]}" -x FAKEGPU_NOT_MAPPED=1 "$T"
 check_pass "3 ranks, arena pinned for copies only (CPU fold): PASS" $P 3
 check_run "3 ranks, arena pinned for copies only: said so" \
   has "arena pinned for copies only (fakegpu: pinned, not mapped"
+# Across (test-only) nodes the hierarchical schedule runs on host memory:
+# device vectors go whole to the host and back, whatever their size.
+launch -np 4 --mca coll_llrdma_verbose 10 --mca coll_llrdma_gpu_stage_max 0 \
+  --mca coll_llrdma_node_split 2 -x FAKEGPU_EXPECT_STAGING=0 "$T"
+check_pass "2+2 nodes (node_split), GPU buffers: PASS" $P 4
+check_run "2+2 nodes: hierarchical on device buffers, copied whole" \
+  has ": hierarchical, 2 nodes, .*; GPU buffers"
 launch -np 3 --mca coll_llrdma_verbose 10 -x FAKEGPU_EXPECT_STAGING=0 -x FAKEGPU_DEVICE_KEY=7 "$T"
 check_pass "3 ranks on one GPU: PASS" $P 3
 check_run "3 ranks on one GPU: detected, vectors copied whole" \

@@ -4,6 +4,9 @@
  * the reference; awkward counts, MPI_IN_PLACE, every op on representative
  * datatypes, pair types with ties, sub-communicators (including permuted
  * ranks), repeated calls, and calls that must fall back (user op, derived type).
+ * --matrix: instead of the suite, every predefined datatype coll/llrdma maps x
+ * every op defined on it (values that stay exact in every type), on the same
+ * communicators.
  * --fault N [COUNT]: calls 1..N+2 on COUNT doubles with MPI_ERRORS_RETURN;
  * call N must fail (a failure injected on some rank, see test-allreduce-faults.sh)
  * and every other one be right (the arena is rebuilt).  --die R N: rank R
@@ -286,6 +289,167 @@ static void suite(MPI_Comm comm)
     test_fallbacks(comm);
 }
 
+/* ------------------------------------------------ op x datatype matrix */
+
+typedef struct {
+    MPI_Datatype dt;
+    const char *name;
+    int size, is_signed, kind; /* kind 0 integer, 1 floating point, 2 bool, 3 byte */
+} mtype_t;
+
+static void mput(const mtype_t *t, void *buf, long i, int64_t v)
+{
+    char *p = (char *)buf + i * t->size;
+    if (1 == t->kind) {
+        if (4 == t->size) {
+            float f = (float)v;
+            memcpy(p, &f, 4);
+        } else {
+            double d = (double)v;
+            memcpy(p, &d, 8);
+        }
+        return;
+    }
+    memcpy(p, &v, (size_t)t->size); /* little endian: the low bytes */
+}
+
+/* The value of element i, widened (sign-extended for signed types). */
+static int64_t mget(const mtype_t *t, const void *buf, long i)
+{
+    const char *p = (const char *)buf + i * t->size;
+    if (1 == t->kind) {
+        if (4 == t->size) {
+            float f;
+            memcpy(&f, p, 4);
+            return (int64_t)f;
+        }
+        double d;
+        memcpy(&d, p, 8);
+        return (int64_t)d;
+    }
+    uint64_t u = 0;
+    memcpy(&u, p, (size_t)t->size);
+    if (t->is_signed && t->size < 8 && (u >> (8 * t->size - 1)) & 1) {
+        u |= ~(uint64_t)0 << (8 * t->size);
+    }
+    return (int64_t)u;
+}
+
+/* a OP b at the type's width (integers wrap), computed here, not by MPI. */
+static int64_t mref(const mtype_t *t, MPI_Op op, int64_t a, int64_t b)
+{
+    uint64_t r;
+    if (op == MPI_SUM)
+        r = (uint64_t)a + (uint64_t)b;
+    else if (op == MPI_PROD)
+        r = (uint64_t)a * (uint64_t)b;
+    else if (op == MPI_MIN)
+        return a < b ? a : b; /* values 0..99: no wrap, no sign issue */
+    else if (op == MPI_MAX)
+        return a > b ? a : b;
+    else if (op == MPI_LAND)
+        return a && b;
+    else if (op == MPI_LOR)
+        return a || b;
+    else if (op == MPI_LXOR)
+        return !a != !b;
+    else if (op == MPI_BAND)
+        r = (uint64_t)a & (uint64_t)b;
+    else if (op == MPI_BOR)
+        r = (uint64_t)a | (uint64_t)b;
+    else
+        r = (uint64_t)a ^ (uint64_t)b;
+    if (1 == t->kind || t->size == 8)
+        return (int64_t)r;
+    r &= ((uint64_t)1 << (8 * t->size)) - 1;
+    if (t->is_signed && (r >> (8 * t->size - 1)) & 1)
+        r |= ~(uint64_t)0 << (8 * t->size);
+    return (int64_t)r;
+}
+
+/* Inputs: 0..99, or 0/1 for logical ops, or factors 1, 2 (and -1 for
+ * signed integers) for prod; floating point stays exact (small sums,
+ * products of at most a few 2s). */
+static int64_t mval(const mtype_t *t, MPI_Op op, int r, long i)
+{
+    uint64_t x = h(r, i, 11);
+    if (op == MPI_PROD)
+        return (x % 3 == 2 && t->is_signed && 0 == t->kind) ? -1 : (int64_t)(1 + x % 2);
+    if (op == MPI_LAND || op == MPI_LOR || op == MPI_LXOR || 2 == t->kind)
+        return op == MPI_LAND ? (x % 5 ? 1 : 0) : (x % 3 ? 0 : 1);
+    return (int64_t)(x % 100);
+}
+
+static void matrix(MPI_Comm comm)
+{
+    const mtype_t types[] = {
+        {MPI_INT8_T, "int8_t", 1, 1, 0},
+        {MPI_SIGNED_CHAR, "signed char", 1, 1, 0},
+        {MPI_INT16_T, "int16_t", 2, 1, 0},
+        {MPI_INT32_T, "int32_t", 4, 1, 0},
+        {MPI_INT64_T, "int64_t", 8, 1, 0},
+        {MPI_UINT8_T, "uint8_t", 1, 0, 0},
+        {MPI_UNSIGNED_CHAR, "unsigned char", 1, 0, 0},
+        {MPI_UINT16_T, "uint16_t", 2, 0, 0},
+        {MPI_UINT32_T, "uint32_t", 4, 0, 0},
+        {MPI_UINT64_T, "uint64_t", 8, 0, 0},
+        {MPI_SHORT, "short", sizeof(short), 1, 0},
+        {MPI_INT, "int", sizeof(int), 1, 0},
+        {MPI_LONG, "long", sizeof(long), 1, 0},
+        {MPI_LONG_LONG, "long long", sizeof(long long), 1, 0},
+        {MPI_UNSIGNED_SHORT, "unsigned short", sizeof(short), 0, 0},
+        {MPI_UNSIGNED, "unsigned", sizeof(int), 0, 0},
+        {MPI_UNSIGNED_LONG, "unsigned long", sizeof(long), 0, 0},
+        {MPI_UNSIGNED_LONG_LONG, "unsigned long long", sizeof(long long), 0, 0},
+        {MPI_FLOAT, "float", 4, 1, 1},
+        {MPI_DOUBLE, "double", 8, 1, 1},
+        {MPI_C_BOOL, "C bool", 1, 0, 2},
+        {MPI_BYTE, "byte", 1, 0, 3},
+    };
+    MPI_Op ops[] = {MPI_SUM, MPI_PROD, MPI_MIN,  MPI_MAX, MPI_LAND,
+                    MPI_LOR, MPI_LXOR, MPI_BAND, MPI_BOR, MPI_BXOR};
+    const char *names[] = {"sum", "prod", "min",  "max", "land",
+                           "lor", "lxor", "band", "bor", "bxor"};
+    const long counts[] = {1, 7, 1001, 70001};
+    int me, p;
+    MPI_Comm_rank(comm, &me);
+    MPI_Comm_size(comm, &p);
+    for (size_t ti = 0; ti < sizeof(types) / sizeof(types[0]); ++ti) {
+        const mtype_t *t = &types[ti];
+        for (int o = 0; o < 10; ++o) {
+            /* MPI's op x type table: arithmetic on numbers, logical on
+             * integers and bool, bitwise on integers and byte. */
+            if ((t->kind == 1 && o >= 4) || (t->kind == 2 && (o < 4 || o >= 7)) ||
+                (t->kind == 3 && o < 7))
+                continue;
+            for (int c = 0; c < 4; ++c) {
+                long n = counts[c];
+                char *in = malloc((size_t)n * t->size), *out = malloc((size_t)n * t->size);
+                for (long i = 0; i < n; ++i)
+                    mput(t, in, i, mval(t, ops[o], me, i));
+                if ((c + o) % 2) {
+                    memcpy(out, in, (size_t)n * t->size);
+                    MPI_Allreduce(MPI_IN_PLACE, out, (int)n, t->dt, ops[o], comm);
+                } else {
+                    MPI_Allreduce(in, out, (int)n, t->dt, ops[o], comm);
+                }
+                for (long i = 0; i < n; ++i) {
+                    int64_t want = mval(t, ops[o], 0, i);
+                    for (int r = 1; r < p; ++r)
+                        want = mref(t, ops[o], want, mval(t, ops[o], r, i));
+                    if (mget(t, out, i) != want) {
+                        FAIL("matrix %s %s n=%ld p=%d: [%ld] = %lld, want %lld", t->name, names[o],
+                             n, p, i, (long long)mget(t, out, i), (long long)want);
+                        break;
+                    }
+                }
+                free(in);
+                free(out);
+            }
+        }
+    }
+}
+
 /* Calls 1..last on `count` doubles, in place; call `bad` must fail, the
  * others give the right sum.  die >= 0: that rank kills itself at call bad
  * and the others stop after it (nothing collective can work any more). */
@@ -336,11 +500,14 @@ int main(int argc, char **argv)
         fflush(NULL);
         _exit(fails ? 1 : 0);
     }
-    suite(MPI_COMM_WORLD);
-    MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);
-    suite(half);
-    MPI_Comm_split(MPI_COMM_WORLD, 0, size - rank, &rev); /* ranks permuted */
-    suite(rev);
+    {
+        void (*run)(MPI_Comm) = argc > 1 && 0 == strcmp(argv[1], "--matrix") ? matrix : suite;
+        run(MPI_COMM_WORLD);
+        MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);
+        run(half);
+        MPI_Comm_split(MPI_COMM_WORLD, 0, size - rank, &rev); /* ranks permuted */
+        run(rev);
+    }
     MPI_Comm_free(&half);
     MPI_Comm_free(&rev);
 done:

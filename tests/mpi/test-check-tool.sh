@@ -9,7 +9,7 @@ for n in 1 2 4; do
   check_run "$n ranks: one table row per rank" count '^ *[0-9]\+  [^ ]\+ \+[0-9]\+ ' $n
   # All ranks on this node: the arena's algorithms (the message ones below).
   plan() {
-    has "Allreduce plan for $n ranks, MPI_DOUBLE, coll hint 16K" &&
+    has "Allreduce plan for $n ranks on 1 node ($n), MPI_DOUBLE, coll hint 16K" &&
       { [ $n -eq 1 ] || { has "shared-memory arena (all ranks on one node)" &&
                             has "^ \+64M  shm_split "; }; }
   }

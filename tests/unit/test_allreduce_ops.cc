@@ -168,8 +168,9 @@ BOOST_AUTO_TEST_CASE(sizes_and_names)
     BOOST_CHECK_EQUAL(std::string(llrdma_ar_op_name(LLRDMA_OP_MINLOC)), "minloc");
     BOOST_CHECK_EQUAL(std::string(llrdma_ar_op_name(99)), "?");
 
-    const char *names[] = {"auto", "recursive_doubling", "rabenseifner",
-                           "ring", "shm_direct",         "shm_split"};
+    const char *names[LLRDMA_AR_NALGS] = {"auto",        "recursive_doubling", "rabenseifner",
+                                          "ring",        "shm_direct",         "shm_split",
+                                          "hierarchical"};
     for (int i = 0; i < LLRDMA_AR_NALGS; ++i) {
         BOOST_CHECK_EQUAL(std::string(llrdma_ar_alg_name(i)), names[i]);
         BOOST_CHECK_EQUAL(llrdma_ar_alg_from_name(names[i]), i);

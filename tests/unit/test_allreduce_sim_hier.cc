@@ -1,0 +1,464 @@
+// The hierarchical Allreduce (hier.cc) on simulated communicators spanning
+// simulated nodes: one thread per rank, messages through test_allreduce_simcomm.h,
+// one arena per node (shared by that node's threads only).  Regular and
+// irregular layouts (2+2, 3+1, 2+2+1, one rank per node, interleaved and
+// permuted ranks), every op x datatype, awkward counts, tiny chunks (many
+// rounds), forced inter-node algorithms, segments and windows, back-to-back
+// calls; results bitwise against the documented order (node partials in
+// rank order, then the inter-node algorithm's order per slice) and close to a
+// sequential reference.  Transport failures: nothing hangs, nothing is left.
+#define BOOST_TEST_MODULE test_allreduce_sim_hier
+#include <boost/test/unit_test.hpp>
+
+#include "llrdma_allreduce.h"
+#include "test_allreduce_ref.h"
+#include "test_allreduce_simcomm.h"
+
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace
+{
+
+using namespace simref;
+
+// A communicator's node layout: key[r] = node of rank r (any values).
+struct Layout {
+    std::string name;
+    std::vector<int> key;
+};
+
+std::vector<int> blocks(std::initializer_list<int> sizes)
+{
+    std::vector<int> k;
+    int node = 0;
+    for (int s : sizes) {
+        for (int i = 0; i < s; ++i)
+            k.push_back(node);
+        ++node;
+    }
+    return k;
+}
+
+std::vector<Layout> layouts()
+{
+    return {
+        {"2+2", blocks({2, 2})},           {"3+1", blocks({3, 1})},
+        {"1+3", blocks({1, 3})},           {"2+2+1", blocks({2, 2, 1})},
+        {"1+1+1", blocks({1, 1, 1})},      {"4+4", blocks({4, 4})},
+        {"3+3+2", blocks({3, 3, 2})},      {"2+2+2+2", blocks({2, 2, 2, 2})},
+        {"interleaved 2+2", {0, 1, 0, 1}}, {"permuted 3+2+2", {2, 0, 1, 0, 2, 1, 0}},
+    };
+}
+
+// Per-rank layout and per-node arenas for one World.
+class Nodes
+{
+  public:
+    Nodes(const std::vector<int> &key, size_t chunk) : p_(static_cast<int>(key.size()))
+    {
+        me_.resize(p_);
+        peers_.assign(p_, std::vector<int>(p_, -1));
+        shm_.resize(p_);
+        for (int r = 0; r < p_; ++r)
+            BOOST_REQUIRE(llrdma_ar_layout(p_, key.data(), r, &topo_, &me_[r], peers_[r].data(),
+                                           p_) == LLRDMA_AR_OK);
+        arenas_.resize(topo_.nnodes);
+        for (int r = 0; r < p_; ++r) {
+            const llrdma_ar_hier_t &h = me_[r];
+            if (h.local_size == 1)
+                continue;
+            auto &a = arenas_[h.node];
+            if (a.empty())
+                a.resize(llrdma_ar_shm_bytes(h.local_size, chunk) / 64 + 1);
+            shm_[r].base = a.data();
+            shm_[r].chunk_bytes = chunk;
+        }
+    }
+    void attach(llrdma_ar_comm_t &c, int r)
+    {
+        c.hier = &me_[r];
+        c.shm = me_[r].local_size > 1 ? &shm_[r] : nullptr;
+    }
+    const llrdma_ar_topo_t &topo() const { return topo_; }
+    const llrdma_ar_hier_t &me(int r) const { return me_[r]; }
+
+  private:
+    struct alignas(64) Line {
+        unsigned char b[64];
+    };
+    int p_;
+    llrdma_ar_topo_t topo_{};
+    std::vector<llrdma_ar_hier_t> me_;
+    std::vector<std::vector<int>> peers_;
+    std::vector<llrdma_ar_shm_t> shm_;
+    std::vector<std::vector<Line>> arenas_;
+};
+
+struct Case {
+    Combo c;
+    size_t count;
+    int inplace; // 0 separate, 1 sendbuf NULL, 2 sendbuf == recvbuf
+    llrdma_ar_plan_t plan;
+    uint64_t seed;
+    Bytes exact, seq;
+};
+
+// The documented order: node partials (ranks of the node in rank order, left
+// fold), then per slice the inter-node algorithm's order over the nodes.
+Bytes hier_order(const Combo &c, const std::vector<Bytes> &in, const std::vector<int> &key,
+                 size_t count, const llrdma_ar_plan_t &plan)
+{
+    int p = static_cast<int>(in.size());
+    llrdma_ar_topo_t topo;
+    llrdma_ar_hier_t h;
+    std::vector<int> peers(p);
+    llrdma_ar_layout(p, key.data(), 0, &topo, &h, peers.data(), p);
+    std::vector<Bytes> partial(topo.nnodes);
+    std::vector<int> node_of(p);
+    for (int r = 0; r < p; ++r) {
+        llrdma_ar_hier_t hr;
+        llrdma_ar_layout(p, key.data(), r, &topo, &hr, peers.data(), p);
+        node_of[r] = hr.node;
+    }
+    for (int r = 0; r < p; ++r) {
+        Bytes &acc = partial[node_of[r]];
+        if (acc.empty())
+            acc = in[r];
+        else
+            fold_into(c, acc, in[r], 0, count);
+    }
+    size_t es = llrdma_ar_dtype_size(c.dt);
+    Bytes out(count * es);
+    size_t U = static_cast<size_t>(plan.slices);
+    for (size_t j = 0; j < U; ++j) {
+        size_t s = j * (count / U) + std::min(j, count % U), n = count / U + (j < count % U);
+        std::vector<Bytes> sl;
+        for (const Bytes &pk : partial)
+            sl.emplace_back(pk.begin() + s * es, pk.begin() + (s + n) * es);
+        Bytes r = sl.size() == 1                     ? sl[0]
+                  : plan.inter_alg == LLRDMA_AR_RING ? ring_order(c, sl, n)
+                                                     : tree_order(c, sl, n);
+        std::copy(r.begin(), r.end(), out.begin() + s * es);
+    }
+    return out;
+}
+
+llrdma_ar_plan_t hier_plan(int inter, int slices, int nodes, size_t seg, int window)
+{
+    llrdma_ar_plan_t p{};
+    p.alg = LLRDMA_AR_HIER;
+    p.segment_bytes = seg;
+    p.nsegments_in_flight = window;
+    p.why = "test";
+    p.inter_alg = inter;
+    p.inter_why = "test";
+    p.slices = slices;
+    p.nodes = nodes;
+    return p;
+}
+
+void prepare(Case &k, const std::vector<int> &key)
+{
+    int p = static_cast<int>(key.size());
+    std::vector<Bytes> in;
+    for (int r = 0; r < p; ++r)
+        in.push_back(input(k.c, k.seed, r, p, k.count));
+    k.exact = hier_order(k.c, in, key, k.count, k.plan);
+    k.seq = sequential(k.c, in, k.count);
+}
+
+std::string describe(const Case &k, const std::string &layout, size_t chunk)
+{
+    std::ostringstream s;
+    s << layout << " chunk=" << chunk << " count=" << k.count << " " << llrdma_ar_dtype_name(k.c.dt)
+      << " " << llrdma_ar_op_name(k.c.op) << " inplace=" << k.inplace
+      << " inter=" << llrdma_ar_alg_name(k.plan.inter_alg) << " slices=" << k.plan.slices
+      << " seg=" << k.plan.segment_bytes << " window=" << k.plan.nsegments_in_flight;
+    return s.str();
+}
+
+std::string run_rank(sim::World &w, Nodes &nodes, int r, int p, const Case &k)
+{
+    llrdma_ar_comm_t comm = w.comm(r);
+    nodes.attach(comm, r);
+    size_t es = llrdma_ar_dtype_size(k.c.dt);
+    Bytes send = input(k.c, k.seed, r, p, k.count), orig = send;
+    Bytes recv = k.inplace ? send : Bytes(send.size(), 0xA5);
+    const void *sb = k.inplace == 1 ? nullptr : k.inplace == 2 ? recv.data() : send.data();
+    // Caller scratch of exactly the advertised size on odd ranks, core's on even.
+    Bytes scratch(r % 2 ? llrdma_ar_scratch_bytes(&k.plan, k.count, k.c.dt, p) : 0);
+    int rc = llrdma_ar_run(&k.plan, &comm, sb, recv.data(), k.count, k.c.dt, k.c.op,
+                           scratch.empty() ? nullptr : scratch.data(), scratch.size());
+    std::ostringstream e;
+    if (rc != LLRDMA_AR_OK)
+        e << "rc " << rc;
+    else if (w.live(r) != 0)
+        e << w.live(r) << " requests left";
+    else if (!k.inplace && send != orig)
+        e << "sendbuf modified";
+    for (size_t i = 0; e.str().empty() && i < k.count; ++i) {
+        const unsigned char *got = &recv[i * es];
+        if (!same(k.c.dt, got, &k.exact[i * es]))
+            e << "element " << i << " differs from the documented order";
+        else if (is_float(k.c.dt) ? !close(k.c.dt, got, &k.seq[i * es])
+                                  : !same(k.c.dt, got, &k.seq[i * es]))
+            e << "element " << i << " differs from the sequential reference";
+    }
+    return e.str().empty() ? "" : "rank " + std::to_string(r) + ": " + e.str();
+}
+
+std::vector<std::string> run_world(const Layout &l, size_t chunk, const std::vector<Case> &cases,
+                                   sim::Options opt)
+{
+    int p = static_cast<int>(l.key.size());
+    sim::World w(p, opt);
+    Nodes nodes(l.key, chunk);
+    std::vector<std::string> errs;
+    std::mutex em;
+    std::vector<std::thread> th;
+    for (int r = 0; r < p; ++r)
+        th.emplace_back([&, r] {
+            for (const Case &k : cases) {
+                std::string s = run_rank(w, nodes, r, p, k);
+                if (!s.empty()) {
+                    std::lock_guard<std::mutex> g(em);
+                    errs.push_back(describe(k, l.name, chunk) + ": " + s);
+                }
+            }
+        });
+    for (auto &t : th)
+        t.join();
+    if (!w.quiescent())
+        errs.push_back(l.name + ": unmatched messages left");
+    for (const std::string &s : w.problems())
+        errs.push_back(l.name + ": " + s);
+    return errs;
+}
+
+void report(const std::vector<std::string> &errs)
+{
+    for (size_t i = 0; i < errs.size() && i < 10; ++i)
+        BOOST_ERROR(errs[i]);
+    BOOST_CHECK_MESSAGE(errs.empty(), errs.size() << " failures");
+}
+
+const int kInter[] = {LLRDMA_AR_RECURSIVE_DOUBLING, LLRDMA_AR_RABENSEIFNER, LLRDMA_AR_RING};
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(every_layout_every_slice_count)
+{
+    // Per layout: every inter-node algorithm x every slice count the layout
+    // allows x awkward counts, rotating through op x dtype, in-place modes,
+    // segments and windows; chunks of 64 bytes (one element per piece for the
+    // 16-byte types: many rounds) and 4K, all calls back to back.
+    static const std::vector<Combo> combos = all_combos();
+    size_t rot = 0;
+    for (const Layout &l : layouts()) {
+        int p = static_cast<int>(l.key.size());
+        Nodes probe(l.key, 64);
+        const llrdma_ar_topo_t t = probe.topo();
+        for (size_t chunk : {size_t(64), size_t(4096)}) {
+            std::vector<Case> cases;
+            for (int inter : kInter)
+                for (int u = 1; u <= t.min_local; ++u)
+                    for (size_t n : {size_t(1), size_t(u), size_t(u + 1), size_t(p + 2),
+                                     size_t(1000), size_t(4097)}) {
+                        if (n < static_cast<size_t>(u))
+                            continue;
+                        size_t i = rot++;
+                        Combo c = combos[i % combos.size()];
+                        size_t es = llrdma_ar_dtype_size(c.dt);
+                        size_t seg = (i % 3 == 0 ? 1 : i % 3 == 1 ? 5 : 512) * es;
+                        Case k{c,
+                               n,
+                               static_cast<int>(i % 3),
+                               hier_plan(inter, u, t.nnodes, seg, 1 + static_cast<int>(i % 4)),
+                               mix(i),
+                               {},
+                               {}};
+                        prepare(k, l.key);
+                        cases.push_back(k);
+                    }
+            sim::Options opt;
+            opt.eager_limit = rot % 2 ? 0 : 4096; // rendezvous or eager
+            opt.single_tag = true;                // what the Open MPI glue does
+            report(run_world(l, chunk, cases, opt));
+        }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(every_op_and_dtype)
+{
+    for (const char *name : {"3+1", "2+2+1"}) {
+        Layout l;
+        for (const Layout &x : layouts())
+            if (x.name == name)
+                l = x;
+        Nodes probe(l.key, 64);
+        std::vector<Case> cases;
+        size_t i = 0;
+        for (int inter : kInter)
+            for (const Combo &c : all_combos()) {
+                Case k{c,
+                       37,
+                       static_cast<int>(i % 3),
+                       hier_plan(inter, probe.topo().min_local, probe.topo().nnodes,
+                                 3 * llrdma_ar_dtype_size(c.dt), 2),
+                       mix(500 + i++),
+                       {},
+                       {}};
+                prepare(k, l.key);
+                cases.push_back(k);
+            }
+        report(run_world(l, 256, cases, sim::Options{}));
+    }
+}
+
+BOOST_AUTO_TEST_CASE(planned_calls_large_vectors)
+{
+    // The planner's own plans (hints 0, 8K, 64K), ~1 MB vectors, 2 ranks per
+    // node: both slices busy, the ring's segment from the hint.
+    Layout l{"2+2+2", blocks({2, 2, 2})};
+    Nodes probe(l.key, 4096);
+    llrdma_ar_topo_t t = probe.topo();
+    t.arenas = 1;
+    std::vector<Case> cases;
+    for (uint64_t hint : {uint64_t(0), uint64_t(8192), uint64_t(65536)})
+        for (size_t n : {size_t(3), size_t(1000), size_t(131075)}) {
+            Case k{{LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM}, n, 0, {}, mix(hint + n), {}, {}};
+            BOOST_REQUIRE(llrdma_ar_plan_hier(n * 8, 8, &t, hint, 0, LLRDMA_AR_AUTO, 0, &k.plan) ==
+                          LLRDMA_AR_OK);
+            prepare(k, l.key);
+            cases.push_back(k);
+        }
+    report(run_world(l, 4096, cases, sim::Options{}));
+}
+
+BOOST_AUTO_TEST_CASE(two_communicators_at_once)
+{
+    // Two hierarchical communicators (e.g. the halves of a split) at the same time.
+    std::vector<std::string> ea, eb;
+    Layout a{"3+1", blocks({3, 1})}, b{"2+2+1", blocks({2, 2, 1})};
+    std::vector<Case> ca, cb;
+    for (int inter : kInter) {
+        Case k{{LLRDMA_DT_INT64, LLRDMA_OP_SUM}, 333, 0, hier_plan(inter, 1, 2, 64, 3), 1, {}, {}};
+        prepare(k, a.key);
+        ca.push_back(k);
+        Case m{{LLRDMA_DT_DOUBLE, LLRDMA_OP_MAX}, 333, 1, hier_plan(inter, 1, 3, 64, 2), 2, {}, {}};
+        prepare(m, b.key);
+        cb.push_back(m);
+    }
+    std::thread ta([&] { ea = run_world(a, 128, ca, sim::Options{}); });
+    std::thread tb([&] { eb = run_world(b, 128, cb, sim::Options{}); });
+    ta.join();
+    tb.join();
+    report(ea);
+    report(eb);
+}
+
+BOOST_AUTO_TEST_CASE(transport_failure_ends_every_rank)
+{
+    // Break the transport at many points of the inter-node step: no rank may
+    // hang (ranks of the failing holder's node wait in the arena), leave a
+    // request, or report success with a wrong result; the failing rank sees
+    // the error.
+    Combo c{LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM};
+    int fired = 0, runs = 0;
+    for (const char *name : {"2+2", "3+1", "2+2+1"})
+        for (int inter : kInter) {
+            Layout l;
+            for (const Layout &x : layouts())
+                if (x.name == name)
+                    l = x;
+            int p = static_cast<int>(l.key.size());
+            Nodes probe(l.key, 256);
+            Case k{c, 1000, 0, hier_plan(inter, probe.topo().min_local, probe.topo().nnodes, 64, 3),
+                   5, {},   {}};
+            prepare(k, l.key);
+            for (int frank : {0, p - 1})
+                for (int kind : {sim::kFailIsend, sim::kFailIrecv, sim::kFailWaitall})
+                    for (long at : {1L, 2L, 5L, 17L, 100000L}) {
+                        sim::Options opt;
+                        opt.eager_limit = at % 2 ? 0 : 4096;
+                        opt.fail_rank = frank;
+                        opt.fail_at = at;
+                        opt.fail_kind = kind;
+                        opt.timeout = std::chrono::milliseconds(5000);
+                        sim::World w(p, opt);
+                        Nodes nodes(l.key, 256);
+                        std::vector<int> rcs(p);
+                        std::vector<std::string> errs(p);
+                        std::vector<std::thread> th;
+                        for (int r = 0; r < p; ++r)
+                            th.emplace_back([&, r] {
+                                llrdma_ar_comm_t comm = w.comm(r);
+                                nodes.attach(comm, r);
+                                Bytes buf = input(c, k.seed, r, p, k.count);
+                                rcs[r] = llrdma_ar_run(&k.plan, &comm, nullptr, buf.data(), k.count,
+                                                       c.dt, c.op, nullptr, 0);
+                                if (w.live(r) != 0)
+                                    errs[r] = "requests left";
+                                else if (rcs[r] == 0 &&
+                                         !std::equal(buf.begin(), buf.end(), k.exact.begin()))
+                                    errs[r] = "wrong result reported as success";
+                                else if (rcs[r] != 0 && rcs[r] != LLRDMA_AR_ERR_TRANSPORT)
+                                    errs[r] = "unexpected rc " + std::to_string(rcs[r]);
+                            });
+                        for (auto &t : th)
+                            t.join();
+                        ++runs;
+                        std::string ctx = describe(k, l.name, 256) + " fail rank " +
+                                          std::to_string(frank) + " kind " + std::to_string(kind) +
+                                          " at " + std::to_string(at);
+                        for (int r = 0; r < p; ++r)
+                            BOOST_CHECK_MESSAGE(errs[r].empty(),
+                                                ctx << ": rank " << r << ": " << errs[r]);
+                        for (const std::string &s : w.problems())
+                            BOOST_ERROR(ctx << ": " << s);
+                        if (w.fired()) {
+                            ++fired;
+                            BOOST_CHECK_MESSAGE(rcs[frank] == LLRDMA_AR_ERR_TRANSPORT, ctx);
+                        } else {
+                            for (int r = 0; r < p; ++r)
+                                BOOST_CHECK_MESSAGE(rcs[r] == 0, ctx);
+                        }
+                    }
+        }
+    BOOST_TEST_MESSAGE(fired << " of " << runs << " runs injected a failure");
+    BOOST_CHECK(fired > runs / 3);
+}
+
+BOOST_AUTO_TEST_CASE(argument_checks)
+{
+    Layout l{"2+2", blocks({2, 2})};
+    sim::World w(4, sim::Options{});
+    Nodes nodes(l.key, 256);
+    llrdma_ar_comm_t comm = w.comm(0);
+    nodes.attach(comm, 0);
+    double x[8] = {}, y[8];
+    auto run = [&](const llrdma_ar_plan_t &p, const llrdma_ar_comm_t &c) {
+        return llrdma_ar_run(&p, &c, x, y, 8, LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM, nullptr, 0);
+    };
+    llrdma_ar_plan_t good = hier_plan(LLRDMA_AR_RING, 2, 2, 64, 2);
+    llrdma_ar_comm_t no_hier = comm;
+    no_hier.hier = nullptr;
+    BOOST_CHECK_EQUAL(run(good, no_hier), LLRDMA_AR_ERR_INVALID);
+    llrdma_ar_comm_t no_arena = comm;
+    no_arena.shm = nullptr;
+    BOOST_CHECK_EQUAL(run(good, no_arena), LLRDMA_AR_ERR_INVALID);
+    BOOST_CHECK_EQUAL(run(hier_plan(LLRDMA_AR_RING, 3, 2, 64, 2), comm), LLRDMA_AR_ERR_INVALID);
+    BOOST_CHECK_EQUAL(run(hier_plan(LLRDMA_AR_RING, 2, 3, 64, 2), comm), LLRDMA_AR_ERR_INVALID);
+    BOOST_CHECK_EQUAL(run(hier_plan(LLRDMA_AR_SHM_SPLIT, 2, 2, 64, 2), comm),
+                      LLRDMA_AR_ERR_INVALID);
+    llrdma_ar_comm_t hooked = comm;
+    hooked.copy = [](void *, void *, const void *, size_t) { return 0; };
+    hooked.reduce = [](void *, int, int, const void *, const void *, void *, size_t) { return 0; };
+    BOOST_CHECK_EQUAL(run(good, hooked), LLRDMA_AR_ERR_INVALID);
+    BOOST_CHECK(w.quiescent());
+}
