@@ -1,14 +1,21 @@
+# shellcheck shell=bash
 # softroce-vm-cluster.sh -- the cluster part of contrib/softroce-vm
 # (--nodes N > 1), sourced by it on the host and in every guest.  Not a
 # program of its own.  See docs/softroce.md, "Several nodes".
 #
 # Layout: the guests node0..nodeN-1 each get one virtio NIC "eth0" on one
-# Ethernet segment: a vde_switch process on the host whose only ports are unix
-# sockets in the run directory (QEMU's `-netdev vde`), so frames never leave
-# the guests and the host's loopback file system; no multicast, no host
-# address.  A switch rather than point-to-point links keeps one NIC and one
-# rxe0 per guest for any N (a mesh would need N-1 NICs, i.e. N-1 RDMA
-# devices, per guest).  nodeK has 192.0.2.(K+1)/24 and MAC 52:54:00:c0:02:0K.
+# Ethernet segment: a hub, i.e. one more QEMU process without a machine
+# (`-machine none`) whose ports are `-netdev stream` servers on unix sockets
+# in the run directory, joined by `-netdev hubport`; each guest's NIC is a
+# stream client of its port.  Frames never leave the QEMU processes; no
+# multicast, no host address.  Stream sockets push back where vde_switch's
+# unix datagrams (net.unix.max_dgram_qlen: 10 per port) drop a burst that a
+# CPU-starved guest does not take in time; RoCE expects a lossless fabric, and
+# rxe pays a 2 s retransmission timeout per lost frame.  A hub rather than
+# point-to-point links keeps one NIC and one rxe0 per guest for any N (a mesh
+# would need N-1 NICs, i.e. N-1 RDMA devices, per guest); QEMU's virtio-net
+# drops frames for other MACs before the guest sees them.  nodeK has
+# 192.0.2.(K+1)/24 and MAC 52:54:00:c0:02:0K.
 #
 # A directory shared read-write by all guests ($SOFTROCE_VM_CLUSTER_DIR) holds
 # what the run made for them: /etc/hosts lines, the hostfile, an ssh key pair
@@ -28,6 +35,7 @@ cluster_guest_nic() {   # sets netdev and ip of guest_main: eth0, 192.0.2.(K+1)
   local i
   for i in $(seq 100); do [[ -e /sys/class/net/eth0 ]] && break; sleep 0.1; done
   [[ -e /sys/class/net/eth0 ]] || guest_fail "no eth0 (virtio NIC) after 10 s"
+  # shellcheck disable=SC2034  # guest_main's locals
   netdev=eth0 ip=$CLUSTER_NET.$((NODE + 1))
 }
 
@@ -174,10 +182,22 @@ cluster_report() {  # K WHAT: nodeK ended early: say so with its console tail
   fi
 }
 
+# shellcheck disable=SC2054  # commas inside QEMU option values are intended
+cluster_hub() {  # the guests' Ethernet segment, in the background
+  local hub=(qemu-system-x86_64 -nodefaults -no-user-config -display none -machine none) k
+  mkdir "$RUN/hub"
+  for ((k = 0; k < NODES; k++)); do
+    hub+=(-netdev "stream,id=port$k,server=on,addr.type=unix,addr.path=$RUN/hub/node$k.sock"
+          -netdev "hubport,id=hub$k,hubid=0,netdev=port$k")
+  done
+  "${hub[@]}" < /dev/null > "$RUN/hub.log" 2>&1 &
+}
+
+# shellcheck disable=SC2054  # commas inside QEMU option values are intended
 cluster_start() {  # K: boot nodeK (node0 last: its output goes to our stdout/stderr)
   local k=$1 r=$RUN/node$1
   qemu_command "$r"
-  QEMU+=(-netdev "vde,id=net0,sock=$RUN/switch"
+  QEMU+=(-netdev "stream,id=net0,server=off,addr.type=unix,addr.path=$RUN/hub/node$k.sock"
          -device "virtio-net-pci,netdev=net0,mac=52:54:00:c0:02:$(printf %02x "$k")")
   if [[ $k == 0 ]]; then
     mkfifo "$r/stdout.fifo" "$r/stderr.fifo"
@@ -195,6 +215,7 @@ cluster_start() {  # K: boot nodeK (node0 last: its output goes to our stdout/st
   fi
 }
 
+# shellcheck disable=SC2034  # STATUS is host_main's
 run_cluster() {  # sets STATUS
   local cl k r t0 qrc dead='' i
   local -A killed=()
@@ -209,10 +230,11 @@ run_cluster() {  # sets STATUS
     printf 'NODE=%q NODES=%q CLUSTER_DIR=%q SLOTS=%q SLURM=%q\n' \
       "$k" "$NODES" "$cl" "$SLOTS" "$SLURM" > "$r/cluster"
   done
-  vde_switch --daemon --sock "$RUN/switch" --pidfile "$RUN/switch.pid" --rcfile /dev/null \
-    > "$RUN/switch.log" 2>&1 || die "vde_switch did not start: $(cat "$RUN/switch.log")"
-  for i in $(seq 50); do [[ -s "$RUN/switch.pid" && -S "$RUN/switch/ctl" ]] && break; sleep 0.1; done
-  SWITCH_PID=$(cat "$RUN/switch.pid" 2> /dev/null) || die "vde_switch wrote no pid file"
+  cluster_hub
+  SWITCH_PID=$!
+  for i in $(seq 100); do [[ -S "$RUN/hub/node$((NODES - 1)).sock" ]] && break; sleep 0.1; done
+  [[ -S "$RUN/hub/node$((NODES - 1)).sock" ]] ||
+    die "the network hub (QEMU) did not start: $(grep -v CPUID "$RUN/hub.log")"
   t0=$SECONDS
   for ((k = NODES - 1; k >= 0; k--)); do cluster_start "$k"; done
 
@@ -251,7 +273,7 @@ run_cluster() {  # sets STATUS
   # The others power off when they see "stop"; whatever is left is killed.
   touch "$cl/stop"
   for ((k = 1; k < NODES; k++)); do
-    for i in $(seq 60); do alive "${NODE_PIDS[k]}" || break; sleep 0.25; done
+    for _ in $(seq 60); do alive "${NODE_PIDS[k]}" || break; sleep 0.25; done
     kill "${NODE_PIDS[k]}" 2> /dev/null || true
     wait "${NODE_PIDS[k]}" 2> /dev/null || true
     NODE_PIDS[k]=''
