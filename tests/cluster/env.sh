@@ -10,8 +10,8 @@ fi
 # Ranks on another node get only what mpirun forwards: OMPI_MCA_* (the
 # component path among them) by itself, the rest with -x.  vader inside a
 # node, btl/llrdma between nodes.  Keepalives on mpirun's links to the other
-# nodes' daemons: a node that loses power is noticed in ~11 s (the default,
-# 300 s + 9 x 20 s, outlasts the test's time limit).
+# nodes' daemons: a node that loses power is noticed in ~11 s (Open MPI's
+# default, 300 s + 9 x 20 s, would outlast the test's time limit).
 C=(--hostfile "$SOFTROCE_VM_HOSTFILE" -x LD_LIBRARY_PATH -x LLRDMA_HELPDIR
   --mca pml ob1 --mca btl self,vader,llrdma --bind-to none --mca mpi_yield_when_idle 1
   --mca oob_tcp_keepalive_time 5 --mca oob_tcp_keepalive_intvl 2 --mca oob_tcp_keepalive_probes 3)

@@ -23,6 +23,11 @@ rc=0
 "$top_srcdir/contrib/softroce-vm" --nodes 2 --rw "$top_builddir" \
   --timeout "${LLRDMA_CLUSTER_TIMEOUT:-1500}" \
   -- bash "$top_srcdir/tests/cluster/guest.sh" "$top_srcdir" || rc=$?
+# The harness's own cluster contract: bad --nodes use exits 126 (no boot), a
+# node that dies ends the run with 125 naming it (~1 min).
+if [ $rc -eq 0 ]; then
+  "$top_srcdir/contrib/softroce-vm-selftest" nodes-usage node-death || rc=$?
+fi
 case $rc in
   0) ;;
   124) echo "not ok - the two-node tier timed out" ;;
