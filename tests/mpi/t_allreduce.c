@@ -11,6 +11,7 @@
  * call N must fail (a failure injected on some rank, see test-allreduce-faults.sh)
  * and every other one be right (the arena is rebuilt).  --die R N: rank R
  * kills itself at call N; the others' call N must fail within 10 s.
+ * --forever: Allreduce until killed (prints "t_allreduce rank R: running").
  * Each rank judges its own results: it prints "t_allreduce rank R: PASS" or its
  * first problems (FAIL lines) and exits 1.  The verdict never travels through
  * an MPI_Allreduce, i.e. through the code under test; mpirun exits nonzero when
@@ -479,6 +480,28 @@ static void faults(int bad, long count, int die)
     free(v);
 }
 
+/* Allreduce of 1000 doubles until killed (a node of the job is cut off
+ * mid-run: tests/cluster/test-kill.sh); says "running" after the first call. */
+static void forever(void)
+{
+    double v[1000];
+    int p;
+    MPI_Comm_size(MPI_COMM_WORLD, &p);
+    for (long k = 1;; ++k) {
+        for (int i = 0; i < 1000; ++i)
+            v[i] = rank + k + i;
+        MPI_Allreduce(MPI_IN_PLACE, v, 1000, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        if (v[999] != (double)p * (p - 1) / 2 + (double)p * (double)(k + 999)) {
+            FAIL("forever: call %ld: last element %g", k, v[999]);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        if (1 == k) {
+            printf("t_allreduce rank %d: running\n", rank);
+            fflush(stdout);
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
     int size;
@@ -490,6 +513,8 @@ int main(int argc, char **argv)
         faults(atoi(argv[2]), argc > 3 ? atol(argv[3]) : 1000, -1);
         goto done;
     }
+    if (argc > 1 && 0 == strcmp(argv[1], "--forever"))
+        forever();
     if (argc > 3 && 0 == strcmp(argv[1], "--die")) {
         faults(atoi(argv[3]), 1000, atoi(argv[2]));
         /* MPI_Finalize may wait for the dead rank (a PMIx fence): judge first. */

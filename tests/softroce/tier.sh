@@ -13,6 +13,10 @@ skip() { echo "SKIP: Soft-RoCE VM tier: $*"; exit 77; }
 command -v qemu-system-x86_64 >/dev/null || command -v apt-get >/dev/null ||
   skip "no qemu-system-x86_64 and no apt-get to install it"
 
+# One set of guests at a time (the two-node tier takes the same lock).
+exec 9> "$top_builddir/.softroce-tier.lock"
+flock 9
+
 # The tier also proves the *installed* tools: stage an install in the build tree.
 stage="$top_builddir/_softroce_stage"
 rm -rf "$stage"
