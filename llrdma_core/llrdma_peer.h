@@ -105,7 +105,9 @@ typedef struct {
     int never_reason;
     uint64_t next_call; /* after a per-call fallback: no attempt before this call */
     uint32_t backoff;   /* calls skipped after the next per-call fallback */
-    int have_last;      /* last[] holds the identities of the last peer call */
+    int have_last;      /* last[] holds the identities of the last peer call, which
+                           succeeded on this rank; clear it on every rank when the
+                           arena is rebuilt (a rank may have failed that call) */
     uint64_t last[LLRDMA_PEER_MAX_RANKS][3]; /* in.id, out.id, event_id per rank */
     uint32_t said;      /* reasons already logged (bit per reason) */
 } llrdma_peer_state_t;

@@ -34,11 +34,18 @@ static void module_construct(mca_coll_llrdma_module_t *m)
     m->gpu_key = 0;
     m->gpu_key_device = -1;
     m->gpu_shared_said = 0;
+    memset(&m->peer, 0, sizeof(m->peer));
+    m->peer_maps = m->peer_events = m->peer_exports = NULL;
+    m->peer_event = NULL;
+    m->peer_event_id = 0;
+    m->peer_dev = -1;
+    m->peer_key = 0;
 }
 
 static void module_destruct(mca_coll_llrdma_module_t *m)
 {
     free(m->scratch);
+    mca_coll_llrdma_peer_release(m);
     mca_coll_llrdma_gpu_release(m);
     mca_coll_llrdma_shm_release(m);
     /* A module may be destroyed without ever being enabled. */
@@ -105,7 +112,7 @@ static size_t local_eager_bytes(struct ompi_communicator_t *comm)
 int mca_coll_llrdma_agree(mca_coll_llrdma_module_t *m, struct ompi_communicator_t *comm)
 {
     mca_coll_llrdma_component_t *c = &mca_coll_llrdma_component;
-    long mine[12], all[12], eager, shm;
+    long mine[14], all[14], eager, shm, peer;
     int rc;
 
     if (0 != m->agreed) {
@@ -129,17 +136,23 @@ int mca_coll_llrdma_agree(mca_coll_llrdma_module_t *m, struct ompi_communicator_
     mine[9] = (long)c->shm_chunk;
     mine[10] = -(long)c->shm_chunk;
     mine[11] = 0;
+    /* The GPU peer knobs decide which calls try the peer path (rounds). */
+    peer = (long)c->gpu_peer << 41 | (long)c->gpu_peer_min;
+    mine[12] = peer;
+    mine[13] = -peer;
     rc =
-        m->previous_allreduce(mine, all, 12, MPI_LONG, MPI_MAX, comm, m->previous_allreduce_module);
+        m->previous_allreduce(mine, all, 14, MPI_LONG, MPI_MAX, comm, m->previous_allreduce_module);
     if (OMPI_SUCCESS != rc) {
         m->agreed = -1;
-    } else if (all[0] != -all[1] || all[2] != -all[3] || all[4] != -all[5] || all[9] != -all[10]) {
+    } else if (all[0] != -all[1] || all[2] != -all[3] || all[4] != -all[5] || all[9] != -all[10] ||
+               all[12] != -all[13]) {
         m->agreed = -1;
         if (0 == ompi_comm_rank(comm)) {
             opal_output(0,
                         "coll:llrdma: ranks of %s disagree on the Allreduce plan (size hint "
                         "%ld..%ld, algorithm %ld..%ld, segment %ld..%ld, shm chunk "
-                        "%ld..%ld): coll/llrdma stays off on this communicator; make the "
+                        "%ld..%ld, or coll_llrdma_gpu_peer / gpu_peer_min): coll/llrdma stays "
+                        "off on this communicator; make the "
                         "hint and the coll_llrdma_* knobs identical on every rank",
                         comm->c_name, -all[1], all[0], -all[3], all[2], -all[5], all[4], -all[10],
                         all[9]);

@@ -20,10 +20,10 @@ struct Confirm {
 
 static_assert(sizeof(llrdma_peer_record_t) % 8 == 0, "records are copied as words");
 
-bool identities_changed(const llrdma_peer_state_t *st, const llrdma_peer_record_t *const *recs,
-                        int n)
+bool identities_changed(const llrdma_peer_state_t *st, bool had_last,
+                        const llrdma_peer_record_t *const *recs, int n)
 {
-    if (!st->have_last)
+    if (!had_last)
         return true;
     for (int q = 0; q < n; ++q)
         if (st->last[q][0] != recs[q]->in.id || st->last[q][1] != recs[q]->out.id ||
@@ -136,6 +136,10 @@ extern "C" int llrdma_peer_run(llrdma_ar_shm_t *shm, int rank, int n, llrdma_pee
         shm->chunk_bytes < sizeof(llrdma_peer_record_t))
         return LLRDMA_AR_ERR_INVALID;
 
+    // Whatever ends this call other than success leaves no claim that every
+    // rank mapped the last identities (a failed rank may not have).
+    const bool had_last = st->have_last != 0;
+    st->have_last = 0;
     Arena ar(shm, rank, n);
     // 1. Publish.  Slots alternate by round parity, and a rank writes a slot
     // only after every rank posted the round before, so the records stay
@@ -161,7 +165,7 @@ extern "C" int llrdma_peer_run(llrdma_ar_shm_t *shm, int rank, int n, llrdma_pee
 
     // 3. Confirm, when any rank has something new to map.  The condition is
     // computed from the records alone, so every rank agrees on the round.
-    if (identities_changed(st, recs, n)) {
+    if (identities_changed(st, had_last, recs, n)) {
         Confirm c{ops->open(ops->ctx, recs, n)};
         uint64_t g2 = ar.next_round();
         std::memcpy(ar.slot(g2, rank), &c, sizeof c);
@@ -185,7 +189,6 @@ extern "C" int llrdma_peer_run(llrdma_ar_shm_t *shm, int rank, int n, llrdma_pee
     }
 
     // 4. This rank's block, into every rank's output; then the event.
-    st->have_last = 0; // until this call succeeds
     size_t first = block_start(count, static_cast<size_t>(n), static_cast<size_t>(rank));
     size_t len = block_len(count, static_cast<size_t>(n), static_cast<size_t>(rank));
     if (ops->reduce(ops->ctx, recs, n, first, len) != 0)

@@ -26,6 +26,8 @@ static int expect_staging = 1;
 static void *(*dmalloc)(size_t, int);
 static void (*dcopy)(void *, const void *, size_t);
 static void (*counters)(long[10]);
+static void (*dfree)(void *);
+static void (*pcounters)(long[5]); /* exports, opens, closes, peer reductions, waits */
 
 #define FAIL(...)                                                                                  \
     do {                                                                                           \
@@ -202,6 +204,80 @@ static void fault(int n, int sticky)
     }
 }
 
+/* The GPU peer path: results, handles opened once per allocation, a buffer
+ * freed and allocated again at the same address (a new identity: the stale
+ * mapping is dropped and the new one opened).  FAKEGPU_EXPECT_PEER=1: every
+ * call must take the peer path; 0: none may. */
+static void peer(void)
+{
+    const size_t n = 1000;
+    const char *e = getenv("FAKEGPU_EXPECT_PEER");
+    int expect = NULL != e && '1' == e[0];
+    double *h = malloc(n * sizeof(double)), *d = dmalloc(n * sizeof(double), 0);
+    double *s = dmalloc(n * sizeof(double), 0);
+    long p0[5], p1[5];
+    int k, round;
+
+    for (round = 0; round < 3; ++round) {
+        for (k = 0; k < 4; ++k) {
+            int inplace = 2 != round;
+            size_t i;
+            for (i = 0; i < n; ++i) {
+                h[i] = (double)(rank + 1) * 0.1 + (double)(i * (size_t)(k + round + 1));
+            }
+            dcopy(inplace ? (void *)d : (void *)s, h, n * sizeof(double));
+            pcounters(p0);
+            if (MPI_SUCCESS !=
+                MPI_Allreduce(inplace ? MPI_IN_PLACE : s, d, (int)n, MPI_DOUBLE, MPI_SUM,
+                              MPI_COMM_WORLD)) {
+                FAIL("peer: round %d call %d failed", round, k);
+            }
+            pcounters(p1);
+            dcopy(h, d, n * sizeof(double));
+            for (i = 0; i < n; ++i) {
+                double ref = 0; /* the left fold in rank order, as the arena does */
+                for (int r = 0; r < nranks; ++r) {
+                    ref = 0 == r ? 0.1 + (double)(i * (size_t)(k + round + 1))
+                                 : ref + ((double)(r + 1) * 0.1 +
+                                          (double)(i * (size_t)(k + round + 1)));
+                }
+                if (0 != memcmp(&h[i], &ref, sizeof(ref))) {
+                    FAIL("peer: round %d call %d element %zu is %.17g, not %.17g", round, k, i,
+                         h[i], ref);
+                    break;
+                }
+            }
+            if (expect != (p1[3] > p0[3])) {
+                FAIL("peer: round %d call %d %s the peer path", round, k,
+                     expect ? "did not take" : "took");
+            }
+            /* Mapped once per allocation: the first call of a round opens
+             * the peers' new buffers, later calls open nothing. */
+            if (expect && k > 0 && p1[1] != p0[1]) {
+                FAIL("peer: round %d call %d opened %ld IPC handles again", round, k,
+                     p1[1] - p0[1]);
+            }
+            if (expect && 0 == k && round > 0 && p1[1] - p0[1] != nranks - 1) {
+                FAIL("peer: round %d: %ld handles opened, not one per peer", round, p1[1] - p0[1]);
+            }
+            if (expect && 1 == round && 0 == k && p1[2] - p0[2] != nranks - 1) {
+                FAIL("peer: the freed buffers' stale mappings were not closed (%ld closed)",
+                     p1[2] - p0[2]);
+            }
+        }
+        if (0 == round) { /* free and allocate again: same address, new identity */
+            void *again;
+            dfree(d);
+            again = dmalloc(n * sizeof(double), 0);
+            if (again != d) {
+                FAIL("peer: the fake GPU did not reuse the address (%p, %p)", again, (void *)d);
+            }
+            d = again;
+        }
+    }
+    free(h);
+}
+
 int main(int argc, char **argv)
 {
     /* FAKEGPU_EXPECT_STAGING=0: small vectors may be copied whole and reduced on
@@ -223,14 +299,18 @@ int main(int argc, char **argv)
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     if (!h || !(*(void **)&dmalloc = dlsym(h, "fakegpu_malloc")) ||
         !(*(void **)&dcopy = dlsym(h, "fakegpu_memcpy")) ||
-        !(*(void **)&counters = dlsym(h, "fakegpu_counters"))) {
+        !(*(void **)&counters = dlsym(h, "fakegpu_counters")) ||
+        !(*(void **)&dfree = dlsym(h, "fakegpu_free")) ||
+        !(*(void **)&pcounters = dlsym(h, "fakegpu_peer_counters"))) {
         fprintf(stderr,
                 "t_allreduce_fakegpu rank %d: FAIL: FAKEGPU_LIB or LLRDMA_CUDA_LIB must "
                 "name libfakegpu.so\n",
                 rank);
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
-    if (argc > 2 && 0 == strcmp(argv[1], "--fault")) {
+    if (argc > 1 && 0 == strcmp(argv[1], "--peer")) {
+        peer();
+    } else if (argc > 2 && 0 == strcmp(argv[1], "--fault")) {
         fault(atoi(argv[2]), 0);
     } else if (argc > 2 && 0 == strcmp(argv[1], "--fault-sticky")) {
         fault(atoi(argv[2]), 1);
