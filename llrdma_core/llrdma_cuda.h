@@ -36,8 +36,8 @@ extern "C" {
 #define LLRDMA_CUDA_API_VERSION 3
 #define LLRDMA_CUDA_LIB_NAME "libllrdma_cuda.so"
 #define LLRDMA_CUDA_CACHE_BYTES ((size_t)64 << 20)
-#define LLRDMA_CUDA_IPC_BYTES 64     /* IPC memory and event handles */
-#define LLRDMA_CUDA_PEER_MAX 16      /* ranks of one peer_reduce */
+#define LLRDMA_CUDA_IPC_BYTES 64 /* IPC memory and event handles */
+#define LLRDMA_CUDA_PEER_MAX 16  /* ranks of one peer_reduce */
 
 typedef struct llrdma_cuda_session llrdma_cuda_session_t;
 

@@ -80,15 +80,15 @@ typedef struct {
 /* What one rank publishes per call (the arena's chunk must hold it:
  * llrdma_peer_attempt checks). */
 typedef struct {
-    int32_t reason;          /* LLRDMA_PEER_OK, or why this rank cannot take part */
+    int32_t reason; /* LLRDMA_PEER_OK, or why this rank cannot take part */
     int32_t pad;
-    uint64_t device_key;     /* the physical GPU (a hash of its PCI bus id) */
-    unsigned char uuid[16];  /* the CUDA device's UUID (a MIG instance has its own) */
-    char bus_id[32];         /* its PCI bus id, for the peers' access check */
-    uint64_t event_id;       /* identity of the interprocess event below */
+    uint64_t device_key;    /* the physical GPU (a hash of its PCI bus id) */
+    unsigned char uuid[16]; /* the CUDA device's UUID (a MIG instance has its own) */
+    char bus_id[32];        /* its PCI bus id, for the peers' access check */
+    uint64_t event_id;      /* identity of the interprocess event below */
     unsigned char event_handle[LLRDMA_PEER_HANDLE_BYTES];
-    llrdma_peer_buf_t in;    /* the send buffer (the receive buffer in place) */
-    llrdma_peer_buf_t out;   /* the receive buffer */
+    llrdma_peer_buf_t in;  /* the send buffer (the receive buffer in place) */
+    llrdma_peer_buf_t out; /* the receive buffer */
 } llrdma_peer_record_t;
 
 /* From every rank's record (recs[0..n), n ranks): LLRDMA_PEER_OK when all can
@@ -101,7 +101,7 @@ int llrdma_peer_decide(const llrdma_peer_record_t *const *recs, int n, int allow
  * way on every rank (each follows the same records), so all ranks attempt
  * the same calls. */
 typedef struct {
-    int never;          /* a sticky reason was seen: no more attempts */
+    int never; /* a sticky reason was seen: no more attempts */
     int never_reason;
     uint64_t next_call; /* after a per-call fallback: no attempt before this call */
     uint32_t backoff;   /* calls skipped after the next per-call fallback */
@@ -109,12 +109,13 @@ typedef struct {
                            succeeded on this rank; clear it on every rank when the
                            arena is rebuilt (a rank may have failed that call) */
     uint64_t last[LLRDMA_PEER_MAX_RANKS][3]; /* in.id, out.id, event_id per rank */
-    uint32_t said;      /* reasons already logged (bit per reason) */
+    uint32_t said;                           /* reasons already logged (bit per reason) */
 } llrdma_peer_state_t;
 
-/* After a per-call fallback the next attempts come after 1, 2, 4 ... and at
- * most this many calls, so communicators that keep host buffers pay one
- * extra arena round in LLRDMA_PEER_BACKOFF_MAX calls. */
+/* After a fallback because of where buffers live (host, managed) the next
+ * call tries again (one extra arena round per call: coll_llrdma_gpu_peer_min
+ * keeps small host Allreduces out of it); after CUDA refused a handle the
+ * next attempts come after 1, 2, 4 ... and at most this many calls. */
 #define LLRDMA_PEER_BACKOFF_MAX 64
 
 /* 1 when call number `call` (llrdma_ar_shm_t.call, equal on every rank)

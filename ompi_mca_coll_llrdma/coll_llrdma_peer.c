@@ -49,8 +49,8 @@ typedef struct {
     void *rbuf;
 } peer_ctx_t;
 
-static void say(mca_coll_llrdma_module_t *m, struct ompi_communicator_t *comm, int reason,
-                int who, const char *detail)
+static void say(mca_coll_llrdma_module_t *m, struct ompi_communicator_t *comm, int reason, int who,
+                const char *detail)
 {
     int sticky = llrdma_peer_reason_sticky(reason);
     char whose[32] = "";
@@ -150,7 +150,8 @@ static int describe(peer_ctx_t *g, int skind, int rkind, llrdma_peer_record_t *r
     if (NULL == (g->api = mca_coll_llrdma_gpu_api(g->comm))) {
         return LLRDMA_PEER_NO_LIBRARY;
     }
-    if (NULL == m->peer_maps && NULL == (m->peer_maps = llrdma_peer_cache_new(PEER_CACHE_PER_RANK))) {
+    if (NULL == m->peer_maps &&
+        NULL == (m->peer_maps = llrdma_peer_cache_new(PEER_CACHE_PER_RANK))) {
         return LLRDMA_PEER_DEVICE;
     }
     if (NULL == m->peer_events && NULL == (m->peer_events = llrdma_peer_cache_new(1))) {

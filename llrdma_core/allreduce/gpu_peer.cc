@@ -41,6 +41,14 @@ void note_fallback(llrdma_peer_state_t *st, int reason)
         st->never_reason = reason;
         return;
     }
+    // Where the buffers live changes from call to call (a host call between
+    // device calls is common): try again next call.  A CUDA refusal tends
+    // to repeat: back off.
+    if (reason == LLRDMA_PEER_HOST_RECV || reason == LLRDMA_PEER_HOST_SEND ||
+        reason == LLRDMA_PEER_MANAGED) {
+        st->backoff = 0;
+        return;
+    }
     st->backoff = st->backoff == 0 ? 1 : st->backoff * 2;
     if (st->backoff > LLRDMA_PEER_BACKOFF_MAX)
         st->backoff = LLRDMA_PEER_BACKOFF_MAX;
@@ -159,7 +167,7 @@ extern "C" int llrdma_peer_run(llrdma_ar_shm_t *shm, int rank, int n, llrdma_pee
     if (d != LLRDMA_PEER_OK) {
         why = d;
         note_fallback(st, d);
-        st->next_call = shm->call + st->backoff;
+        st->next_call = shm->call + (st->backoff ? st->backoff : 1);
         return LLRDMA_PEER_FALLBACK;
     }
 
@@ -176,14 +184,14 @@ extern "C" int llrdma_peer_run(llrdma_ar_shm_t *shm, int rank, int n, llrdma_pee
             Confirm o;
             std::memcpy(&o, ar.slot(g2, q), sizeof o);
             if (o.reason != LLRDMA_PEER_OK) {
-                why = o.reason > 0 && o.reason < LLRDMA_PEER_NREASONS ? o.reason
-                                                                       : LLRDMA_PEER_DEVICE;
+                why =
+                    o.reason > 0 && o.reason < LLRDMA_PEER_NREASONS ? o.reason : LLRDMA_PEER_DEVICE;
                 w = q;
             }
         }
         if (why != LLRDMA_PEER_OK) {
             note_fallback(st, why);
-            st->next_call = shm->call + st->backoff;
+            st->next_call = shm->call + (st->backoff ? st->backoff : 1);
             return LLRDMA_PEER_FALLBACK;
         }
     }
@@ -233,8 +241,7 @@ extern "C" llrdma_peer_cache_t *llrdma_peer_cache_new(size_t max_per_rank)
     return c;
 }
 
-extern "C" void llrdma_peer_cache_free(llrdma_peer_cache_t *c, llrdma_peer_drop_fn drop,
-                                       void *ctx)
+extern "C" void llrdma_peer_cache_free(llrdma_peer_cache_t *c, llrdma_peer_drop_fn drop, void *ctx)
 {
     if (!c)
         return;
@@ -280,7 +287,8 @@ extern "C" int llrdma_peer_cache_add(llrdma_peer_cache_t *c, int rank, uint64_t 
     size_t kept = 1;
     for (auto it = std::next(c->lru.begin()); it != c->lru.end();) {
         bool same_rank = it->rank == rank;
-        bool stale = same_rank && (it->id == id || (it->base < base + size && base < it->base + it->size));
+        bool stale =
+            same_rank && (it->id == id || (it->base < base + size && base < it->base + it->size));
         if (stale || (same_rank && kept >= c->max_per_rank)) {
             if (drop)
                 drop(ctx, it->rank, it->value);

@@ -211,8 +211,8 @@ int peer_mem_range(const void *p, unsigned long long *id, void **base, size_t *s
     static GetAttrs fn = [] {
         void *f = nullptr;
         cudaDriverEntryPointQueryResult q;
-        if (cudaGetDriverEntryPointByVersion("cuPointerGetAttributes", &f, 12000,
-                                             cudaEnableDefault, &q) != cudaSuccess ||
+        if (cudaGetDriverEntryPointByVersion("cuPointerGetAttributes", &f, 12000, cudaEnableDefault,
+                                             &q) != cudaSuccess ||
             q != cudaDriverEntryPointSuccess)
             f = nullptr;
         return reinterpret_cast<GetAttrs>(f);
@@ -226,8 +226,8 @@ int peer_mem_range(const void *p, unsigned long long *id, void **base, size_t *s
     void *data[3] = {&vid, &vbase, &vsize};
     int r = fn(3, attrs, data, reinterpret_cast<unsigned long long>(p));
     if (r != 0) {
-        put_err(err, errlen, "cuPointerGetAttributes (buffer id and range): CUresult " +
-                                 std::to_string(r));
+        put_err(err, errlen,
+                "cuPointerGetAttributes (buffer id and range): CUresult " + std::to_string(r));
         return -1;
     }
     *id = vid;
@@ -264,8 +264,7 @@ int peer_event_create(void **ev, void *handle, char *err, size_t errlen)
 {
     static_assert(sizeof(cudaIpcEventHandle_t) == LLRDMA_CUDA_IPC_BYTES, "64-byte handles");
     cudaEvent_t e0 = nullptr;
-    cudaError_t e =
-        cudaEventCreateWithFlags(&e0, cudaEventInterprocess | cudaEventDisableTiming);
+    cudaError_t e = cudaEventCreateWithFlags(&e0, cudaEventInterprocess | cudaEventDisableTiming);
     if (e != cudaSuccess)
         return cuda_fail(err, errlen, "cudaEventCreateWithFlags (interprocess)", e);
     cudaIpcEventHandle_t h;

@@ -497,8 +497,8 @@ int api_peer_reduce(llrdma_cuda_session_t *s, int op, int dtype, const void *con
 {
     if (!s->err.empty())
         return -1;
-    cudaError_t e = llrdma::cuda::launch_peer_reduce(op, dtype, in, out, n, count, s->stream,
-                                                     s->max_blocks);
+    cudaError_t e =
+        llrdma::cuda::launch_peer_reduce(op, dtype, in, out, n, count, s->stream, s->max_blocks);
     return e == cudaSuccess ? 0 : fail(s, "cudaLaunchKernel (peer reduction)", e);
 }
 

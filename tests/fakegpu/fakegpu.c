@@ -671,7 +671,8 @@ static unsigned long long fake_key(void)
 static int f_device_info(int device, char *bus_id, size_t bus_len, unsigned char *uuid, char *err,
                          size_t errlen)
 {
-    unsigned long long k = fake_key(), u = NULL != getenv("FAKEGPU_MIG") ? (unsigned long long)getpid() : k;
+    unsigned long long k = fake_key(),
+                       u = NULL != getenv("FAKEGPU_MIG") ? (unsigned long long)getpid() : k;
     (void)device;
     (void)err;
     (void)errlen;
@@ -726,8 +727,8 @@ static int f_ipc_export(void *base, void *handle, char *err, size_t errlen)
         snprintf(err, errlen, "fakegpu: IPC export refused (FAKEGPU_NO_IPC)");
         return -1;
     }
-    fhandle_t h = {HANDLE_MAGIC, (uint64_t)getpid(), id,
-                   (uint64_t)((unsigned char *)b - dev_base), size};
+    fhandle_t h = {HANDLE_MAGIC, (uint64_t)getpid(), id, (uint64_t)((unsigned char *)b - dev_base),
+                   size};
     memset(handle, 0, LLRDMA_CUDA_IPC_BYTES);
     memcpy(handle, &h, sizeof(h));
     pthread_mutex_lock(&lock);
@@ -777,8 +778,8 @@ static int f_ipc_open(const void *handle, void **mapped, char *err, size_t errle
     }
     int live = 0;
     for (uint64_t k = 0; k < owner->nallocs; ++k) {
-        live |= owner->allocs[k].id == h.id && __atomic_load_n(&owner->allocs[k].live,
-                                                                __ATOMIC_ACQUIRE);
+        live |= owner->allocs[k].id == h.id &&
+                __atomic_load_n(&owner->allocs[k].live, __ATOMIC_ACQUIRE);
     }
     unsigned char *addr = mmap(NULL, h.size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     pthread_mutex_lock(&lock);
@@ -794,8 +795,8 @@ static int f_ipc_open(const void *handle, void **mapped, char *err, size_t errle
         if (MAP_FAILED != addr) {
             munmap(addr, h.size);
         }
-        snprintf(err, errlen, "fakegpu: %s", !live ? "invalid IPC handle (the allocation was freed)"
-                                                   : "too many IPC mappings");
+        snprintf(err, errlen, "fakegpu: %s",
+                 !live ? "invalid IPC handle (the allocation was freed)" : "too many IPC mappings");
         return -1;
     }
     imports[slot].addr = addr;
@@ -817,7 +818,8 @@ static void f_ipc_close(void *mapped)
     for (int i = 0; i < MAX_IMPORTS; ++i) {
         if (imports[i].addr == mapped) {
             munmap(imports[i].addr, imports[i].size);
-            munmap(imports[i].back - imports[i].off % 4096, imports[i].size + imports[i].off % 4096);
+            munmap(imports[i].back - imports[i].off % 4096,
+                   imports[i].size + imports[i].off % 4096);
             munmap(imports[i].owner, TABLE_BYTES);
             imports[i].addr = NULL;
             ++peer_counters[P_CLOSE];

@@ -227,9 +227,8 @@ static void peer(void)
             }
             dcopy(inplace ? (void *)d : (void *)s, h, n * sizeof(double));
             pcounters(p0);
-            if (MPI_SUCCESS !=
-                MPI_Allreduce(inplace ? MPI_IN_PLACE : s, d, (int)n, MPI_DOUBLE, MPI_SUM,
-                              MPI_COMM_WORLD)) {
+            if (MPI_SUCCESS != MPI_Allreduce(inplace ? MPI_IN_PLACE : s, d, (int)n, MPI_DOUBLE,
+                                             MPI_SUM, MPI_COMM_WORLD)) {
                 FAIL("peer: round %d call %d failed", round, k);
             }
             pcounters(p1);
@@ -237,9 +236,10 @@ static void peer(void)
             for (i = 0; i < n; ++i) {
                 double ref = 0; /* the left fold in rank order, as the arena does */
                 for (int r = 0; r < nranks; ++r) {
-                    ref = 0 == r ? 0.1 + (double)(i * (size_t)(k + round + 1))
-                                 : ref + ((double)(r + 1) * 0.1 +
-                                          (double)(i * (size_t)(k + round + 1)));
+                    ref =
+                        0 == r
+                            ? 0.1 + (double)(i * (size_t)(k + round + 1))
+                            : ref + ((double)(r + 1) * 0.1 + (double)(i * (size_t)(k + round + 1)));
                 }
                 if (0 != memcmp(&h[i], &ref, sizeof(ref))) {
                     FAIL("peer: round %d call %d element %zu is %.17g, not %.17g", round, k, i,

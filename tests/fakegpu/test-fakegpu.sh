@@ -83,7 +83,7 @@ check_run "3 ranks: small device vectors took the host path after a whole copy" 
   has "; host buffers"
 # The GPU peer path (CUDA IPC between the ranks' GPUs; the fake maps other
 # processes' device memory and refuses or catches stale handles).
-PP=(--mca coll_llrdma_verbose 10 --mca coll_llrdma_gpu_peer auto)
+PP=(--mca coll_llrdma_verbose 10 --mca coll_llrdma_gpu_peer auto --mca coll_llrdma_gpu_peer_min 0)
 for n in 2 3 4; do
   launch -np $n "${PP[@]}" -x FAKEGPU_EXPECT_PEER=1 "$T" --peer
   check_pass "$n ranks, GPU peer path: bitwise left fold, handles mapped once per allocation, a buffer freed and reallocated at the same address remapped" $P $n
@@ -105,7 +105,8 @@ launch -np 2 "${PP[@]}" -x FAKEGPU_EXPECT_PEER=0 -x FAKEGPU_DEVICE_KEY=7 -x FAKE
   "$T" --peer
 check_pass "2 ranks on MIG instances of one GPU: arena path, PASS" $P 2
 check_run "MIG: said" has "never take the GPU peer path (ranks on MIG instances of one GPU"
-launch -np 2 --mca coll_llrdma_verbose 10 --mca coll_llrdma_gpu_peer force -x FAKEGPU_EXPECT_PEER=1 \
+launch -np 2 --mca coll_llrdma_verbose 10 --mca coll_llrdma_gpu_peer force \
+  --mca coll_llrdma_gpu_peer_min 0 -x FAKEGPU_EXPECT_PEER=1 \
   -x FAKEGPU_DEVICE_KEY=7 "$T" --peer
 check_pass "2 ranks on one GPU, coll_llrdma_gpu_peer force: peer path, PASS" $P 2
 launch -np 2 "${PP[@]}" -x FAKEGPU_EXPECT_PEER=0 -x FAKEGPU_NO_IPC=1 "$T" --peer

@@ -101,8 +101,8 @@ struct Rank {
         ++opens;
         // The value is the identity itself: reduce checks it maps to the
         // record's allocation.
-        return llrdma_peer_cache_add(cache, q, b.id, b.base, b.size,
-                                     reinterpret_cast<void *>(b.id), nullptr, &Rank::drop, this) == 0
+        return llrdma_peer_cache_add(cache, q, b.id, b.base, b.size, reinterpret_cast<void *>(b.id),
+                                     nullptr, &Rank::drop, this) == 0
                    ? LLRDMA_PEER_OK
                    : LLRDMA_PEER_OPEN;
     }
@@ -154,7 +154,8 @@ struct Rank {
         }
         for (int q = 0; q < n; ++q) {
             unsigned char *out = r->ptr(q, recs[q]->out);
-            BOOST_REQUIRE_MESSAGE(out, "rank " << r->me << ": rank " << q << "'s output not mapped");
+            BOOST_REQUIRE_MESSAGE(out,
+                                  "rank " << r->me << ": rank " << q << "'s output not mapped");
             std::memcpy(out + first * es, acc.data(), bytes);
         }
         return 0;
@@ -465,11 +466,11 @@ BOOST_AUTO_TEST_CASE(fallback_leaves_buffers_alone_and_backs_off)
             recs.push_back(node.record(r, b[r], b[r], bytes));
         }
         if (host_rank >= 0)
-            recs[host_rank].reason = LLRDMA_PEER_HOST_RECV;
+            recs[host_rank].reason = LLRDMA_PEER_EXPORT;
         return recs;
     };
     std::vector<int> why, who;
-    // Calls 1.. with rank 2 on the host: every rank falls back, names rank 2,
+    // Calls 1.. where CUDA refuses rank 2's handle: every rank falls back, names rank 2,
     // nothing is written, and the next attempt is 1, 2, 4 ... calls later.
     std::vector<uint64_t> attempted;
     for (uint64_t call = 1; call <= 40; ++call) {
@@ -484,7 +485,7 @@ BOOST_AUTO_TEST_CASE(fallback_leaves_buffers_alone_and_backs_off)
         auto rc = node.run(records(2), count, &why, &who);
         for (int r = 0; r < n; ++r) {
             BOOST_CHECK_EQUAL(rc[r], LLRDMA_PEER_FALLBACK);
-            BOOST_CHECK_EQUAL(why[r], LLRDMA_PEER_HOST_RECV);
+            BOOST_CHECK_EQUAL(why[r], LLRDMA_PEER_EXPORT);
             BOOST_CHECK_EQUAL(who[r], 2);
             BOOST_CHECK(get<double>(node.reg, b[r].id, 0, count) == input(r, count, 0));
             BOOST_CHECK_EQUAL(node.ranks[r].reduces.load(), 0);
@@ -500,6 +501,15 @@ BOOST_AUTO_TEST_CASE(fallback_leaves_buffers_alone_and_backs_off)
     BOOST_CHECK_EQUAL(node.st[0].backoff, 0u);
     BOOST_CHECK_EQUAL(llrdma_peer_attempt(&node.st[0], &node.shm[0], n, node.calls + 1), 1);
     BOOST_CHECK_EQUAL(llrdma_ar_shm_broken(&node.shm[0], n), 0);
+    // A call with host buffers somewhere: the next call tries again (host
+    // and device calls interleave; no backoff).
+    auto recs = records(-1);
+    recs[1].reason = LLRDMA_PEER_HOST_RECV;
+    rc = node.run(recs, count);
+    for (int r = 0; r < n; ++r) {
+        BOOST_CHECK_EQUAL(rc[r], LLRDMA_PEER_FALLBACK);
+        BOOST_CHECK_EQUAL(llrdma_peer_attempt(&node.st[r], &node.shm[r], n, node.calls + 1), 1);
+    }
 }
 
 BOOST_AUTO_TEST_CASE(no_peer_access_stops_the_communicator_for_good)
@@ -573,21 +583,21 @@ BOOST_AUTO_TEST_CASE(bad_arguments)
     Node node(2);
     llrdma_peer_record_t rec = rec_ok(0);
     llrdma_peer_ops_t ops{&node.ranks[0], &Rank::s_open, &Rank::s_reduce, &Rank::s_finish};
-    BOOST_CHECK_EQUAL(llrdma_peer_run(&node.shm[0], 0, 1, &node.st[0], &rec, &ops, 1, 0, nullptr,
-                                      nullptr),
-                      LLRDMA_AR_ERR_INVALID);
-    BOOST_CHECK_EQUAL(llrdma_peer_run(&node.shm[0], 2, 2, &node.st[0], &rec, &ops, 1, 0, nullptr,
-                                      nullptr),
-                      LLRDMA_AR_ERR_INVALID);
+    BOOST_CHECK_EQUAL(
+        llrdma_peer_run(&node.shm[0], 0, 1, &node.st[0], &rec, &ops, 1, 0, nullptr, nullptr),
+        LLRDMA_AR_ERR_INVALID);
+    BOOST_CHECK_EQUAL(
+        llrdma_peer_run(&node.shm[0], 2, 2, &node.st[0], &rec, &ops, 1, 0, nullptr, nullptr),
+        LLRDMA_AR_ERR_INVALID);
     ops.finish = nullptr;
-    BOOST_CHECK_EQUAL(llrdma_peer_run(&node.shm[0], 0, 2, &node.st[0], &rec, &ops, 1, 0, nullptr,
-                                      nullptr),
-                      LLRDMA_AR_ERR_INVALID);
+    BOOST_CHECK_EQUAL(
+        llrdma_peer_run(&node.shm[0], 0, 2, &node.st[0], &rec, &ops, 1, 0, nullptr, nullptr),
+        LLRDMA_AR_ERR_INVALID);
     Node small(2, 256);
     ops.finish = &Rank::s_finish;
-    BOOST_CHECK_EQUAL(llrdma_peer_run(&small.shm[0], 0, 2, &small.st[0], &rec, &ops, 1, 0, nullptr,
-                                      nullptr),
-                      LLRDMA_AR_ERR_INVALID);
+    BOOST_CHECK_EQUAL(
+        llrdma_peer_run(&small.shm[0], 0, 2, &small.st[0], &rec, &ops, 1, 0, nullptr, nullptr),
+        LLRDMA_AR_ERR_INVALID);
 }
 
 // ------------------------------------------------------------- the cache
@@ -620,34 +630,34 @@ BOOST_AUTO_TEST_CASE(cache_invalidates_by_allocation_identity)
     BOOST_CHECK_EQUAL(v, val(1));
     BOOST_CHECK(std::memcmp(got, h, sizeof h) == 0);
     // Another rank's allocation at the same address is another allocation.
-    BOOST_CHECK_EQUAL(llrdma_peer_cache_add(c, 2, 11, 0x1000, 0x1000, val(2), nullptr, Drops::fn, &d),
-                      0);
+    BOOST_CHECK_EQUAL(
+        llrdma_peer_cache_add(c, 2, 11, 0x1000, 0x1000, val(2), nullptr, Drops::fn, &d), 0);
     BOOST_CHECK(d.got.empty());
     // Rank 1 freed id 10 and got id 12 at an overlapping range: 10 is dropped.
-    BOOST_CHECK_EQUAL(llrdma_peer_cache_add(c, 1, 12, 0x1800, 0x100, val(3), nullptr, Drops::fn, &d),
-                      0);
+    BOOST_CHECK_EQUAL(
+        llrdma_peer_cache_add(c, 1, 12, 0x1800, 0x100, val(3), nullptr, Drops::fn, &d), 0);
     BOOST_REQUIRE_EQUAL(d.got.size(), 1u);
     BOOST_CHECK(d.got[0] == std::make_pair(1, uintptr_t(1)));
     BOOST_CHECK_EQUAL(llrdma_peer_cache_find(c, 1, 10, &v, nullptr), 0);
     BOOST_CHECK_EQUAL(llrdma_peer_cache_find(c, 2, 11, &v, nullptr), 1);
     // Adjacent, not overlapping: both stay.
-    BOOST_CHECK_EQUAL(llrdma_peer_cache_add(c, 1, 13, 0x1900, 0x100, val(4), nullptr, Drops::fn, &d),
-                      0);
+    BOOST_CHECK_EQUAL(
+        llrdma_peer_cache_add(c, 1, 13, 0x1900, 0x100, val(4), nullptr, Drops::fn, &d), 0);
     BOOST_CHECK_EQUAL(d.got.size(), 1u);
     // At most 3 per rank: the least recently used goes (12 was used last).
     BOOST_CHECK_EQUAL(llrdma_peer_cache_find(c, 1, 12, &v, nullptr), 1);
-    BOOST_CHECK_EQUAL(llrdma_peer_cache_add(c, 1, 14, 0x5000, 0x100, val(5), nullptr, Drops::fn, &d),
-                      0);
+    BOOST_CHECK_EQUAL(
+        llrdma_peer_cache_add(c, 1, 14, 0x5000, 0x100, val(5), nullptr, Drops::fn, &d), 0);
     BOOST_CHECK_EQUAL(d.got.size(), 1u);
-    BOOST_CHECK_EQUAL(llrdma_peer_cache_add(c, 1, 15, 0x6000, 0x100, val(6), nullptr, Drops::fn, &d),
-                      0);
+    BOOST_CHECK_EQUAL(
+        llrdma_peer_cache_add(c, 1, 15, 0x6000, 0x100, val(6), nullptr, Drops::fn, &d), 0);
     BOOST_REQUIRE_EQUAL(d.got.size(), 2u);
     BOOST_CHECK(d.got[1] == std::make_pair(1, uintptr_t(4))); // id 13, least recent
     BOOST_CHECK_EQUAL(llrdma_peer_cache_find(c, 2, 11, &v, nullptr), 1);
     BOOST_CHECK_EQUAL(llrdma_peer_cache_size(c), 4u);
     // The same id again replaces the entry.
-    BOOST_CHECK_EQUAL(llrdma_peer_cache_add(c, 2, 11, 0x1000, 0x1000, val(7), nullptr, Drops::fn, &d),
-                      0);
+    BOOST_CHECK_EQUAL(
+        llrdma_peer_cache_add(c, 2, 11, 0x1000, 0x1000, val(7), nullptr, Drops::fn, &d), 0);
     BOOST_CHECK_EQUAL(d.got.size(), 3u);
     BOOST_CHECK_EQUAL(llrdma_peer_cache_find(c, 2, 11, &v, nullptr), 1);
     BOOST_CHECK_EQUAL(v, val(7));
