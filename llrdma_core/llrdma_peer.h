@@ -23,7 +23,14 @@
  *  5. each rank's stream waits for every other rank's event (no host wait
  *     for the GPU until the end), then for itself; the call returns.
  * Nothing is written before step 4, so a fallback leaves the buffers as the
- * caller gave them.  Reduction order: the left fold in rank order,
+ * caller gave them.
+ * Every record and confirmation is stamped (LLRDMA_PEER_MAGIC, the call
+ * number llrdma_ar_shm_t.call, the arena round), and a rank decides only
+ * from stamps of this call and round: a slot holding anything else (a rank
+ * that did not try the peer path in this call, a record of an earlier call)
+ * ends the call with LLRDMA_PEER_ERR_SYNC on every rank, never a guess or a
+ * hang.  Records are copied out of the arena before the round is released,
+ * so a fast rank's next call cannot overwrite what a slow rank still reads.  Reduction order: the left fold in rank order,
  * ((v0 OP v1) OP v2) ... OP v(p-1), the shm algorithms' order, so the
  * result is bitwise the host path's.
  */
@@ -44,6 +51,13 @@ extern "C" {
 /* llrdma_peer_run's result when the call must take the arena path instead
  * (nothing was written). */
 #define LLRDMA_PEER_FALLBACK 1
+/* llrdma_peer_run's error when rank *who's slot held no record of this call
+ * and round: the ranks disagree on which calls try the peer path (a bug:
+ * every rank must compute llrdma_peer_attempt alike).  The arena is marked
+ * broken, so every rank's call fails instead of waiting. */
+#define LLRDMA_PEER_ERR_SYNC (-40)
+/* First word of every record and confirmation ("llrdmaPR"). */
+#define LLRDMA_PEER_MAGIC 0x6c6c72646d615052ULL
 
 /* Why a rank, or the communicator, does not take the peer path. */
 enum {
@@ -80,6 +94,9 @@ typedef struct {
 /* What one rank publishes per call (the arena's chunk must hold it:
  * llrdma_peer_attempt checks). */
 typedef struct {
+    uint64_t magic; /* stamp, set by llrdma_peer_run: LLRDMA_PEER_MAGIC, */
+    uint64_t call;  /* the call (llrdma_ar_shm_t.call) */
+    uint64_t round; /* and the arena round it was published in */
     int32_t reason; /* LLRDMA_PEER_OK, or why this rank cannot take part */
     int32_t pad;
     uint64_t device_key;    /* the physical GPU (a hash of its PCI bus id) */
@@ -146,7 +163,9 @@ typedef struct {
 /* One Allreduce of `count` elements over the peer path (see the top).  `mine`:
  * this rank's record.  Returns LLRDMA_AR_OK; LLRDMA_PEER_FALLBACK with
  * *reason and *who (nothing written: run the arena path); or an error
- * (LLRDMA_AR_ERR_*: a rank failed, the arena is marked broken).  Updates *st. */
+ * (LLRDMA_AR_ERR_*: a rank failed; LLRDMA_PEER_ERR_SYNC with *who: that
+ * rank's slot held no record of this call; the arena is marked broken).
+ * mine's stamp is ignored (set here).  Updates *st. */
 int llrdma_peer_run(llrdma_ar_shm_t *shm, int rank, int n, llrdma_peer_state_t *st,
                     const llrdma_peer_record_t *mine, const llrdma_peer_ops_t *ops, size_t count,
                     int allow_shared, int *reason, int *who);

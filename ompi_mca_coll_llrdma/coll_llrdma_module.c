@@ -34,6 +34,12 @@ static void module_construct(mca_coll_llrdma_module_t *m)
     m->gpu_key = 0;
     m->gpu_key_device = -1;
     m->gpu_shared_said = 0;
+    /* OBJ_NEW does not zero: a garbage in_call made a rank skip arena_call
+     * (no call count, no rebuild of a broken arena) while its peers did
+     * not, so they disagreed on which calls try the GPU peer path. */
+    m->shm_ranks = 0;
+    m->in_call = 0;
+    m->gone_said = 0;
     memset(&m->peer, 0, sizeof(m->peer));
     m->peer_maps = m->peer_events = m->peer_exports = NULL;
     m->peer_event = NULL;

@@ -347,6 +347,15 @@ int mca_coll_llrdma_gpu_peer(mca_coll_llrdma_module_t *m, struct ompi_communicat
         say(m, comm, why, who, "");
         return MCA_COLL_LLRDMA_PEER_FALLBACK;
     }
+    if (LLRDMA_PEER_ERR_SYNC == rc) {
+        opal_output(0,
+                    "coll:llrdma: MPI_Allreduce on %s (GPU peer path, call %llu) failed: rank "
+                    "%d's arena slot held no peer record of this call, so the ranks disagree on "
+                    "which calls try the GPU peer path (a bug; coll_llrdma_gpu_peer off avoids "
+                    "it); the next call sets up a fresh arena",
+                    comm->c_name, (unsigned long long)m->shm.call, who);
+        return OMPI_ERROR;
+    }
     if (LLRDMA_AR_OK == rc && c->verbose >= 10) {
         opal_output_verbose(10, c->output,
                             "coll:llrdma: allreduce %lu bytes (%s %s) on %s, %d ranks: GPU peer "

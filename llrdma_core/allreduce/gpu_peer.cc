@@ -15,8 +15,15 @@ namespace
 
 // Published in a slot of the confirm round.
 struct Confirm {
+    uint64_t magic, call, round;
     int32_t reason;
 };
+
+// The slot holds a stamp of this call and round.
+template <typename T> bool stamped(const T &x, uint64_t call, uint64_t round)
+{
+    return x.magic == LLRDMA_PEER_MAGIC && x.call == call && x.round == round;
+}
 
 static_assert(sizeof(llrdma_peer_record_t) % 8 == 0, "records are copied as words");
 
@@ -150,17 +157,33 @@ extern "C" int llrdma_peer_run(llrdma_ar_shm_t *shm, int rank, int n, llrdma_pee
     st->have_last = 0;
     Arena ar(shm, rank, n);
     // 1. Publish.  Slots alternate by round parity, and a rank writes a slot
-    // only after every rank posted the round before, so the records stay
-    // readable until the next call's second round.
+    // only after every rank posted the round before; a call without a
+    // confirm round has two rounds, so the next call's record lands in the
+    // slot of this one's: read it only before posting the next round.
     uint64_t g = ar.next_round();
-    std::memcpy(ar.slot(g, rank), mine, sizeof *mine);
+    const uint64_t call = shm->call;
+    llrdma_peer_record_t own = *mine;
+    own.magic = LLRDMA_PEER_MAGIC;
+    own.call = call;
+    own.round = g;
+    std::memcpy(ar.slot(g, rank), &own, sizeof own);
     ar.post_in(g);
     int rc = ar.wait_in(g);
     if (rc != LLRDMA_AR_OK)
         return rc;
+    // Copied out now: once this rank posts its next round, a rank that
+    // finished this call may publish its next record in the same slot.
+    llrdma_peer_record_t copy[LLRDMA_PEER_MAX_RANKS];
     const llrdma_peer_record_t *recs[LLRDMA_PEER_MAX_RANKS];
+    for (int q = 0; q < n; ++q) {
+        std::memcpy(&copy[q], ar.slot(g, q), sizeof copy[q]);
+        recs[q] = &copy[q];
+    }
     for (int q = 0; q < n; ++q)
-        recs[q] = reinterpret_cast<const llrdma_peer_record_t *>(ar.slot(g, q));
+        if (!stamped(copy[q], call, g)) {
+            w = q;
+            return ar.fail(LLRDMA_PEER_ERR_SYNC);
+        }
 
     // 2. Decide, the same way everywhere.
     int d = llrdma_peer_decide(recs, n, allow_shared, &w);
@@ -174,15 +197,22 @@ extern "C" int llrdma_peer_run(llrdma_ar_shm_t *shm, int rank, int n, llrdma_pee
     // 3. Confirm, when any rank has something new to map.  The condition is
     // computed from the records alone, so every rank agrees on the round.
     if (identities_changed(st, had_last, recs, n)) {
-        Confirm c{ops->open(ops->ctx, recs, n)};
         uint64_t g2 = ar.next_round();
+        Confirm c{LLRDMA_PEER_MAGIC, call, g2, ops->open(ops->ctx, recs, n)};
         std::memcpy(ar.slot(g2, rank), &c, sizeof c);
         ar.post_in(g2);
         if ((rc = ar.wait_in(g2)) != LLRDMA_AR_OK)
             return rc;
+        Confirm got[LLRDMA_PEER_MAX_RANKS];
+        for (int q = 0; q < n; ++q) {
+            std::memcpy(&got[q], ar.slot(g2, q), sizeof got[q]);
+            if (!stamped(got[q], call, g2)) {
+                w = q;
+                return ar.fail(LLRDMA_PEER_ERR_SYNC);
+            }
+        }
         for (int q = 0; q < n && why == LLRDMA_PEER_OK; ++q) {
-            Confirm o;
-            std::memcpy(&o, ar.slot(g2, q), sizeof o);
+            const Confirm &o = got[q];
             if (o.reason != LLRDMA_PEER_OK) {
                 why =
                     o.reason > 0 && o.reason < LLRDMA_PEER_NREASONS ? o.reason : LLRDMA_PEER_DEVICE;

@@ -5,7 +5,8 @@
  * device pointer reaches the PML, the host core or the module below.
  * Results must equal the host path's bit for bit; the fake's counters show the
  * staging path ran.  Fallbacks (user op, derived datatype) on device buffers
- * must get host copies.  --fault N: the N-th stage_out fails (FAKEGPU_FAIL_AT),
+ * must get host copies.  --peer: the GPU peer path; --peer-split: that on
+ * split communicators with host calls between the device calls.  --fault N: the N-th stage_out fails (FAKEGPU_FAIL_AT),
  * the call must return an error and the next one work.  --fault-sticky N: the
  * N-th call fails (FAKEGPU_FAIL_SYNC_AT through the shared-memory arena) and
  * so does every later one: a broken arena is never waited on again.
@@ -204,19 +205,23 @@ static void fault(int n, int sticky)
     }
 }
 
-/* The GPU peer path: results, handles opened once per allocation, a buffer
- * freed and allocated again at the same address (a new identity: the stale
- * mapping is dropped and the new one opened).  FAKEGPU_EXPECT_PEER=1: every
- * call must take the peer path; 0: none may. */
-static void peer(void)
+/* The GPU peer path on comm: results, handles opened once per allocation, a
+ * buffer freed and allocated again at the same address (a new identity: the
+ * stale mapping is dropped and the new one opened).  FAKEGPU_EXPECT_PEER=1:
+ * every device call must take the peer path; 0: none may.  with_host: a host
+ * Allreduce (which never takes it) before every device call. */
+static void peer(MPI_Comm comm, int with_host)
 {
     const size_t n = 1000;
     const char *e = getenv("FAKEGPU_EXPECT_PEER");
     int expect = NULL != e && '1' == e[0];
     double *h = malloc(n * sizeof(double)), *d = dmalloc(n * sizeof(double), 0);
-    double *s = dmalloc(n * sizeof(double), 0);
+    double *s = dmalloc(n * sizeof(double), 0), *hh = malloc(n * sizeof(double));
     long p0[5], p1[5];
-    int k, round;
+    int k, round, rank, nranks; /* in comm: these shadow the world's */
+
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &nranks);
 
     for (round = 0; round < 3; ++round) {
         for (k = 0; k < 4; ++k) {
@@ -226,9 +231,24 @@ static void peer(void)
                 h[i] = (double)(rank + 1) * 0.1 + (double)(i * (size_t)(k + round + 1));
             }
             dcopy(inplace ? (void *)d : (void *)s, h, n * sizeof(double));
+            if (with_host) {
+                for (i = 0; i < n; ++i) {
+                    hh[i] = (double)(rank + k);
+                }
+                pcounters(p0);
+                if (MPI_SUCCESS != MPI_Allreduce(MPI_IN_PLACE, hh, (int)n, MPI_DOUBLE, MPI_SUM,
+                                                 comm) ||
+                    hh[n - 1] != (double)(nranks * k + nranks * (nranks - 1) / 2)) {
+                    FAIL("peer: round %d host call %d failed or wrong (%g)", round, k, hh[n - 1]);
+                }
+                pcounters(p1);
+                if (p1[3] != p0[3]) {
+                    FAIL("peer: round %d host call %d took the peer path", round, k);
+                }
+            }
             pcounters(p0);
             if (MPI_SUCCESS != MPI_Allreduce(inplace ? MPI_IN_PLACE : s, d, (int)n, MPI_DOUBLE,
-                                             MPI_SUM, MPI_COMM_WORLD)) {
+                                             MPI_SUM, comm)) {
                 FAIL("peer: round %d call %d failed", round, k);
             }
             pcounters(p1);
@@ -275,7 +295,10 @@ static void peer(void)
             d = again;
         }
     }
+    dfree(d);
+    dfree(s);
     free(h);
+    free(hh);
 }
 
 int main(int argc, char **argv)
@@ -309,7 +332,16 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     if (argc > 1 && 0 == strcmp(argv[1], "--peer")) {
-        peer();
+        peer(MPI_COMM_WORLD, 0);
+    } else if (argc > 1 && 0 == strcmp(argv[1], "--peer-split")) {
+        /* Halves by rank parity, in reverse order, each on an arena of its
+         * own, with host calls between device calls; then the world again. */
+        MPI_Comm half;
+        MPI_Comm_split(MPI_COMM_WORLD, rank % 2, nranks - rank, &half);
+        MPI_Comm_set_errhandler(half, MPI_ERRORS_RETURN);
+        peer(half, 1);
+        MPI_Comm_free(&half);
+        peer(MPI_COMM_WORLD, 1);
     } else if (argc > 2 && 0 == strcmp(argv[1], "--fault")) {
         fault(atoi(argv[2]), 0);
     } else if (argc > 2 && 0 == strcmp(argv[1], "--fault-sticky")) {

@@ -14,7 +14,9 @@
 #include "llrdma_peer.h"
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -160,9 +162,16 @@ struct Rank {
         }
         return 0;
     }
-    static int s_finish(void *ctx, const llrdma_peer_record_t *const *, int)
+    std::function<void()> in_finish; // runs first in finish (a slow rank)
+    std::vector<uint64_t> finish_calls;   // the call stamp of every record finish saw
+    static int s_finish(void *ctx, const llrdma_peer_record_t *const *recs, int n)
     {
-        ++static_cast<Rank *>(ctx)->finishes;
+        auto *r = static_cast<Rank *>(ctx);
+        ++r->finishes;
+        if (r->in_finish)
+            r->in_finish();
+        for (int q = 0; q < n; ++q)
+            r->finish_calls.push_back(recs[q]->call);
         return 0;
     }
 };
@@ -576,6 +585,146 @@ BOOST_AUTO_TEST_CASE(a_failing_reduce_fails_every_rank)
         }
         BOOST_CHECK_EQUAL(llrdma_ar_shm_broken(&node.shm[0], n), 1);
     }
+}
+
+// The H200 matrix-4 hang: a rank whose call counter differed (an
+// uninitialised module field) skipped the peer path in a call its peer
+// tried, so the peer read an arena data slot as a record, took a reason
+// nobody gave, and the ranks' rounds drifted apart.  Now the record's stamp
+// does not match: the trying rank fails the call with LLRDMA_PEER_ERR_SYNC
+// naming that rank, and the other rank's arena call (shm_split: every call
+// the peer path tries from the default coll_llrdma_gpu_peer_min) fails
+// instead of waiting for a reduction round that never comes.
+BOOST_AUTO_TEST_CASE(a_rank_in_the_arena_path_is_detected_not_read_as_a_record)
+{
+    const int n = 2;
+    const size_t count = 512;
+    Node node(n);
+    llrdma_peer_record_t rec = rec_ok(0);
+    // Data that looks like a record with reason "shared GPU" to the old code.
+    std::vector<int32_t> data(count * 2, LLRDMA_PEER_SHARED_GPU);
+    llrdma_ar_plan_t plan{};
+    BOOST_REQUIRE_EQUAL(llrdma_ar_plan_shm(count * 8, 8, n, 0, 0, node.chunk,
+                                           LLRDMA_AR_SHM_SPLIT, 0, &plan),
+                        LLRDMA_AR_OK);
+    int rc0 = 99, rc1 = 99, why = -9, who = -9;
+    std::thread t0([&] {
+        node.shm[0].call = 1;
+        llrdma_peer_ops_t ops{&node.ranks[0], &Rank::s_open, &Rank::s_reduce, &Rank::s_finish};
+        rc0 = llrdma_peer_run(&node.shm[0], 0, n, &node.st[0], &rec, &ops, count, 0, &why, &who);
+    });
+    std::thread t1([&] {
+        node.shm[1].call = 1;
+        llrdma_ar_comm_t c{};
+        c.rank = 1;
+        c.size = n;
+        c.shm = &node.shm[1];
+        // The arena algorithms send no message: a transport that must not be used.
+        c.isend = [](void *, const void *, size_t, int, int, void **) { return -1; };
+        c.irecv = [](void *, void *, size_t, int, int, void **) { return -1; };
+        c.waitall = [](void *, int, void **) { return -1; };
+        rc1 = llrdma_ar_run(&plan, &c, nullptr, data.data(), count, LLRDMA_DT_INT64, LLRDMA_OP_SUM,
+                            nullptr, 0);
+    });
+    t0.join();
+    t1.join();
+    BOOST_CHECK_EQUAL(rc0, LLRDMA_PEER_ERR_SYNC);
+    BOOST_CHECK_EQUAL(who, 1);
+    BOOST_CHECK_NE(rc1, LLRDMA_AR_OK);
+    BOOST_CHECK(llrdma_ar_shm_broken(&node.shm[0], n));
+    BOOST_CHECK_EQUAL(node.ranks[0].reduces.load(), 0); // nothing written
+}
+
+// A record left in a slot by an earlier call is not this call's: a rank
+// whose call number differs fails the call on every rank, never a guess.
+BOOST_AUTO_TEST_CASE(a_record_of_another_call_is_not_used)
+{
+    const int n = 3;
+    Node node(n);
+    std::vector<llrdma_peer_record_t> recs{rec_ok(0), rec_ok(1), rec_ok(2)};
+    std::vector<int> rc(n, 99), who(n, -9);
+    std::vector<std::thread> th;
+    for (int r = 0; r < n; ++r)
+        th.emplace_back([&, r] {
+            node.shm[r].call = r == 2 ? 6 : 7; // rank 2 lost count
+            llrdma_peer_ops_t ops{&node.ranks[r], &Rank::s_open, &Rank::s_reduce, &Rank::s_finish};
+            int why;
+            rc[r] = llrdma_peer_run(&node.shm[r], r, n, &node.st[r], &recs[r], &ops, 4, 0, &why,
+                                    &who[r]);
+        });
+    for (auto &t : th)
+        t.join();
+    for (int r = 0; r < n; ++r) {
+        BOOST_CHECK_EQUAL(rc[r], LLRDMA_PEER_ERR_SYNC);
+        BOOST_CHECK_EQUAL(node.ranks[r].reduces.load(), 0);
+    }
+    BOOST_CHECK_EQUAL(who[0], 2);
+    BOOST_CHECK_EQUAL(who[2], 0);
+}
+
+// A call without a confirm round has two rounds, so a rank that finished it
+// publishes its next record in the slot a slow rank's finish still reads:
+// the slow rank must work from its own copy of this call's records.
+BOOST_AUTO_TEST_CASE(a_fast_rank_s_next_record_does_not_reach_a_slow_rank)
+{
+    const int n = 2;
+    const size_t count = 64, bytes = count * 8;
+    Node node(n);
+    std::vector<Buf> b(n);
+    std::vector<llrdma_peer_record_t> recs;
+    for (int r = 0; r < n; ++r) {
+        b[r] = Buf{node.reg.alloc(r, bytes), 0};
+        put(node.reg, b[r].id, 0, input(r, count, 0));
+        recs.push_back(node.record(r, b[r], b[r], bytes));
+    }
+    auto rc = node.run(recs, count); // maps everything: later calls have 2 rounds
+    BOOST_REQUIRE(rc[0] == LLRDMA_AR_OK && rc[1] == LLRDMA_AR_OK);
+    std::atomic<int> published{0};
+    node.ranks[1].finish_calls.clear();
+    node.ranks[1].in_finish = [&] {
+        // Rank 0 starts its next call (a host call: a fallback) meanwhile.
+        for (int i = 0; i < 2000 && !published.load(); ++i)
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    };
+    std::vector<int> rc2(n, 99), rc3(n, 99);
+    std::thread t0([&] {
+        llrdma_peer_ops_t ops{&node.ranks[0], &Rank::s_open, &Rank::s_reduce, &Rank::s_finish};
+        int why, who;
+        node.shm[0].call = 2;
+        rc2[0] = llrdma_peer_run(&node.shm[0], 0, n, &node.st[0], &recs[0], &ops, count, 0, &why,
+                                 &who);
+        llrdma_peer_record_t host = rec_ok(0);
+        host.reason = LLRDMA_PEER_HOST_RECV;
+        node.shm[0].call = 3;
+        published = 1;
+        rc3[0] = llrdma_peer_run(&node.shm[0], 0, n, &node.st[0], &host, &ops, count, 0, &why,
+                                 &who);
+    });
+    std::thread t1([&] {
+        llrdma_peer_ops_t ops{&node.ranks[1], &Rank::s_open, &Rank::s_reduce, &Rank::s_finish};
+        int why, who;
+        node.shm[1].call = 2;
+        rc2[1] = llrdma_peer_run(&node.shm[1], 1, n, &node.st[1], &recs[1], &ops, count, 0, &why,
+                                 &who);
+        node.ranks[1].in_finish = nullptr;
+        node.shm[1].call = 3;
+        rc3[1] = llrdma_peer_run(&node.shm[1], 1, n, &node.st[1], &recs[1], &ops, count, 0, &why,
+                                 &who);
+    });
+    t0.join();
+    t1.join();
+    BOOST_CHECK_EQUAL(rc2[0], LLRDMA_AR_OK);
+    BOOST_CHECK_EQUAL(rc2[1], LLRDMA_AR_OK);
+    BOOST_CHECK_EQUAL(rc3[0], LLRDMA_PEER_FALLBACK);
+    BOOST_CHECK_EQUAL(rc3[1], LLRDMA_PEER_FALLBACK);
+    // Rank 1's finish in call 2 saw call 2's records only.
+    BOOST_REQUIRE_EQUAL(node.ranks[1].finish_calls.size(), size_t(n));
+    for (uint64_t c : node.ranks[1].finish_calls)
+        BOOST_CHECK_EQUAL(c, 2u);
+    // Both ranks remember the same identities (the next call agrees on the
+    // confirm round).
+    BOOST_CHECK_EQUAL(std::memcmp(node.st[0].last, node.st[1].last, sizeof node.st[0].last), 0);
 }
 
 BOOST_AUTO_TEST_CASE(bad_arguments)
