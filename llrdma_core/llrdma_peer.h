@@ -30,7 +30,8 @@
  * that did not try the peer path in this call, a record of an earlier call)
  * ends the call with LLRDMA_PEER_ERR_SYNC on every rank, never a guess or a
  * hang.  Records are copied out of the arena before the round is released,
- * so a fast rank's next call cannot overwrite what a slow rank still reads.  Reduction order: the left fold in rank order,
+ * so a fast rank's next call cannot overwrite what a slow rank still reads.  Reduction order: the
+ * left fold in rank order,
  * ((v0 OP v1) OP v2) ... OP v(p-1), the shm algorithms' order, so the
  * result is bitwise the host path's.
  */

@@ -6,14 +6,13 @@
  * Results must equal the host path's bit for bit; the fake's counters show the
  * staging path ran.  Fallbacks (user op, derived datatype) on device buffers
  * must get host copies.  --peer: the GPU peer path; --peer-split: that on
- * split communicators with host calls between the device calls.  --fault N: the N-th stage_out fails (FAKEGPU_FAIL_AT),
- * the call must return an error and the next one work.  --fault-sticky N: the
- * N-th call fails (FAKEGPU_FAIL_SYNC_AT through the shared-memory arena) and
- * so does every later one: a broken arena is never waited on again.
- * Each rank judges its own results: "t_allreduce_fakegpu rank R: PASS", or FAIL
- * lines and exit status 1.  No verdict is reduced through MPI_Allreduce (the
- * code under test, and broken on purpose by --fault-sticky); mpirun exits
- * nonzero when any rank does.
+ * split communicators with host calls between the device calls.  --fault N: the N-th stage_out
+ * fails (FAKEGPU_FAIL_AT), the call must return an error and the next one work.  --fault-sticky N:
+ * the N-th call fails (FAKEGPU_FAIL_SYNC_AT through the shared-memory arena) and so does every
+ * later one: a broken arena is never waited on again. Each rank judges its own results:
+ * "t_allreduce_fakegpu rank R: PASS", or FAIL lines and exit status 1.  No verdict is reduced
+ * through MPI_Allreduce (the code under test, and broken on purpose by --fault-sticky); mpirun
+ * exits nonzero when any rank does.
  */
 #include <dlfcn.h>
 #include <mpi.h>
@@ -236,8 +235,8 @@ static void peer(MPI_Comm comm, int with_host)
                     hh[i] = (double)(rank + k);
                 }
                 pcounters(p0);
-                if (MPI_SUCCESS != MPI_Allreduce(MPI_IN_PLACE, hh, (int)n, MPI_DOUBLE, MPI_SUM,
-                                                 comm) ||
+                if (MPI_SUCCESS !=
+                        MPI_Allreduce(MPI_IN_PLACE, hh, (int)n, MPI_DOUBLE, MPI_SUM, comm) ||
                     hh[n - 1] != (double)(nranks * k + nranks * (nranks - 1) / 2)) {
                     FAIL("peer: round %d host call %d failed or wrong (%g)", round, k, hh[n - 1]);
                 }
@@ -247,8 +246,8 @@ static void peer(MPI_Comm comm, int with_host)
                 }
             }
             pcounters(p0);
-            if (MPI_SUCCESS != MPI_Allreduce(inplace ? MPI_IN_PLACE : s, d, (int)n, MPI_DOUBLE,
-                                             MPI_SUM, comm)) {
+            if (MPI_SUCCESS !=
+                MPI_Allreduce(inplace ? MPI_IN_PLACE : s, d, (int)n, MPI_DOUBLE, MPI_SUM, comm)) {
                 FAIL("peer: round %d call %d failed", round, k);
             }
             pcounters(p1);

@@ -89,6 +89,16 @@ for n in 2 3 4; do
   check_pass "$n ranks, GPU peer path: bitwise left fold, handles mapped once per allocation, a buffer freed and reallocated at the same address remapped" $P $n
   check_run "$n ranks: the GPU peer path ran" has "GPU peer path (CUDA IPC)"
 done
+# The H200 matrix-4 hang: split communicators (each on an arena of its own)
+# with host calls between the device calls; ranks that disagreed on which
+# calls try the peer path read each other's data as records.
+for mode in auto force; do
+  launch -np 4 "${PP[@]}" --mca coll_llrdma_gpu_peer $mode -x FAKEGPU_EXPECT_PEER=1 \
+    $([ $mode = force ] && echo -x FAKEGPU_DEVICE_KEY=7) "$T" --peer-split
+  check_pass "4 ranks, split communicators, peer path $mode: every device call took it, no host call did" $P 4
+  check_run "4 ranks, split communicators, $mode: no rank read a record of another call" \
+    lacks "held no peer record of this call"
+done
 launch -np 3 "${PP[@]}" -x FAKEGPU_EXPECT_STAGING=0 "$T"
 check_pass "3 ranks, the memory-kind matrix with the GPU peer path on: PASS" $P 3
 check_run "3 ranks, matrix: device buffers took the GPU peer path" has "GPU peer path (CUDA IPC)"

@@ -162,8 +162,8 @@ struct Rank {
         }
         return 0;
     }
-    std::function<void()> in_finish; // runs first in finish (a slow rank)
-    std::vector<uint64_t> finish_calls;   // the call stamp of every record finish saw
+    std::function<void()> in_finish;    // runs first in finish (a slow rank)
+    std::vector<uint64_t> finish_calls; // the call stamp of every record finish saw
     static int s_finish(void *ctx, const llrdma_peer_record_t *const *recs, int n)
     {
         auto *r = static_cast<Rank *>(ctx);
@@ -604,9 +604,9 @@ BOOST_AUTO_TEST_CASE(a_rank_in_the_arena_path_is_detected_not_read_as_a_record)
     // Data that looks like a record with reason "shared GPU" to the old code.
     std::vector<int32_t> data(count * 2, LLRDMA_PEER_SHARED_GPU);
     llrdma_ar_plan_t plan{};
-    BOOST_REQUIRE_EQUAL(llrdma_ar_plan_shm(count * 8, 8, n, 0, 0, node.chunk,
-                                           LLRDMA_AR_SHM_SPLIT, 0, &plan),
-                        LLRDMA_AR_OK);
+    BOOST_REQUIRE_EQUAL(
+        llrdma_ar_plan_shm(count * 8, 8, n, 0, 0, node.chunk, LLRDMA_AR_SHM_SPLIT, 0, &plan),
+        LLRDMA_AR_OK);
     int rc0 = 99, rc1 = 99, why = -9, who = -9;
     std::thread t0([&] {
         node.shm[0].call = 1;
@@ -692,25 +692,25 @@ BOOST_AUTO_TEST_CASE(a_fast_rank_s_next_record_does_not_reach_a_slow_rank)
         llrdma_peer_ops_t ops{&node.ranks[0], &Rank::s_open, &Rank::s_reduce, &Rank::s_finish};
         int why, who;
         node.shm[0].call = 2;
-        rc2[0] = llrdma_peer_run(&node.shm[0], 0, n, &node.st[0], &recs[0], &ops, count, 0, &why,
-                                 &who);
+        rc2[0] =
+            llrdma_peer_run(&node.shm[0], 0, n, &node.st[0], &recs[0], &ops, count, 0, &why, &who);
         llrdma_peer_record_t host = rec_ok(0);
         host.reason = LLRDMA_PEER_HOST_RECV;
         node.shm[0].call = 3;
         published = 1;
-        rc3[0] = llrdma_peer_run(&node.shm[0], 0, n, &node.st[0], &host, &ops, count, 0, &why,
-                                 &who);
+        rc3[0] =
+            llrdma_peer_run(&node.shm[0], 0, n, &node.st[0], &host, &ops, count, 0, &why, &who);
     });
     std::thread t1([&] {
         llrdma_peer_ops_t ops{&node.ranks[1], &Rank::s_open, &Rank::s_reduce, &Rank::s_finish};
         int why, who;
         node.shm[1].call = 2;
-        rc2[1] = llrdma_peer_run(&node.shm[1], 1, n, &node.st[1], &recs[1], &ops, count, 0, &why,
-                                 &who);
+        rc2[1] =
+            llrdma_peer_run(&node.shm[1], 1, n, &node.st[1], &recs[1], &ops, count, 0, &why, &who);
         node.ranks[1].in_finish = nullptr;
         node.shm[1].call = 3;
-        rc3[1] = llrdma_peer_run(&node.shm[1], 1, n, &node.st[1], &recs[1], &ops, count, 0, &why,
-                                 &who);
+        rc3[1] =
+            llrdma_peer_run(&node.shm[1], 1, n, &node.st[1], &recs[1], &ops, count, 0, &why, &who);
     });
     t0.join();
     t1.join();
