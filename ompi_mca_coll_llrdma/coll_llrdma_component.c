@@ -148,7 +148,7 @@ static int llrdma_register(void)
               "(a GPU reduction costs one more stream synchronisation). Same size syntax as "
               "the hint",
               MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_5, &c->gpu_fold_text);
-    c->gpu_peer = LLRDMA_GPU_PEER_OFF; /* experimental: docs/allreduce.md, known hang */
+    c->gpu_peer = LLRDMA_GPU_PEER_AUTO;
     {
         static const mca_base_var_enum_value_t modes[] = {{LLRDMA_GPU_PEER_OFF, "off"},
                                                           {LLRDMA_GPU_PEER_AUTO, "auto"},
@@ -160,8 +160,7 @@ static int llrdma_register(void)
             "GPU to GPU through CUDA IPC, no host copies: auto = when every rank's buffers "
             "are cudaMalloc'ed device memory on GPUs of its own that can access each other "
             "(otherwise the arena path, said once at verbose 1 or 10); off = never; force = "
-            "also ranks sharing a GPU (tests; slow without MPS). Experimental, off by default "
-            "(docs/allreduce.md: a 4-rank split-communicator hang not yet understood)",
+            "also ranks sharing a GPU (tests; slow without MPS)",
             modes, OPAL_INFO_LVL_5, &c->gpu_peer);
     }
     c->gpu_peer_min_text = "64K";

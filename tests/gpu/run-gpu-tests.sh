@@ -40,7 +40,8 @@ VSTAGED=("${V[@]}")
 V+=(--mca coll_llrdma_gpu_stage_max 0)
 # LLRDMA_GPU_PEER=off|auto|force: coll_llrdma_gpu_peer for every run below
 # (unset: the build's default); the peer-* runs set it themselves.
-[ -n "${LLRDMA_GPU_PEER:-}" ] && V+=(--mca coll_llrdma_gpu_peer "$LLRDMA_GPU_PEER")
+MODE=()
+[ -n "${LLRDMA_GPU_PEER:-}" ] && MODE=(--mca coll_llrdma_gpu_peer "$LLRDMA_GPU_PEER")
 NGPU=$(nvidia-smi -L | grep -c '^GPU')
 
 # gpu_run NAME NP MPIRUN-ARGS...: launch, output also in $LOGS/NAME.log.
@@ -51,7 +52,12 @@ gpu_run() {
 }
 run() { # run NAME NP ARGS... : log in $LOGS/NAME.log, every rank's PASS required
   local name=$1 np=$2 t0=$SECONDS; shift 2
-  gpu_run "$name" "$np" "${V[@]}" "$@"
+  # Open MPI refuses a parameter given twice: peer-* runs set the mode.
+  if [ "${name#peer-}" = "$name" ]; then
+    gpu_run "$name" "$np" "${V[@]}" ${MODE[@]+"${MODE[@]}"} "$@"
+  else
+    gpu_run "$name" "$np" "${V[@]}" "$@"
+  fi
   check_pass "$name: PASS ($((SECONDS - t0)) s)" t_allreduce_gpu "$np"
   grep "t_allreduce_gpu" <<<"$out" | grep -v "fault run" | head -5 | sed 's/^/# /'
 }
