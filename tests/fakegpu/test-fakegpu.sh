@@ -93,7 +93,8 @@ done
 # with host calls between the device calls; ranks that disagreed on which
 # calls try the peer path read each other's data as records.
 for mode in auto force; do
-  launch -np 4 "${PP[@]}" --mca coll_llrdma_gpu_peer $mode -x FAKEGPU_EXPECT_PEER=1 \
+  launch -np 4 --mca coll_llrdma_verbose 10 --mca coll_llrdma_gpu_peer $mode \
+    --mca coll_llrdma_gpu_peer_min 0 -x FAKEGPU_EXPECT_PEER=1 \
     $([ $mode = force ] && echo -x FAKEGPU_DEVICE_KEY=7) "$T" --peer-split
   check_pass "4 ranks, split communicators, peer path $mode: every device call took it, no host call did" $P 4
   check_run "4 ranks, split communicators, $mode: no rank read a record of another call" \
