@@ -33,9 +33,11 @@
 extern "C" {
 #endif
 
-#define LLRDMA_CUDA_API_VERSION 2
+#define LLRDMA_CUDA_API_VERSION 3
 #define LLRDMA_CUDA_LIB_NAME "libllrdma_cuda.so"
 #define LLRDMA_CUDA_CACHE_BYTES ((size_t)64 << 20)
+#define LLRDMA_CUDA_IPC_BYTES 64 /* IPC memory and event handles */
+#define LLRDMA_CUDA_PEER_MAX 16  /* ranks of one peer_reduce */
 
 typedef struct llrdma_cuda_session llrdma_cuda_session_t;
 
@@ -93,6 +95,42 @@ typedef struct llrdma_cuda_api {
      * whatever its CUDA_VISIBLE_DEVICES: a hash of the PCI bus id.  0 or -1
      * with err. */
     int (*device_key)(int device, unsigned long long *key, char *err, size_t errlen);
+
+    /* Version 3: the GPU peer path (CUDA IPC, llrdma_core/llrdma_peer.h).
+     * device_info: the PCI bus id (cudaDeviceGetPCIBusId) and the 16-byte
+     * UUID of `device` (< 0: current).  peer_access: 1 when `device` can
+     * access the GPU with PCI bus id `bus_id` (the same GPU counts), 0 when
+     * cudaDeviceCanAccessPeer says no, 2 when that GPU is not visible in
+     * this process (IPC may still work), -1 on error. */
+    int (*device_info)(int device, char *bus_id, size_t bus_len, unsigned char *uuid, char *err,
+                       size_t errlen);
+    int (*peer_access)(int device, const char *bus_id, char *err, size_t errlen);
+    /* The allocation holding device pointer p: its identity (the driver's
+     * buffer id, never reused in this process), start and length. */
+    int (*mem_range)(const void *p, unsigned long long *id, void **base, size_t *size, char *err,
+                     size_t errlen);
+    /* cudaIpcGetMemHandle of an allocation's start, into 64 bytes at handle;
+     * ipc_open maps another process's handle on the current device
+     * (cudaIpcOpenMemHandle), ipc_close unmaps it. */
+    int (*ipc_export)(void *base, void *handle, char *err, size_t errlen);
+    int (*ipc_open)(const void *handle, void **mapped, char *err, size_t errlen);
+    void (*ipc_close)(void *mapped);
+    /* An interprocess event (no timing) on the current device and its
+     * 64-byte handle; event_open opens another process's; event_destroy
+     * releases either. */
+    int (*event_create)(void **ev, void *handle, char *err, size_t errlen);
+    int (*event_open)(const void *handle, void **ev, char *err, size_t errlen);
+    void (*event_destroy)(void *ev);
+    /* Enqueued on the session's stream: for i < count, v = in[0][i] OP
+     * in[1][i] ... OP in[n-1][i] (the left fold, llrdma_reduce_local's
+     * semantics and bits) and out[q][i] = v for every q < n (n <= 16; any
+     * pointer another GPU's, through IPC; out[q] may be in[q]). */
+    int (*peer_reduce)(llrdma_cuda_session_t *s, int op, int dtype, const void *const *in,
+                       void *const *out, int n, size_t count);
+    /* Record `ev` on the session's stream; make the stream wait for the
+     * last record of `ev` (another process's, through event_open). */
+    int (*event_record)(llrdma_cuda_session_t *s, void *ev);
+    int (*stream_wait)(llrdma_cuda_session_t *s, void *ev);
 } llrdma_cuda_api_t;
 
 /* NULL when the library does not implement `version`. */

@@ -12,6 +12,7 @@
 
 #include "llrdma_allreduce.h"
 #include "llrdma_core.h"
+#include "llrdma_peer.h"
 
 BEGIN_C_DECLS
 
@@ -21,6 +22,10 @@ typedef enum {
 } llrdma_mismatch_action_t;
 
 #define MCA_COLL_LLRDMA_SPLIT_MAX 1024 /* groups in coll_llrdma_node_split */
+/* coll_llrdma_gpu_peer */
+enum { LLRDMA_GPU_PEER_OFF = 0, LLRDMA_GPU_PEER_AUTO = 1, LLRDMA_GPU_PEER_FORCE = 2 };
+/* mca_coll_llrdma_gpu_peer: the call must take the arena path (nothing done). */
+#define MCA_COLL_LLRDMA_PEER_FALLBACK 1
 
 typedef struct mca_coll_llrdma_component_t {
     mca_coll_base_component_2_0_0_t super;
@@ -41,6 +46,9 @@ typedef struct mca_coll_llrdma_component_t {
     int shm_liveness_ms;      /* arena waits check the awaited rank's process this often */
     char *scratch_cache_text; /* host buffers kept between calls up to this size */
     char *node_split_text;    /* tests: treat groups of world ranks as nodes */
+    int gpu_peer;             /* LLRDMA_GPU_PEER_* (an enumerated knob) */
+    int gpu_peer_index;       /* registration result */
+    char *gpu_peer_min_text;  /* device vectors from this size take the peer path */
 
     /* Validated at init_query */
     int output;
@@ -51,6 +59,7 @@ typedef struct mca_coll_llrdma_component_t {
     size_t shm_chunk;         /* validated shm_chunk_text; 0 = by communicator size */
     size_t gpu_fold_min;      /* validated gpu_fold_text */
     size_t scratch_cache_max; /* validated scratch_cache_text */
+    size_t gpu_peer_min;      /* validated gpu_peer_min_text */
     int test_alloc_rank;      /* LLRDMA_TEST_ALLOC_FAIL=RANK:CALL (tests only) */
     uint64_t test_alloc_call;
     int mismatch;      /* llrdma_mismatch_action_t (an enumerated knob) */
@@ -99,6 +108,18 @@ typedef struct mca_coll_llrdma_module_t {
     int node_leader;
     const char *decline_why; /* why coll/llrdma stepped aside (static text) */
     int hier_said;           /* a broken node arena was reported */
+    /* The GPU peer path (coll_llrdma_peer.c): its state (same on every
+     * rank), mapped peer allocations and events, exported handles, this
+     * rank's interprocess event and GPU facts. */
+    llrdma_peer_state_t peer;
+    llrdma_peer_cache_t *peer_maps, *peer_events, *peer_exports;
+    void *peer_event;
+    unsigned char peer_event_handle[LLRDMA_PEER_HANDLE_BYTES];
+    unsigned long long peer_event_id;
+    int peer_dev;
+    unsigned long long peer_key;
+    char peer_bus_id[32];
+    unsigned char peer_uuid[16];
 } mca_coll_llrdma_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_llrdma_module_t);
@@ -215,6 +236,21 @@ int mca_coll_llrdma_gpu_shared(mca_coll_llrdma_module_t *m, struct ompi_communic
 /* 1 when this process may load libllrdma_cuda.so (built with CUDA, or
  * LLRDMA_CUDA_LIB set); loads nothing. */
 int mca_coll_llrdma_gpu_possible(void);
+/* The GPU library: loaded now if need be (NULL with the reason logged), or
+ * only if already loaded (never loads CUDA to clean up). */
+const struct llrdma_cuda_api *mca_coll_llrdma_gpu_api(struct ompi_communicator_t *comm);
+const struct llrdma_cuda_api *mca_coll_llrdma_gpu_loaded(void);
+
+/* coll_llrdma_peer.c: the GPU peer path (CUDA IPC).  _wanted: 1 when this
+ * call (every rank computes the same) tries it.  _peer: OMPI_SUCCESS,
+ * MCA_COLL_LLRDMA_PEER_FALLBACK (every rank: take the arena path, nothing
+ * was written), or an error.  _release: module destruction. */
+int mca_coll_llrdma_peer_wanted(mca_coll_llrdma_module_t *m, struct ompi_communicator_t *comm,
+                                size_t bytes);
+int mca_coll_llrdma_gpu_peer(mca_coll_llrdma_module_t *m, struct ompi_communicator_t *comm,
+                             const void *sbuf, void *rbuf, size_t count, int dt, int lop,
+                             size_t esize, int skind, int rkind, int device);
+void mca_coll_llrdma_peer_release(mca_coll_llrdma_module_t *m);
 
 END_C_DECLS
 #endif

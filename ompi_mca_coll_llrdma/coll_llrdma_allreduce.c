@@ -387,6 +387,14 @@ static int run_plan(const llrdma_ar_plan_t *plan, const void *sbuf, void *rbuf, 
          * hierarchical schedule runs on host memory). */
         return mca_coll_llrdma_gpu_fallback(sbuf, rbuf, count, dtype, op, comm, m, skind, rkind, 1);
     }
+    if (is_shm_plan(m, plan) && mca_coll_llrdma_peer_wanted(m, comm, (size_t)count * esize)) {
+        /* Every rank comes here in the same calls, whatever its buffers. */
+        rc = mca_coll_llrdma_gpu_peer(m, comm, MPI_IN_PLACE == sbuf ? NULL : sbuf, rbuf,
+                                      (size_t)count, dt, lop, esize, skind, rkind, device);
+        if (MCA_COLL_LLRDMA_PEER_FALLBACK != rc) {
+            return rc;
+        }
+    }
     if (LLRDMA_MEM_HOST != rkind &&
         ((size_t)count * esize <= gpu_stage_max(m) ||
          (c->gpu_stage_auto && mca_coll_llrdma_gpu_shared(m, comm, device)))) {
@@ -466,6 +474,7 @@ static int arena_broken(mca_coll_llrdma_module_t *m, struct ompi_communicator_t 
 
     switch (st) {
     case LLRDMA_AR_SHM_REBUILD:
+        m->peer.have_last = 0; /* the failed call may have left a rank unmapped */
         (void)mca_coll_llrdma_shm_rebuild(m, comm); /* collective; said on failure */
         return OMPI_SUCCESS;
     case LLRDMA_AR_SHM_PEER_GONE:

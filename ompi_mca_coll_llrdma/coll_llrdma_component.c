@@ -153,6 +153,28 @@ static int llrdma_register(void)
               "(a GPU reduction costs one more stream synchronisation). Same size syntax as "
               "the hint",
               MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_5, &c->gpu_fold_text);
+    c->gpu_peer = LLRDMA_GPU_PEER_AUTO;
+    {
+        static const mca_base_var_enum_value_t modes[] = {{LLRDMA_GPU_PEER_OFF, "off"},
+                                                          {LLRDMA_GPU_PEER_AUTO, "auto"},
+                                                          {LLRDMA_GPU_PEER_FORCE, "force"},
+                                                          {0, NULL}};
+        c->gpu_peer_index = reg_enum(
+            "gpu_peer",
+            "Device-buffer Allreduces among ranks of one node (with the shared-memory arena) "
+            "GPU to GPU through CUDA IPC, no host copies: auto = when every rank's buffers "
+            "are cudaMalloc'ed device memory on GPUs of its own that can access each other "
+            "(otherwise the arena path, said once at verbose 1 or 10); off = never; force = "
+            "also ranks sharing a GPU (tests; slow without MPS)",
+            modes, OPAL_INFO_LVL_5, &c->gpu_peer);
+    }
+    c->gpu_peer_min_text = "64K";
+    (void)reg("gpu_peer_min",
+              "Allreduces of at least this many bytes try the GPU peer path "
+              "(coll_llrdma_gpu_peer): one extra arena round per call, also for host buffers, "
+              "so small host Allreduces stay out; smaller device vectors take the arena path "
+              "(or are copied whole, coll_llrdma_gpu_stage_max). Same size syntax as the hint",
+              MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_5, &c->gpu_peer_min_text);
     c->shm_liveness_ms = 100;
     (void)reg("shm_liveness_ms",
               "Milliseconds between checks, while a rank waits in the shared-memory arena, "
@@ -304,6 +326,14 @@ int mca_coll_llrdma_init_query(bool enable_progress_threads, bool enable_mpi_thr
     if (c->shm_index < 0) {
         bad_enum("coll_llrdma_shm", "not 0 or 1");
     }
+    if (c->gpu_peer_index < 0) {
+        bad_enum("coll_llrdma_gpu_peer", "not one of off, auto, force");
+    }
+    if (LLRDMA_OK !=
+        llrdma_parse_size(c->gpu_peer_min_text, (uint64_t)1 << 40, &seg, err, sizeof(err))) {
+        bad_knob("coll_llrdma_gpu_peer_min", c->gpu_peer_min_text, err);
+    }
+    c->gpu_peer_min = (size_t)seg;
     if (c->shm_liveness_ms < 0) {
         char v[32];
         snprintf(v, sizeof(v), "%d", c->shm_liveness_ms);

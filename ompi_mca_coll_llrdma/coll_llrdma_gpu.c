@@ -104,6 +104,16 @@ static const llrdma_cuda_api_t *load_api(struct ompi_communicator_t *comm)
     return cuda_api;
 }
 
+const llrdma_cuda_api_t *mca_coll_llrdma_gpu_api(struct ompi_communicator_t *comm)
+{
+    return load_api(comm);
+}
+
+const llrdma_cuda_api_t *mca_coll_llrdma_gpu_loaded(void)
+{
+    return cuda_api;
+}
+
 int mca_coll_llrdma_gpu_possible(void)
 {
 #ifdef LLRDMA_CUDA_LIBPATH

@@ -34,8 +34,10 @@ static void module_construct(mca_coll_llrdma_module_t *m)
     m->gpu_key = 0;
     m->gpu_key_device = -1;
     m->gpu_shared_said = 0;
-    /* OBJ_NEW does not zero: every field is set here (in_call left as
-     * garbage once kept the arena's failure model from ever running). */
+    /* OBJ_NEW does not zero: every field is set here.  A garbage in_call
+     * once kept the arena's failure model from running and made a rank skip
+     * arena_call (no call count, no rebuild of a broken arena) while its
+     * peers did not, so they disagreed on which calls try the GPU peer path. */
     m->shm_ranks = 0;
     m->in_call = 0;
     m->gone_said = 0;
@@ -47,6 +49,12 @@ static void module_construct(mca_coll_llrdma_module_t *m)
     m->node_leader = 0;
     m->decline_why = NULL;
     m->hier_said = 0;
+    memset(&m->peer, 0, sizeof(m->peer));
+    m->peer_maps = m->peer_events = m->peer_exports = NULL;
+    m->peer_event = NULL;
+    m->peer_event_id = 0;
+    m->peer_dev = -1;
+    m->peer_key = 0;
 }
 
 static void module_destruct(mca_coll_llrdma_module_t *m)
@@ -54,6 +62,7 @@ static void module_destruct(mca_coll_llrdma_module_t *m)
     free(m->scratch);
     free(m->peers);
     free(m->locals);
+    mca_coll_llrdma_peer_release(m);
     mca_coll_llrdma_gpu_release(m);
     mca_coll_llrdma_shm_release(m);
     /* A module may be destroyed without ever being enabled. */
@@ -121,7 +130,7 @@ int mca_coll_llrdma_agree(mca_coll_llrdma_module_t *m, struct ompi_communicator_
 {
     mca_coll_llrdma_component_t *c = &mca_coll_llrdma_component;
     int n = ompi_comm_size(comm);
-    long mine[16], all[16], eager, below;
+    long mine[18], all[18], eager, below, peer;
     int rc, mode, *keys = NULL;
     void *names = NULL;
 
@@ -155,19 +164,25 @@ int mca_coll_llrdma_agree(mca_coll_llrdma_module_t *m, struct ompi_communicator_
     mine[13] = 0;
     mine[14] = 0;
     mine[15] = 0;
+    /* The GPU peer knobs decide which calls try the peer path (rounds). */
+    peer = (long)c->gpu_peer << 41 | (long)c->gpu_peer_min;
+    mine[16] = peer;
+    mine[17] = -peer;
     rc =
-        m->previous_allreduce(mine, all, 16, MPI_LONG, MPI_MAX, comm, m->previous_allreduce_module);
+        m->previous_allreduce(mine, all, 18, MPI_LONG, MPI_MAX, comm, m->previous_allreduce_module);
     if (OMPI_SUCCESS != rc) {
         m->agreed = -1;
         m->decline_why = "the agreement Allreduce failed";
-    } else if (all[0] != -all[1] || all[2] != -all[3] || all[4] != -all[5] || all[9] != -all[10]) {
+    } else if (all[0] != -all[1] || all[2] != -all[3] || all[4] != -all[5] || all[9] != -all[10] ||
+               all[16] != -all[17]) {
         m->agreed = -1;
         m->decline_why = "ranks disagree on the plan inputs";
         if (0 == ompi_comm_rank(comm)) {
             opal_output(0,
                         "coll:llrdma: ranks of %s disagree on the Allreduce plan (size hint "
                         "%ld..%ld, algorithm %ld..%ld, segment %ld..%ld, shm chunk "
-                        "%ld..%ld): coll/llrdma stays off on this communicator; make the "
+                        "%ld..%ld, or coll_llrdma_gpu_peer / gpu_peer_min): coll/llrdma stays "
+                        "off on this communicator; make the "
                         "hint and the coll_llrdma_* knobs identical on every rank",
                         comm->c_name, -all[1], all[0], -all[3], all[2], -all[5], all[4], -all[10],
                         all[9]);

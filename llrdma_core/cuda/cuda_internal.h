@@ -21,6 +21,22 @@ cudaError_t launch_reduce(int op, int dtype, const void *a, const void *b, void 
 // Bytes of one element (the C struct for pair types); 0 if unknown.
 size_t dtype_size(int dtype);
 
+// The peer path (peer.cu; llrdma_cuda.h, version 3).
+constexpr int kPeerMax = 16;
+cudaError_t launch_peer_reduce(int op, int dtype, const void *const *in, void *const *out, int n,
+                               size_t count, cudaStream_t stream, int max_blocks);
+int peer_device_info(int device, char *bus_id, size_t bus_len, unsigned char *uuid, char *err,
+                     size_t errlen);
+int peer_access(int device, const char *bus_id, char *err, size_t errlen);
+int peer_mem_range(const void *p, unsigned long long *id, void **base, size_t *size, char *err,
+                   size_t errlen);
+int peer_ipc_export(void *base, void *handle, char *err, size_t errlen);
+int peer_ipc_open(const void *handle, void **mapped, char *err, size_t errlen);
+void peer_ipc_close(void *mapped);
+int peer_event_create(void **ev, void *handle, char *err, size_t errlen);
+int peer_event_open(const void *handle, void **ev, char *err, size_t errlen);
+void peer_event_destroy(void *ev);
+
 } // namespace cuda
 } // namespace llrdma
 

@@ -492,6 +492,32 @@ int api_device_key(int device, unsigned long long *key, char *err, size_t errlen
     return 0;
 }
 
+int api_peer_reduce(llrdma_cuda_session_t *s, int op, int dtype, const void *const *in,
+                    void *const *out, int n, size_t count)
+{
+    if (!s->err.empty())
+        return -1;
+    cudaError_t e =
+        llrdma::cuda::launch_peer_reduce(op, dtype, in, out, n, count, s->stream, s->max_blocks);
+    return e == cudaSuccess ? 0 : fail(s, "cudaLaunchKernel (peer reduction)", e);
+}
+
+int api_event_record(llrdma_cuda_session_t *s, void *ev)
+{
+    if (!s->err.empty())
+        return -1;
+    cudaError_t e = cudaEventRecord(static_cast<cudaEvent_t>(ev), s->stream);
+    return e == cudaSuccess ? 0 : fail(s, "cudaEventRecord (interprocess event)", e);
+}
+
+int api_stream_wait(llrdma_cuda_session_t *s, void *ev)
+{
+    if (!s->err.empty())
+        return -1;
+    cudaError_t e = cudaStreamWaitEvent(s->stream, static_cast<cudaEvent_t>(ev), 0);
+    return e == cudaSuccess ? 0 : fail(s, "cudaStreamWaitEvent (a peer's event)", e);
+}
+
 void api_finalize()
 {
     Global &g = global();
@@ -528,6 +554,18 @@ const llrdma_cuda_api_t kApi = {
     api_host_register,
     api_host_unregister,
     api_device_key,
+    llrdma::cuda::peer_device_info,
+    llrdma::cuda::peer_access,
+    llrdma::cuda::peer_mem_range,
+    llrdma::cuda::peer_ipc_export,
+    llrdma::cuda::peer_ipc_open,
+    llrdma::cuda::peer_ipc_close,
+    llrdma::cuda::peer_event_create,
+    llrdma::cuda::peer_event_open,
+    llrdma::cuda::peer_event_destroy,
+    api_peer_reduce,
+    api_event_record,
+    api_stream_wait,
 };
 
 } // namespace

@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -43,20 +44,84 @@ static size_t dev_next, man_next;
 static long counters[10]; /* see fakegpu_counters() */
 enum { C_BEGIN, C_END, C_STAGE_OUT, C_STAGE_IN, C_REDUCE, C_COPY, C_ALLOC, C_FREE, C_SYNC, C_ERR };
 
+/* Device memory is a shared file (/dev/shm/fakegpu.PID) so that other
+ * processes can map it through "IPC handles".  Its first TABLE_BYTES hold
+ * the process's allocations (identity, range, live) and interprocess event
+ * counters, which importers read to refuse or detect stale handles. */
+#define TABLE_BYTES ((size_t)1 << 20)
+#define MAX_ALLOCS 8192
+#define MAX_EVENTS 256
+typedef struct {
+    uint64_t id, off, size, live;
+} alloc_t;
+typedef struct {
+    uint64_t used, recorded, completed, pad;
+} fevent_t;
+typedef struct {
+    uint64_t nallocs, next_id;
+    alloc_t allocs[MAX_ALLOCS];
+    fevent_t events[MAX_EVENTS];
+} table_t;
+static table_t *table;
+static char shm_name[64];
+
+static void shm_path(char *buf, size_t len, long pid)
+{
+    snprintf(buf, len, "/fakegpu.%ld", pid);
+}
+
+__attribute__((destructor)) static void fini(void)
+{
+    if (shm_name[0]) {
+        shm_unlink(shm_name);
+    }
+}
+
 static void init(void)
 {
-    int f = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+    int f = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, fd;
+    shm_path(shm_name, sizeof(shm_name), (long)getpid());
+    fd = shm_open(shm_name, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0 || 0 != ftruncate(fd, (off_t)SPAN)) {
+        abort();
+    }
     dev_base = mmap(NULL, SPAN, PROT_NONE, f, -1, 0);
-    dev_back = mmap(NULL, SPAN, PROT_READ | PROT_WRITE, f, -1, 0);
+    dev_back = mmap(NULL, SPAN, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
     man_base = mmap(NULL, SPAN, PROT_READ | PROT_WRITE, f, -1, 0);
+    close(fd);
     if (MAP_FAILED == dev_base || MAP_FAILED == dev_back || MAP_FAILED == man_base) {
         abort();
     }
+    table = (table_t *)dev_back;
+    dev_next = TABLE_BYTES;
 }
 
 static int in_dev(const void *p)
 {
     return (const unsigned char *)p >= dev_base && (const unsigned char *)p < dev_base + SPAN;
+}
+
+/* Other processes' allocations mapped here (ipc_open): a PROT_NONE range
+ * the CPU faults on, and the owner's pages behind it. */
+#define MAX_IMPORTS 256
+static struct {
+    unsigned char *addr, *back;
+    size_t size;
+    long pid;
+    uint64_t id, off;
+    table_t *owner; /* the owner's table, mapped */
+} imports[MAX_IMPORTS];
+
+static int import_of(const void *p)
+{
+    const unsigned char *c = (const unsigned char *)p;
+    for (int i = 0; i < MAX_IMPORTS; ++i) {
+        if (NULL != imports[i].addr && c >= imports[i].addr &&
+            c < imports[i].addr + imports[i].size) {
+            return i;
+        }
+    }
+    return -1;
 }
 static int in_man(const void *p)
 {
@@ -64,7 +129,14 @@ static int in_man(const void *p)
 }
 static void *real(const void *p)
 {
-    return in_dev(p) ? dev_back + ((const unsigned char *)p - dev_base) : (void *)p;
+    int i;
+    if (in_dev(p)) {
+        return dev_back + ((const unsigned char *)p - dev_base);
+    }
+    if ((i = import_of(p)) >= 0) {
+        return imports[i].back + ((const unsigned char *)p - imports[i].addr);
+    }
+    return (void *)p;
 }
 static void count(int c)
 {
@@ -77,13 +149,59 @@ static void count(int c)
 
 EXPORT void *fakegpu_malloc(size_t bytes, int managed)
 {
-    size_t *next = managed ? &man_next : &dev_next, off;
+    size_t *next = managed ? &man_next : &dev_next, off = 0;
+    int reuse = -1;
     pthread_once(&once, init);
     pthread_mutex_lock(&lock);
-    off = (*next + 255) / 256 * 256;
-    *next = off + bytes + 256;
+    if (!managed) { /* a freed range that fits is reused at the same address */
+        for (uint64_t i = 0; i < table->nallocs && reuse < 0; ++i) {
+            if (!table->allocs[i].live && table->allocs[i].size >= bytes) {
+                reuse = (int)i;
+            }
+        }
+    }
+    if (reuse >= 0) {
+        off = table->allocs[reuse].off;
+        bytes = table->allocs[reuse].size;
+        table->allocs[reuse].size = 0; /* the range moves to the new entry */
+    } else {
+        off = (*next + 255) / 256 * 256;
+        *next = off + bytes + 256;
+    }
+    if (!managed && table->nallocs < MAX_ALLOCS) {
+        alloc_t *a = &table->allocs[table->nallocs++];
+        a->id = ++table->next_id;
+        a->off = off;
+        a->size = bytes;
+        __atomic_store_n(&a->live, 1, __ATOMIC_RELEASE);
+    }
     pthread_mutex_unlock(&lock);
     return (managed ? man_base : dev_base) + off;
+}
+
+/* Device allocations only: the range may come back from the next malloc,
+ * at the same address, with a new identity. */
+EXPORT void fakegpu_free(void *p)
+{
+    size_t off = (size_t)((unsigned char *)p - dev_base);
+    pthread_mutex_lock(&lock);
+    for (uint64_t i = 0; i < table->nallocs; ++i) {
+        if (table->allocs[i].live && table->allocs[i].off == off) {
+            __atomic_store_n(&table->allocs[i].live, 0, __ATOMIC_RELEASE);
+        }
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+static long peer_counters[5]; /* see fakegpu_peer_counters() */
+enum { P_EXPORT, P_OPEN, P_CLOSE, P_REDUCE, P_WAIT };
+
+/* exports, opens, closes, peer reductions, event waits */
+EXPORT void fakegpu_peer_counters(long out[5])
+{
+    pthread_mutex_lock(&lock);
+    memcpy(out, peer_counters, sizeof(peer_counters));
+    pthread_mutex_unlock(&lock);
 }
 
 EXPORT void fakegpu_memcpy(void *dst, const void *src, size_t bytes)
@@ -140,6 +258,12 @@ typedef struct job {
     const void *a, *b;
     void *out;
     size_t count;
+    /* 2: peer reduction over n ranks' pointers; 3: event completes; 4: wait */
+    const void *pin[16];
+    void *pout[16];
+    int n;
+    fevent_t *ev;
+    uint64_t target;
 } job_t;
 
 struct llrdma_cuda_session {
@@ -162,8 +286,73 @@ static int gpu_side(const void *p)
     return in_dev(p) || in_man(p);
 }
 
+static int stale(const void *p)
+{
+    int i = import_of(p);
+    if (i < 0) {
+        return 0;
+    }
+    for (uint64_t k = 0; k < imports[i].owner->nallocs; ++k) {
+        alloc_t *a = &imports[i].owner->allocs[k];
+        if (a->id == imports[i].id) {
+            return !__atomic_load_n(&a->live, __ATOMIC_ACQUIRE);
+        }
+    }
+    return 1;
+}
+
+static int run_peer(llrdma_cuda_session_t *s, job_t *j)
+{
+    size_t n = j->count * llrdma_ar_dtype_size(j->dtype);
+    unsigned char *acc = malloc(n), *t = malloc(n);
+    int rc = 0;
+    for (int q = 0; q < j->n && 0 == rc; ++q) {
+        if (stale(j->pin[q]) || stale(j->pout[q])) {
+            rc = fail(s, "fakegpu: peer reduction through a stale IPC mapping (the owner freed "
+                         "that allocation)");
+        }
+    }
+    if (0 == rc && (NULL == acc || NULL == t)) {
+        rc = fail(s, "fakegpu: out of memory");
+    }
+    for (int q = 0; q < j->n && 0 == rc; ++q) {
+        memcpy(q ? t : acc, real(j->pin[q]), n);
+        if (q > 0) { /* t = acc OP t: the left fold */
+            if (0 != llrdma_reduce_local(j->op, j->dtype, acc, t, j->count)) {
+                rc = fail(s, "fakegpu: reduction rejected");
+            }
+            unsigned char *x = acc;
+            acc = t;
+            t = x;
+        }
+    }
+    for (int q = 0; q < j->n && 0 == rc; ++q) {
+        memcpy(real(j->pout[q]), acc, n);
+    }
+    free(acc);
+    free(t);
+    return rc;
+}
+
 static int run_job(llrdma_cuda_session_t *s, job_t *j)
 {
+    if (2 == j->reduce) {
+        return run_peer(s, j);
+    }
+    if (3 == j->reduce) {
+        __atomic_add_fetch(&j->ev->completed, 1, __ATOMIC_RELEASE);
+        return 0;
+    }
+    if (4 == j->reduce) { /* the peer's recorded work, which its own flush runs */
+        for (long spins = 0; __atomic_load_n(&j->ev->completed, __ATOMIC_ACQUIRE) < j->target;
+             ++spins) {
+            if (spins > 20L * 1000 * 1000) {
+                return fail(s, "fakegpu: waited 20 s for a peer's event");
+            }
+            usleep(1);
+        }
+        return 0;
+    }
     if (!j->reduce) {
         memmove(real(j->dst), real(j->src), j->bytes);
         free(j->bounce);
@@ -463,6 +652,295 @@ static int f_device_key(int device, unsigned long long *key, char *err, size_t e
     return 0;
 }
 
+/* ------------------------------------------------------ version 3: peers */
+
+/* A handle names the owner's process and allocation (or event slot). */
+typedef struct {
+    uint64_t magic, pid, id, off, size;
+} fhandle_t;
+#define HANDLE_MAGIC 0xfa4e69c0ull
+
+static unsigned long long fake_key(void)
+{
+    const char *k = getenv("FAKEGPU_DEVICE_KEY");
+    return NULL != k ? strtoull(k, NULL, 10) : 1000ull + (unsigned long long)getpid();
+}
+
+/* Bus id from the device key; UUID = the key (one GPU), or per process with
+ * FAKEGPU_MIG=1 (MIG instances of the GPU the key names). */
+static int f_device_info(int device, char *bus_id, size_t bus_len, unsigned char *uuid, char *err,
+                         size_t errlen)
+{
+    unsigned long long k = fake_key(),
+                       u = NULL != getenv("FAKEGPU_MIG") ? (unsigned long long)getpid() : k;
+    (void)device;
+    (void)err;
+    (void)errlen;
+    snprintf(bus_id, bus_len, "0000:%llx:00.0", k);
+    memset(uuid, 0, 16);
+    memcpy(uuid, &u, sizeof(u));
+    return 0;
+}
+
+static int f_peer_access(int device, const char *bus_id, char *err, size_t errlen)
+{
+    (void)device;
+    (void)bus_id;
+    (void)err;
+    (void)errlen;
+    return NULL != getenv("FAKEGPU_NO_PEER") ? 0 : 1;
+}
+
+static int f_mem_range(const void *p, unsigned long long *id, void **base, size_t *size, char *err,
+                       size_t errlen)
+{
+    size_t off = (size_t)((const unsigned char *)p - dev_base);
+    if (!in_dev(p)) {
+        snprintf(err, errlen, "fakegpu: mem_range of memory that is not device memory");
+        return -1;
+    }
+    pthread_mutex_lock(&lock);
+    for (uint64_t i = 0; i < table->nallocs; ++i) {
+        alloc_t *a = &table->allocs[i];
+        if (a->live && off >= a->off && off < a->off + a->size) {
+            *id = a->id;
+            *base = dev_base + a->off;
+            *size = a->size;
+            pthread_mutex_unlock(&lock);
+            return 0;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    snprintf(err, errlen, "fakegpu: no live allocation holds %p", p);
+    return -1;
+}
+
+static int f_ipc_export(void *base, void *handle, char *err, size_t errlen)
+{
+    unsigned long long id;
+    void *b;
+    size_t size;
+    if (0 != f_mem_range(base, &id, &b, &size, err, errlen)) {
+        return -1;
+    }
+    if (NULL != getenv("FAKEGPU_NO_IPC")) {
+        snprintf(err, errlen, "fakegpu: IPC export refused (FAKEGPU_NO_IPC)");
+        return -1;
+    }
+    fhandle_t h = {HANDLE_MAGIC, (uint64_t)getpid(), id, (uint64_t)((unsigned char *)b - dev_base),
+                   size};
+    memset(handle, 0, LLRDMA_CUDA_IPC_BYTES);
+    memcpy(handle, &h, sizeof(h));
+    pthread_mutex_lock(&lock);
+    ++peer_counters[P_EXPORT];
+    pthread_mutex_unlock(&lock);
+    return 0;
+}
+
+/* Maps the owner's file: its table, and (when size > 0) one range. */
+static void *map_owner(long pid, uint64_t off, size_t size, table_t **owner)
+{
+    char name[64];
+    int fd;
+    void *t, *p = NULL;
+    shm_path(name, sizeof(name), pid);
+    if ((fd = shm_open(name, O_RDWR, 0)) < 0) {
+        return NULL;
+    }
+    t = mmap(NULL, TABLE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (size > 0 && MAP_FAILED != t) { /* mmap wants a page-aligned offset */
+        size_t lead = off % 4096;
+        p = mmap(NULL, size + lead, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)(off - lead));
+        p = MAP_FAILED == p ? p : (unsigned char *)p + lead;
+    }
+    close(fd);
+    if (MAP_FAILED == t || MAP_FAILED == p) {
+        return NULL;
+    }
+    *owner = (table_t *)t;
+    return size > 0 ? p : t;
+}
+
+static int f_ipc_open(const void *handle, void **mapped, char *err, size_t errlen)
+{
+    fhandle_t h;
+    table_t *owner = NULL;
+    int slot = -1;
+    memcpy(&h, handle, sizeof(h));
+    if (HANDLE_MAGIC != h.magic || (long)h.pid == (long)getpid()) {
+        snprintf(err, errlen, "fakegpu: not another process's IPC handle");
+        return -1;
+    }
+    unsigned char *back = map_owner((long)h.pid, h.off, h.size, &owner);
+    if (NULL == back) {
+        snprintf(err, errlen, "fakegpu: cannot map process %ld's device memory", (long)h.pid);
+        return -1;
+    }
+    int live = 0;
+    for (uint64_t k = 0; k < owner->nallocs; ++k) {
+        live |= owner->allocs[k].id == h.id &&
+                __atomic_load_n(&owner->allocs[k].live, __ATOMIC_ACQUIRE);
+    }
+    unsigned char *addr = mmap(NULL, h.size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < MAX_IMPORTS && slot < 0; ++i) {
+        if (NULL == imports[i].addr) {
+            slot = i;
+        }
+    }
+    if (!live || slot < 0 || MAP_FAILED == addr) {
+        pthread_mutex_unlock(&lock);
+        munmap(back - h.off % 4096, h.size + h.off % 4096);
+        munmap(owner, TABLE_BYTES);
+        if (MAP_FAILED != addr) {
+            munmap(addr, h.size);
+        }
+        snprintf(err, errlen, "fakegpu: %s",
+                 !live ? "invalid IPC handle (the allocation was freed)" : "too many IPC mappings");
+        return -1;
+    }
+    imports[slot].addr = addr;
+    imports[slot].back = back;
+    imports[slot].size = h.size;
+    imports[slot].pid = (long)h.pid;
+    imports[slot].id = h.id;
+    imports[slot].off = h.off;
+    imports[slot].owner = owner;
+    ++peer_counters[P_OPEN];
+    pthread_mutex_unlock(&lock);
+    *mapped = addr;
+    return 0;
+}
+
+static void f_ipc_close(void *mapped)
+{
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < MAX_IMPORTS; ++i) {
+        if (imports[i].addr == mapped) {
+            munmap(imports[i].addr, imports[i].size);
+            munmap(imports[i].back - imports[i].off % 4096,
+                   imports[i].size + imports[i].off % 4096);
+            munmap(imports[i].owner, TABLE_BYTES);
+            imports[i].addr = NULL;
+            ++peer_counters[P_CLOSE];
+        }
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+/* An event is a slot of counters in its owner's table; the value handed
+ * out is a pointer to it (own table, or the owner's mapped). */
+static int f_event_create(void **ev, void *handle, char *err, size_t errlen)
+{
+    int slot = -1;
+    pthread_once(&once, init);
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < MAX_EVENTS && slot < 0; ++i) {
+        if (!table->events[i].used) {
+            slot = i;
+            table->events[i].used = 1;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    if (slot < 0) {
+        snprintf(err, errlen, "fakegpu: too many events");
+        return -1;
+    }
+    fhandle_t h = {HANDLE_MAGIC, (uint64_t)getpid(), (uint64_t)slot, 0, 0};
+    memset(handle, 0, LLRDMA_CUDA_IPC_BYTES);
+    memcpy(handle, &h, sizeof(h));
+    *ev = &table->events[slot];
+    return 0;
+}
+
+static int f_event_open(const void *handle, void **ev, char *err, size_t errlen)
+{
+    fhandle_t h;
+    table_t *owner = NULL;
+    memcpy(&h, handle, sizeof(h));
+    if (HANDLE_MAGIC != h.magic || h.id >= MAX_EVENTS ||
+        NULL == map_owner((long)h.pid, 0, 0, &owner)) {
+        snprintf(err, errlen, "fakegpu: cannot open that event handle");
+        return -1;
+    }
+    *ev = &owner->events[h.id];
+    return 0;
+}
+
+static void f_event_destroy(void *ev)
+{
+    unsigned char *c = (unsigned char *)ev;
+    if (c >= (unsigned char *)table && c < (unsigned char *)table + TABLE_BYTES) {
+        ((fevent_t *)ev)->used = 0;
+    } /* another process's table stays mapped (one page per peer, small) */
+}
+
+static int f_peer_reduce(llrdma_cuda_session_t *s, int op, int dtype, const void *const *in,
+                         void *const *out, int n, size_t count_)
+{
+    job_t j;
+    size_t bytes = count_ * llrdma_ar_dtype_size(dtype);
+    memset(&j, 0, sizeof(j));
+    if (s->err[0]) {
+        return -1;
+    }
+    if (n < 1 || n > 16) {
+        return fail(s, "fakegpu: peer_reduce of more than 16 ranks");
+    }
+    for (int q = 0; q < n; ++q) {
+        int ok_in = in_dev(in[q]) || import_of(in[q]) >= 0;
+        int ok_out = in_dev(out[q]) || import_of(out[q]) >= 0;
+        if (!ok_in || !ok_out) {
+            return fail(s, "fakegpu: peer_reduce on memory that is neither this process's "
+                           "device memory nor mapped through IPC");
+        }
+        if ((import_of(in[q]) >= 0 && import_of((const char *)in[q] + bytes - 1) < 0) ||
+            (import_of(out[q]) >= 0 && import_of((const char *)out[q] + bytes - 1) < 0)) {
+            return fail(s, "fakegpu: peer_reduce past the end of a mapped allocation");
+        }
+        j.pin[q] = in[q];
+        j.pout[q] = out[q];
+    }
+    j.reduce = 2;
+    j.op = op;
+    j.dtype = dtype;
+    j.n = n;
+    j.count = count_;
+    pthread_mutex_lock(&lock);
+    ++peer_counters[P_REDUCE];
+    pthread_mutex_unlock(&lock);
+    return enqueue(s, &j);
+}
+
+static int f_event_record(llrdma_cuda_session_t *s, void *ev)
+{
+    job_t j;
+    if (s->err[0]) {
+        return -1;
+    }
+    memset(&j, 0, sizeof(j));
+    j.reduce = 3;
+    j.ev = (fevent_t *)ev;
+    __atomic_add_fetch(&j.ev->recorded, 1, __ATOMIC_RELEASE);
+    return enqueue(s, &j);
+}
+
+static int f_stream_wait(llrdma_cuda_session_t *s, void *ev)
+{
+    job_t j;
+    if (s->err[0]) {
+        return -1;
+    }
+    memset(&j, 0, sizeof(j));
+    j.reduce = 4;
+    j.ev = (fevent_t *)ev;
+    j.target = __atomic_load_n(&j.ev->recorded, __ATOMIC_ACQUIRE); /* its last record */
+    pthread_mutex_lock(&lock);
+    ++peer_counters[P_WAIT];
+    pthread_mutex_unlock(&lock);
+    return enqueue(s, &j);
+}
+
 static const llrdma_cuda_api_t api = {
     LLRDMA_CUDA_API_VERSION,
     f_begin,
@@ -482,6 +960,18 @@ static const llrdma_cuda_api_t api = {
     f_host_register,
     f_host_unregister,
     f_device_key,
+    f_device_info,
+    f_peer_access,
+    f_mem_range,
+    f_ipc_export,
+    f_ipc_open,
+    f_ipc_close,
+    f_event_create,
+    f_event_open,
+    f_event_destroy,
+    f_peer_reduce,
+    f_event_record,
+    f_stream_wait,
 };
 
 EXPORT const llrdma_cuda_api_t *llrdma_cuda_api(int version)

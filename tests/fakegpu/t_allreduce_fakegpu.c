@@ -5,14 +5,14 @@
  * device pointer reaches the PML, the host core or the module below.
  * Results must equal the host path's bit for bit; the fake's counters show the
  * staging path ran.  Fallbacks (user op, derived datatype) on device buffers
- * must get host copies.  --fault N: the N-th stage_out fails (FAKEGPU_FAIL_AT),
- * the call must return an error and the next one work.  --fault-sticky N: the
- * N-th call fails (FAKEGPU_FAIL_SYNC_AT through the shared-memory arena) and
- * so does every later one: a broken arena is never waited on again.
- * Each rank judges its own results: "t_allreduce_fakegpu rank R: PASS", or FAIL
- * lines and exit status 1.  No verdict is reduced through MPI_Allreduce (the
- * code under test, and broken on purpose by --fault-sticky); mpirun exits
- * nonzero when any rank does.
+ * must get host copies.  --peer: the GPU peer path; --peer-split: that on
+ * split communicators with host calls between the device calls.  --fault N: the N-th stage_out
+ * fails (FAKEGPU_FAIL_AT), the call must return an error and the next one work.  --fault-sticky N:
+ * the N-th call fails (FAKEGPU_FAIL_SYNC_AT through the shared-memory arena) and so does every
+ * later one: a broken arena is never waited on again. Each rank judges its own results:
+ * "t_allreduce_fakegpu rank R: PASS", or FAIL lines and exit status 1.  No verdict is reduced
+ * through MPI_Allreduce (the code under test, and broken on purpose by --fault-sticky); mpirun
+ * exits nonzero when any rank does.
  */
 #include <dlfcn.h>
 #include <mpi.h>
@@ -26,6 +26,8 @@ static int expect_staging = 1;
 static void *(*dmalloc)(size_t, int);
 static void (*dcopy)(void *, const void *, size_t);
 static void (*counters)(long[10]);
+static void (*dfree)(void *);
+static void (*pcounters)(long[5]); /* exports, opens, closes, peer reductions, waits */
 
 #define FAIL(...)                                                                                  \
     do {                                                                                           \
@@ -202,6 +204,102 @@ static void fault(int n, int sticky)
     }
 }
 
+/* The GPU peer path on comm: results, handles opened once per allocation, a
+ * buffer freed and allocated again at the same address (a new identity: the
+ * stale mapping is dropped and the new one opened).  FAKEGPU_EXPECT_PEER=1:
+ * every device call must take the peer path; 0: none may.  with_host: a host
+ * Allreduce (which never takes it) before every device call. */
+static void peer(MPI_Comm comm, int with_host)
+{
+    const size_t n = 1000;
+    const char *e = getenv("FAKEGPU_EXPECT_PEER");
+    int expect = NULL != e && '1' == e[0];
+    double *h = malloc(n * sizeof(double)), *d = dmalloc(n * sizeof(double), 0);
+    double *s = dmalloc(n * sizeof(double), 0), *hh = malloc(n * sizeof(double));
+    long p0[5], p1[5];
+    int k, round, rank, nranks; /* in comm: these shadow the world's */
+
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &nranks);
+
+    for (round = 0; round < 3; ++round) {
+        for (k = 0; k < 4; ++k) {
+            int inplace = 2 != round;
+            size_t i;
+            for (i = 0; i < n; ++i) {
+                h[i] = (double)(rank + 1) * 0.1 + (double)(i * (size_t)(k + round + 1));
+            }
+            dcopy(inplace ? (void *)d : (void *)s, h, n * sizeof(double));
+            if (with_host) {
+                for (i = 0; i < n; ++i) {
+                    hh[i] = (double)(rank + k);
+                }
+                pcounters(p0);
+                if (MPI_SUCCESS !=
+                        MPI_Allreduce(MPI_IN_PLACE, hh, (int)n, MPI_DOUBLE, MPI_SUM, comm) ||
+                    hh[n - 1] != (double)(nranks * k + nranks * (nranks - 1) / 2)) {
+                    FAIL("peer: round %d host call %d failed or wrong (%g)", round, k, hh[n - 1]);
+                }
+                pcounters(p1);
+                if (p1[3] != p0[3]) {
+                    FAIL("peer: round %d host call %d took the peer path", round, k);
+                }
+            }
+            pcounters(p0);
+            if (MPI_SUCCESS !=
+                MPI_Allreduce(inplace ? MPI_IN_PLACE : s, d, (int)n, MPI_DOUBLE, MPI_SUM, comm)) {
+                FAIL("peer: round %d call %d failed", round, k);
+            }
+            pcounters(p1);
+            dcopy(h, d, n * sizeof(double));
+            for (i = 0; i < n; ++i) {
+                double ref = 0; /* the left fold in rank order, as the arena does */
+                for (int r = 0; r < nranks; ++r) {
+                    ref =
+                        0 == r
+                            ? 0.1 + (double)(i * (size_t)(k + round + 1))
+                            : ref + ((double)(r + 1) * 0.1 + (double)(i * (size_t)(k + round + 1)));
+                }
+                if (0 != memcmp(&h[i], &ref, sizeof(ref))) {
+                    FAIL("peer: round %d call %d element %zu is %.17g, not %.17g", round, k, i,
+                         h[i], ref);
+                    break;
+                }
+            }
+            if (expect != (p1[3] > p0[3])) {
+                FAIL("peer: round %d call %d %s the peer path", round, k,
+                     expect ? "did not take" : "took");
+            }
+            /* Mapped once per allocation: the first call of a round opens
+             * the peers' new buffers, later calls open nothing. */
+            if (expect && k > 0 && p1[1] != p0[1]) {
+                FAIL("peer: round %d call %d opened %ld IPC handles again", round, k,
+                     p1[1] - p0[1]);
+            }
+            if (expect && 0 == k && round > 0 && p1[1] - p0[1] != nranks - 1) {
+                FAIL("peer: round %d: %ld handles opened, not one per peer", round, p1[1] - p0[1]);
+            }
+            if (expect && 1 == round && 0 == k && p1[2] - p0[2] != nranks - 1) {
+                FAIL("peer: the freed buffers' stale mappings were not closed (%ld closed)",
+                     p1[2] - p0[2]);
+            }
+        }
+        if (0 == round) { /* free and allocate again: same address, new identity */
+            void *again;
+            dfree(d);
+            again = dmalloc(n * sizeof(double), 0);
+            if (again != d) {
+                FAIL("peer: the fake GPU did not reuse the address (%p, %p)", again, (void *)d);
+            }
+            d = again;
+        }
+    }
+    dfree(d);
+    dfree(s);
+    free(h);
+    free(hh);
+}
+
 int main(int argc, char **argv)
 {
     /* FAKEGPU_EXPECT_STAGING=0: small vectors may be copied whole and reduced on
@@ -223,14 +321,27 @@ int main(int argc, char **argv)
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     if (!h || !(*(void **)&dmalloc = dlsym(h, "fakegpu_malloc")) ||
         !(*(void **)&dcopy = dlsym(h, "fakegpu_memcpy")) ||
-        !(*(void **)&counters = dlsym(h, "fakegpu_counters"))) {
+        !(*(void **)&counters = dlsym(h, "fakegpu_counters")) ||
+        !(*(void **)&dfree = dlsym(h, "fakegpu_free")) ||
+        !(*(void **)&pcounters = dlsym(h, "fakegpu_peer_counters"))) {
         fprintf(stderr,
                 "t_allreduce_fakegpu rank %d: FAIL: FAKEGPU_LIB or LLRDMA_CUDA_LIB must "
                 "name libfakegpu.so\n",
                 rank);
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
-    if (argc > 2 && 0 == strcmp(argv[1], "--fault")) {
+    if (argc > 1 && 0 == strcmp(argv[1], "--peer")) {
+        peer(MPI_COMM_WORLD, 0);
+    } else if (argc > 1 && 0 == strcmp(argv[1], "--peer-split")) {
+        /* Halves by rank parity, in reverse order, each on an arena of its
+         * own, with host calls between device calls; then the world again. */
+        MPI_Comm half;
+        MPI_Comm_split(MPI_COMM_WORLD, rank % 2, nranks - rank, &half);
+        MPI_Comm_set_errhandler(half, MPI_ERRORS_RETURN);
+        peer(half, 1);
+        MPI_Comm_free(&half);
+        peer(MPI_COMM_WORLD, 1);
+    } else if (argc > 2 && 0 == strcmp(argv[1], "--fault")) {
         fault(atoi(argv[2]), 0);
     } else if (argc > 2 && 0 == strcmp(argv[1], "--fault-sticky")) {
         fault(atoi(argv[2]), 1);

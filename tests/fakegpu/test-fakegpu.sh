@@ -15,6 +15,9 @@ ln -sf "$FAKE" "$LLRDMA_TEST_HOME/lib/libcuda.so.1"
 export LD_LIBRARY_PATH="$LLRDMA_TEST_HOME/lib:$LD_LIBRARY_PATH"
 export LLRDMA_CUDA_LIB="$FAKE"
 V=(--mca coll_llrdma_verbose 10 --mca coll_llrdma_gpu_stage_max 0 --mca coll_llrdma_shm 0)
+# The checks up to the GPU peer path's own test the arena path: peer path off
+# (a --mca below overrides this).
+export OMPI_MCA_coll_llrdma_gpu_peer=off
 
 check "libfakegpu.so built" test -f "$FAKE"
 for n in 1 2 3 4; do
@@ -85,4 +88,56 @@ launch -np 3 --mca coll_llrdma_verbose 10 -x FAKEGPU_EXPECT_STAGING=0 "$T"
 check_pass "3 ranks, default staging threshold: PASS" $P 3
 check_run "3 ranks: small device vectors took the host path after a whole copy" \
   has "; host buffers"
+# The GPU peer path (CUDA IPC between the ranks' GPUs; the fake maps other
+# processes' device memory and refuses or catches stale handles).
+PP=(--mca coll_llrdma_verbose 10 --mca coll_llrdma_gpu_peer auto --mca coll_llrdma_gpu_peer_min 0)
+for n in 2 3 4; do
+  launch -np $n "${PP[@]}" -x FAKEGPU_EXPECT_PEER=1 "$T" --peer
+  check_pass "$n ranks, GPU peer path: bitwise left fold, handles mapped once per allocation, a buffer freed and reallocated at the same address remapped" $P $n
+  check_run "$n ranks: the GPU peer path ran" has "GPU peer path (CUDA IPC)"
+done
+# The H200 matrix-4 hang: split communicators (each on an arena of its own)
+# with host calls between the device calls; ranks that disagreed on which
+# calls try the peer path read each other's data as records.
+for mode in auto force; do
+  launch -np 4 --mca coll_llrdma_verbose 10 --mca coll_llrdma_gpu_peer $mode \
+    --mca coll_llrdma_gpu_peer_min 0 -x FAKEGPU_EXPECT_PEER=1 \
+    $([ $mode = force ] && echo -x FAKEGPU_DEVICE_KEY=7) "$T" --peer-split
+  check_pass "4 ranks, split communicators, peer path $mode: every device call took it, no host call did" $P 4
+  check_run "4 ranks, split communicators, $mode: no rank read a record of another call" \
+    lacks "held no peer record of this call"
+done
+launch -np 3 "${PP[@]}" -x FAKEGPU_EXPECT_STAGING=0 "$T"
+check_pass "3 ranks, the memory-kind matrix with the GPU peer path on: PASS" $P 3
+check_run "3 ranks, matrix: device buffers took the GPU peer path" has "GPU peer path (CUDA IPC)"
+check_run "3 ranks, matrix: a call with managed memory fell back, said once" \
+  count "did not take the GPU peer path (managed memory" 3
+launch -np 2 "${PP[@]}" -x FAKEGPU_EXPECT_PEER=0 -x FAKEGPU_NO_PEER=1 "$T" --peer
+check_pass "2 ranks, GPUs without peer access: arena path, PASS" $P 2
+check_run "no peer access: said once per rank, for good" \
+  count "never take the GPU peer path (no peer access between the GPUs" 2
+launch -np 2 "${PP[@]}" -x FAKEGPU_EXPECT_PEER=0 -x FAKEGPU_DEVICE_KEY=7 "$T" --peer
+check_pass "2 ranks on one GPU: arena path, PASS" $P 2
+check_run "one GPU: said" has "never take the GPU peer path (ranks share a GPU, rank 1)"
+launch -np 2 "${PP[@]}" -x FAKEGPU_EXPECT_PEER=0 -x FAKEGPU_DEVICE_KEY=7 -x FAKEGPU_MIG=1 \
+  "$T" --peer
+check_pass "2 ranks on MIG instances of one GPU: arena path, PASS" $P 2
+check_run "MIG: said" has "never take the GPU peer path (ranks on MIG instances of one GPU"
+launch -np 2 --mca coll_llrdma_verbose 10 --mca coll_llrdma_gpu_peer force \
+  --mca coll_llrdma_gpu_peer_min 0 -x FAKEGPU_EXPECT_PEER=1 \
+  -x FAKEGPU_DEVICE_KEY=7 "$T" --peer
+check_pass "2 ranks on one GPU, coll_llrdma_gpu_peer force: peer path, PASS" $P 2
+launch -np 2 "${PP[@]}" -x FAKEGPU_EXPECT_PEER=0 -x FAKEGPU_NO_IPC=1 "$T" --peer
+check_pass "2 ranks, CUDA refuses IPC handles: arena path, PASS" $P 2
+check_run "IPC refused: said with CUDA's reason" \
+  has "did not take the GPU peer path (CUDA refused an IPC handle for the buffer: fakegpu: IPC"
+launch -np 3 "${PP[@]}" --mca coll_llrdma_shm_chunk_size 256 -x FAKEGPU_EXPECT_PEER=0 "$T" --peer
+check_pass "3 ranks, 256-byte arena chunks (no room for a record): arena path, PASS" $P 3
+launch -np 2 --mca coll_llrdma_verbose 10 -x FAKEGPU_EXPECT_PEER=0 "$T" --peer
+check_pass "coll_llrdma_gpu_peer off: arena path, PASS" $P 2
+check_run "coll_llrdma_gpu_peer off: never tried" lacks "GPU peer path"
+launch --mca coll_llrdma_verbose 10 -np 1 -x OMPI_MCA_coll_llrdma_gpu_peer=auto \
+  -x FAKEGPU_EXPECT_PEER=0 "$T" --peer : -np 1 -x FAKEGPU_EXPECT_PEER=0 "$T" --peer
+check_run "ranks that disagree on coll_llrdma_gpu_peer: refused, no hang" \
+  has "or coll_llrdma_gpu_peer / gpu_peer_min"
 finish

@@ -4,6 +4,8 @@
 # cudaHostRegister'ed, pinned, mixed), ranks on the host path next to ranks on
 # the GPU path, large vectors and sub-communicators, with 2, 4 and 8 ranks
 # sharing the node's GPUs; every algorithm forced; an injected CUDA failure;
+# the GPU peer path forced on 2 ranks (LLRDMA_GPU_PEER=auto: every run with
+# coll_llrdma_gpu_peer auto);
 # once under compute-sanitizer memcheck (2 ranks); and a host-only process,
 # which llrdma's buffer classification must not make initialise CUDA.  Builds
 # nothing: run it from a build tree after `make check` (or `make all
@@ -36,6 +38,11 @@ nvidia-smi -L | sed 's/^/# /'
 # staged whole and reduced on the host) gets its own run at the end.
 VSTAGED=("${V[@]}")
 V+=(--mca coll_llrdma_gpu_stage_max 0)
+# LLRDMA_GPU_PEER=off|auto|force: coll_llrdma_gpu_peer for every run below
+# (unset: the build's default); the peer-* runs set it themselves.
+MODE=()
+[ -n "${LLRDMA_GPU_PEER:-}" ] && MODE=(--mca coll_llrdma_gpu_peer "$LLRDMA_GPU_PEER")
+NGPU=$(nvidia-smi -L | grep -c '^GPU')
 
 # gpu_run NAME NP MPIRUN-ARGS...: launch, output also in $LOGS/NAME.log.
 gpu_run() {
@@ -45,7 +52,12 @@ gpu_run() {
 }
 run() { # run NAME NP ARGS... : log in $LOGS/NAME.log, every rank's PASS required
   local name=$1 np=$2 t0=$SECONDS; shift 2
-  gpu_run "$name" "$np" "${V[@]}" "$@"
+  # Open MPI refuses a parameter given twice: peer-* runs set the mode.
+  if [ "${name#peer-}" = "$name" ]; then
+    gpu_run "$name" "$np" "${V[@]}" ${MODE[@]+"${MODE[@]}"} "$@"
+  else
+    gpu_run "$name" "$np" "${V[@]}" "$@"
+  fi
   check_pass "$name: PASS ($((SECONDS - t0)) s)" t_allreduce_gpu "$np"
   grep "t_allreduce_gpu" <<<"$out" | grep -v "fault run" | head -5 | sed 's/^/# /'
 }
@@ -55,12 +67,27 @@ matrix() {
   check_run "matrix-$1: device buffers took the GPU path" has "; GPU buffers"
   check_run "matrix-$1: managed buffers took the GPU path" has "; managed buffers"
   check_run "matrix-$1: no device pointer fell back" lacks "GPU path is unavailable"
+  check_run "matrix-$1: every rank agreed on which calls try the GPU peer path" \
+    lacks "held no peer record of this call"
+  if has "GPU peer path (" && [ "$NGPU" -lt "$1" ]; then
+    check_run "matrix-$1: ranks sharing a GPU never took the GPU peer path, said so" \
+      has "never take the GPU peer path (ranks share a GPU"
+  fi
 }
 
 # Most telling first: 2 ranks, the error path, memcheck; then 4 and 8 ranks.
 matrix 2
 check_run "matrix-2: the shared-memory arena carried GPU buffers" \
   has ": shm_split, segment .*; GPU buffers"
+# The GPU peer path forced on 2 ranks (CUDA IPC handles, interprocess events
+# and the fused kernel work between ranks of one GPU too): bitwise the host
+# path's results; managed memory falls back to the arena, said.
+run "peer-force-2" 2 --mca coll_llrdma_gpu_peer force --mca coll_llrdma_gpu_peer_min 0 "$T"
+check_run "peer-force-2: device buffers took the GPU peer path" has "GPU peer path (CUDA IPC)"
+check_run "peer-force-2: managed memory fell back to the arena, said" \
+  has "did not take the GPU peer path (managed memory"
+check_run "peer-force-2: every rank agreed on which calls try it" \
+  lacks "held no peer record of this call"
 run "matrix-pml-2" 2 --mca coll_llrdma_shm 0 "$T"
 staged_pml() { has "; GPU buffers" && lacks ": shm_"; }
 check_run "matrix-pml-2: without the arena, GPU buffers staged through the PML" staged_pml
