@@ -297,13 +297,16 @@ void mca_btl_llrdma_check_params(void)
     check_min("stall_warn", c->stall_warn_ms, 0, "milliseconds");
     if (NULL == c->rdma || (0 != strcmp(c->rdma, "get") && 0 != strcmp(c->rdma, "put") &&
                             0 != strcmp(c->rdma, "off"))) {
-        mca_btl_llrdma_bad_knob("rdma", NULL != c->rdma ? c->rdma : "", "not one of get, put, off");
+        char v[160];
+        snprintf(v, sizeof(v), "'%.150s'", NULL != c->rdma ? c->rdma : "");
+        mca_btl_llrdma_bad_knob("rdma", v, "not one of get, put, off");
     }
     {
         llrdma_gpu_knob_t k;
         if (LLRDMA_OK != llrdma_gpu_knob_parse(c->gpu_rdma, &k)) {
-            mca_btl_llrdma_bad_knob("gpu_rdma", NULL != c->gpu_rdma ? c->gpu_rdma : "",
-                                    "not one of auto, dmabuf, peermem, off");
+            char v[160];
+            snprintf(v, sizeof(v), "'%.150s'", NULL != c->gpu_rdma ? c->gpu_rdma : "");
+            mca_btl_llrdma_bad_knob("gpu_rdma", v, "not one of auto, dmabuf, peermem, off");
         }
     }
 }

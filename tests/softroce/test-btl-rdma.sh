@@ -21,6 +21,9 @@ rdma_ops() {
   grep '"record":"finalize"' "$1" | sed -n 's/.*"rdma":{"count":\[\([0-9,]*\)\].*/\1/p' |
     tr , '\n' | awk '{ s += $1 } END { print s + 0 }'
 }
+# in_both PATTERN FILE1 FILE2
+in_both() { grep -q -- "$1" "$2" && grep -q -- "$1" "$3"; }
+granted='"rd_atomic_granted":[1-9][0-9]*,"dest_rd_atomic_granted":[1-9][0-9]*,"rdma_limit_granted":1048576'
 # around N...: each N-1, N, N+1.
 around() { for n in "$@"; do echo $((n - 1)) $n $((n + 1)); done; }
 
@@ -38,8 +41,8 @@ for spec in "0 0 12288 65536" "8192 8192 65536 65536" "65536 65536 131072 131072
   echo "# hint $hint: $ops RDMA operations in the finalize records"
   # 23 sizes of 2^k+-1 above 12K..128K and the limits: at least 1 op each.
   check "hint $hint: large messages went by RDMA (put/get counted)" [ "$ops" -ge 40 ]
-  check_run "hint $hint: RDMA requested vs granted in the dump" \
-    has '"rd_atomic_granted":[1-9][0-9]*,"dest_rd_atomic_granted":[1-9][0-9]*,"rdma_limit_granted":1048576'
+  check "hint $hint: RDMA requested vs granted in both ranks' dumps" in_both "$granted" \
+    "$d/h$hint-0.json" "$d/h$hint-1.json"
 done
 
 launch -np 2 "${B[@]}" --mca btl_llrdma_size_hint 8K "$T" window 64 262144 2
