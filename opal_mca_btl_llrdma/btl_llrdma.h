@@ -42,7 +42,7 @@ typedef struct mca_btl_llrdma_port_t {
     uint32_t max_cqe, max_srq_wr, max_qp_wr;
     int prefix_len;  /* netmask length of ipv4's interface; 0 unknown */
     char netdev[16]; /* that interface (IPoIB, or RoCE's Ethernet device); "" unknown */
-    /* RDMA limits of the device and port (0 unknown) */
+    /* RDMA limits of the device and port, as ibv_query_device/port report them */
     uint32_t max_msg_sz;       /* largest RDMA work request */
     uint32_t max_rd_atom;      /* reads a QP answers at once (responder resources) */
     uint32_t max_init_rd_atom; /* reads a QP has outstanding (initiator depth) */
