@@ -72,6 +72,8 @@ void put_path(std::string &o, const char *key, const llrdma_path_profile_t &p)
     put_u64(o, "eager_limit", p.eager_limit);
     put_u64(o, "max_send_size", p.max_send_size);
     put_u64(o, "rdma_pipeline_bytes", p.rdma_pipeline_bytes);
+    put_u64(o, "rdma_rd_atomic", p.rdma_rd_atomic);
+    put_u64(o, "rdma_frag_bytes", p.rdma_frag_bytes);
     o += '}';
 }
 
@@ -119,6 +121,10 @@ std::string to_json(const llrdma_rank_config_t &c)
     put_u64(o, "min_rnr_timer", d.min_rnr_timer);
     put_u64(o, "rnr_retry", d.rnr_retry);
     put_u64(o, "retry_count", d.retry_count);
+    put_u64(o, "rd_atomic_granted", d.rd_atomic_granted);
+    put_u64(o, "dest_rd_atomic_granted", d.dest_rd_atomic_granted);
+    put_u64(o, "rdma_limit_granted", d.rdma_limit_granted);
+    put_str(o, "gpu_rdma", from_fixed(d.gpu_rdma, sizeof d.gpu_rdma));
     o += "}}";
     return o;
 }
@@ -238,6 +244,8 @@ bool read_path(const JValue &o, llrdma_path_profile_t &p)
     r.unsig("eager_limit", p.eager_limit, UINT64_MAX);
     r.unsig("max_send_size", p.max_send_size, UINT64_MAX);
     r.unsig("rdma_pipeline_bytes", p.rdma_pipeline_bytes, UINT64_MAX);
+    r.unsig("rdma_rd_atomic", p.rdma_rd_atomic, UINT32_MAX);
+    r.unsig("rdma_frag_bytes", p.rdma_frag_bytes, UINT64_MAX);
     return r.ok;
 }
 
@@ -295,6 +303,10 @@ bool from_json(const char *json, llrdma_rank_config_t &c)
         dr.unsig("min_rnr_timer", d.min_rnr_timer, UINT32_MAX);
         dr.unsig("rnr_retry", d.rnr_retry, UINT32_MAX);
         dr.unsig("retry_count", d.retry_count, UINT32_MAX);
+        dr.unsig("rd_atomic_granted", d.rd_atomic_granted, UINT32_MAX);
+        dr.unsig("dest_rd_atomic_granted", d.dest_rd_atomic_granted, UINT32_MAX);
+        dr.unsig("rdma_limit_granted", d.rdma_limit_granted, UINT64_MAX);
+        dr.str("gpu_rdma", d.gpu_rdma, sizeof d.gpu_rdma);
         if (!dr.ok)
             return false;
     }

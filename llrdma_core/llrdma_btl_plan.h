@@ -182,6 +182,43 @@ uint32_t llrdma_cm_retry_delay_ms(uint32_t attempt);
  * CM message) and leave both sides waiting. */
 uint32_t llrdma_cm_peer_wait_ms(uint32_t waits);
 
+/* ------------------------------------------------------- GPU registration
+ * How btl/llrdma registers GPU memory (llrdma_core/gpu_rdma.cc;
+ * docs/btl-design.md "GPU memory"): dma-buf first, then peermem, else none
+ * (callers stage through host memory).  btl_llrdma_gpu_rdma forces one;
+ * forcing a mode the device does not have is an error, not a downgrade. */
+typedef enum {
+    LLRDMA_GPU_KNOB_AUTO = 0,
+    LLRDMA_GPU_KNOB_DMABUF,
+    LLRDMA_GPU_KNOB_PEERMEM,
+    LLRDMA_GPU_KNOB_OFF,
+} llrdma_gpu_knob_t;
+
+typedef enum {
+    LLRDMA_GPU_NONE = 0,
+    LLRDMA_GPU_DMABUF,
+    LLRDMA_GPU_PEERMEM,
+} llrdma_gpu_mode_t;
+
+/* What a device was found to support.  dmabuf_errno: errno of the probe
+ * ibv_reg_dmabuf_mr(pd, 0, 0, 0, fd -1, 0) as NCCL and UCX do it (EBADF: the
+ * provider has dma-buf MRs; EOPNOTSUPP / EPROTONOSUPPORT: it has none; 0:
+ * the probe unexpectedly registered; -1: not probed, rdma-core without the
+ * call).  peermem: nvidia_peermem / nv_peer_mem is loaded. */
+typedef struct {
+    int have_device;
+    int dmabuf_errno;
+    int peermem;
+} llrdma_gpu_probe_t;
+
+/* "auto", "dmabuf", "peermem", "off"; LLRDMA_ERR_INVALID for anything else. */
+int llrdma_gpu_knob_parse(const char *text, llrdma_gpu_knob_t *out);
+/* The mode, and in `report` what the dump and llrdma-check show:
+ * "dmabuf", "peermem" or "none (why)".  A forced mode that is unavailable:
+ * LLRDMA_ERR_NOT_FOUND, mode NONE and `report` says why. */
+int llrdma_gpu_rdma_choose(llrdma_gpu_knob_t knob, const llrdma_gpu_probe_t *p,
+                           llrdma_gpu_mode_t *mode, char *report, size_t len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -109,7 +109,9 @@ typedef struct {
     llrdma_poll_mode_t poll;
     uint64_t eager_limit;         /* ob1 eager limit on this path */
     uint64_t max_send_size;       /* largest fragment */
-    uint64_t rdma_pipeline_bytes; /* above this, RDMA (next issue) */
+    uint64_t rdma_pipeline_bytes; /* ob1's RDMA pipeline from this size (no leave-pinned) */
+    uint32_t rdma_rd_atomic;      /* RDMA reads outstanding per connection, requested; 0 no RDMA */
+    uint64_t rdma_frag_bytes;     /* largest put/get work request (put/get limit, pipeline frag) */
 } llrdma_path_profile_t;
 
 typedef struct {
@@ -152,6 +154,14 @@ typedef struct {
     /* Set on every connection's QP: RNR back-off asked of senders (IB
      * encoding), RNR and transport retries. */
     uint32_t min_rnr_timer, rnr_retry, retry_count;
+    /* RDMA on the BW path: reads outstanding (initiator depth) and answered
+     * (responder resources) as granted -- by the device's limits at start-up,
+     * then as read back from the first BW connection's QP -- and the largest
+     * put/get (the profile's fragment, capped by the port's max_msg_sz). */
+    uint32_t rd_atomic_granted, dest_rd_atomic_granted;
+    uint64_t rdma_limit_granted;
+    /* How GPU memory is registered: "dmabuf", "peermem", "none (why)". */
+    char gpu_rdma[160];
 } llrdma_device_info_t;
 
 typedef struct {
@@ -174,7 +184,7 @@ typedef struct {
 } llrdma_rank_config_t;
 
 /* Buffer size that holds the JSON of any llrdma_rank_config_t (worst-case escaping). */
-#define LLRDMA_CONFIG_JSON_MAX 16384
+#define LLRDMA_CONFIG_JSON_MAX 32768
 
 /* One JSON object (single line, no trailing newline).  On LLRDMA_ERR_TRUNCATED buf
  * holds the empty string, never a partial object. */

@@ -21,8 +21,8 @@
 extern "C" {
 #endif
 
-/* Paths counted.  LL and BW are btl/llrdma's LLRDMA_PATH_LL/BW; RDMA stays
- * zero until RDMA put/get exists. */
+/* Paths counted.  LL and BW are btl/llrdma's LLRDMA_PATH_LL/BW; RDMA counts
+ * btl_put/btl_get operations by size (no BTL header: the bucket is the size). */
 enum { LLRDMA_HIST_LL = 0, LLRDMA_HIST_BW = 1, LLRDMA_HIST_RDMA = 2, LLRDMA_HIST_NPATHS = 3 };
 
 /* Bucket b >= 1 holds fragments whose payload (fragment bytes minus

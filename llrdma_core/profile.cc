@@ -72,6 +72,14 @@ constexpr uint32_t kBwCqModCount = 16;
 constexpr uint32_t kBwCqModUsec = 8;
 constexpr uint64_t kBwRdmaPipelineMin = 1 * kMiB;
 constexpr uint64_t kBwRdmaPipelineFrags = 4; // pipeline >= 4 fragments in flight
+// RDMA (put/get) on the bandwidth QP: each work request moves at most kRdmaFrag, and up to
+// kRdmaRdAtomic reads are outstanding per connection.  16 x 1 MiB in flight covers the
+// bandwidth-delay product of a 200 Gb/s link with 100 us round trips (2.5 MB) six times over,
+// and 16 is what common NICs grant (mlx5 max_qp_rd_atom); a device granting fewer queues the
+// rest in its send queue.  ob1 cuts a rendezvous read into pieces of kRdmaFrag, so a large
+// message keeps several reads in flight rather than one.
+constexpr uint32_t kRdmaRdAtomic = 16;
+constexpr uint64_t kRdmaFrag = 1 * kMiB;
 
 // ---- collectives: the Allreduce ring's segment is the hint (each segment travels the
 // low-latency path), capped at 1M.  Below 4K per-message overhead dominates, so small hints
@@ -141,6 +149,8 @@ void derive_generic(llrdma_profile_t &p)
     bw.eager_limit = kGenEagerLimit;
     bw.max_send_size = kGenMaxSendSize;
     bw.rdma_pipeline_bytes = kGenRdmaPipeline;
+    bw.rdma_rd_atomic = kRdmaRdAtomic;
+    bw.rdma_frag_bytes = kRdmaFrag;
     p.coll_segment_bytes = kGenCollSegment;
 }
 
@@ -185,6 +195,10 @@ void derive_hinted(uint64_t hint, llrdma_profile_t &p)
     bw.eager_limit = frag;
     bw.max_send_size = frag;
     bw.rdma_pipeline_bytes = std::max(kBwRdmaPipelineMin, kBwRdmaPipelineFrags * frag);
+    // The hint sizes only the send/receive path: RDMA depth and fragments are the same for
+    // every hint, so a small hint cannot cap bandwidth.
+    bw.rdma_rd_atomic = kRdmaRdAtomic;
+    bw.rdma_frag_bytes = kRdmaFrag;
 
     p.coll_segment_bytes = llrdma_coll_segment_for_hint(hint);
 }

@@ -18,6 +18,7 @@
 #include "opal/class/opal_hash_table.h"
 #include "opal/mca/btl/base/base.h"
 #include "opal/mca/btl/btl.h"
+#include "opal/mca/rcache/rcache.h"
 
 #include "btl_llrdma_endpoint.h"
 #include "btl_llrdma_frag.h"
@@ -41,6 +42,10 @@ typedef struct mca_btl_llrdma_port_t {
     uint32_t max_cqe, max_srq_wr, max_qp_wr;
     int prefix_len;  /* netmask length of ipv4's interface; 0 unknown */
     char netdev[16]; /* that interface (IPoIB, or RoCE's Ethernet device); "" unknown */
+    /* RDMA limits of the device and port, as ibv_query_device/port report them */
+    uint32_t max_msg_sz;       /* largest RDMA work request */
+    uint32_t max_rd_atom;      /* reads a QP answers at once (responder resources) */
+    uint32_t max_init_rd_atom; /* reads a QP has outstanding (initiator depth) */
 } mca_btl_llrdma_port_t;
 
 /* Completion queues are never resized (ibv_resize_cq is optional): a path
@@ -87,8 +92,21 @@ typedef struct mca_btl_llrdma_module_t {
     int retrying;            /* connection retries scheduled */
     int waiting;             /* endpoints with fragments and no connection or no credits */
     unsigned cm_tick;
-    int failed;  /* a module-wide fatal error was reported */
-    int running; /* creation finished: errors now go to ob1 */
+    /* RDMA (btl_llrdma_rdma.c): registrations through Open MPI's grdma cache */
+    mca_rcache_base_module_t *rcache;
+    opal_list_t rdma_free;           /* spare RDMA operation descriptors */
+    uint64_t rdma_outstanding;       /* put/get queued or posted, not completed */
+    uint32_t rd_atomic_req;          /* outstanding reads asked of each BW connection */
+    uint32_t dest_rd_atomic_req;     /* reads each BW connection answers at once */
+    uint32_t rd_atomic_granted;      /* smallest initiator depth a connection got; 0 none yet */
+    uint32_t dest_rd_atomic_granted; /* smallest responder depth a connection got */
+    /* GPU memory (btl_llrdma_gpu.c) */
+    llrdma_gpu_mode_t gpu_mode;
+    char gpu_report[160];   /* "dmabuf", "peermem", "none (why)"; why, when gpu_error */
+    int gpu_error;          /* btl_llrdma_gpu_rdma forced a mode the device lacks */
+    uint64_t gpu_buffer_id; /* of the device buffer being registered (for reg_mem_cb) */
+    int failed;             /* a module-wide fatal error was reported */
+    int running;            /* creation finished: errors now go to ob1 */
     mca_btl_base_module_error_cb_fn_t error_cb;
 } mca_btl_llrdma_module_t;
 
@@ -120,6 +138,8 @@ typedef struct mca_btl_llrdma_component_t {
     int stall_warn_ms;      /* a peer without credits this long is reported (verbose 1) */
     int coalesce;           /* pack messages behind a queued fragment (docs/btl-design.md) */
     char *fork_safe;        /* auto | yes | no */
+    char *rdma;             /* get | put | off: ob1's RDMA protocol (btl_llrdma_rdma.c) */
+    char *gpu_rdma;         /* auto | dmabuf | peermem | off (btl_llrdma_gpu.c) */
 
     int output;                  /* opal_output stream for verbose messages */
     llrdma_rank_config_t config; /* what took effect on this rank */
@@ -183,6 +203,10 @@ int mca_btl_llrdma_module_repost(mca_btl_llrdma_module_t *m, int path, mca_btl_l
 /* QP attributes for a path (shared by the probe QP and real connections). */
 void mca_btl_llrdma_module_qp_attr(const mca_btl_llrdma_module_t *m, int path, struct ibv_cq *cq,
                                    struct ibv_qp_init_attr *attr);
+
+/* btl_llrdma_rdma.c: registration, put/get/flush (docs/btl-design.md "RDMA"). */
+void mca_btl_llrdma_rdma_init(mca_btl_llrdma_module_t *m);
+void mca_btl_llrdma_rdma_fini(mca_btl_llrdma_module_t *m);
 
 /* Endpoint lookup by process name, creating it for a connection request from
  * a process ob1 has not added (yet). */

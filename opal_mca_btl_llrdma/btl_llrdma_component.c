@@ -24,6 +24,33 @@
 static int llrdma_component_register(void);
 static int llrdma_component_open(void);
 static int llrdma_component_close(void);
+/* GPU registration per device (btl_llrdma_gpu.c): a forced mode a device
+ * lacks, or forced without any device, stops MPI_Init; otherwise the dump
+ * says what each device does ("none (no RDMA device)" without one). */
+static void gpu_report(mca_btl_llrdma_component_t *c, llrdma_rank_config_t *cfg)
+{
+    llrdma_gpu_knob_t knob = LLRDMA_GPU_KNOB_AUTO;
+    llrdma_gpu_probe_t none = {.have_device = 0, .dmabuf_errno = -1, .peermem = 0};
+    llrdma_gpu_mode_t mode;
+    char why[256];
+
+    for (int i = 0; i < c->nmodules; ++i) {
+        if (c->modules[i]->gpu_error) {
+            snprintf(why, sizeof(why), "%s:%d cannot: %s", c->modules[i]->port.dev,
+                     c->modules[i]->port.port, c->modules[i]->gpu_report);
+            mca_btl_llrdma_bad_knob("gpu_rdma", c->gpu_rdma, why);
+        }
+    }
+    if (c->nmodules > 0) {
+        return; /* module_granted filled cfg->device.gpu_rdma */
+    }
+    (void)llrdma_gpu_knob_parse(c->gpu_rdma, &knob); /* validated in check_params */
+    if (LLRDMA_OK != llrdma_gpu_rdma_choose(knob, &none, &mode, cfg->device.gpu_rdma,
+                                            sizeof(cfg->device.gpu_rdma))) {
+        mca_btl_llrdma_bad_knob("gpu_rdma", c->gpu_rdma, cfg->device.gpu_rdma);
+    }
+}
+
 static mca_btl_base_module_t **llrdma_component_init(int *num_btls, bool enable_progress_threads,
                                                      bool enable_mpi_threads);
 static int llrdma_component_progress(void);
@@ -253,6 +280,7 @@ static mca_btl_base_module_t **llrdma_component_init(int *num_btls, bool enable_
             }
         }
     }
+    gpu_report(c, cfg);
     publish_modex(cfg);
     llrdma_state_publish(cfg);
     (void)llrdma_mca_dump(c->dump, cfg);

@@ -479,6 +479,9 @@ int mca_btl_llrdma_discover(llrdma_rank_config_t *cfg)
             pt->max_cqe = (uint32_t)dattr.max_cqe;
             pt->max_srq_wr = (uint32_t)dattr.max_srq_wr;
             pt->max_qp_wr = (uint32_t)dattr.max_qp_wr;
+            pt->max_msg_sz = pattr.max_msg_sz;
+            pt->max_rd_atom = (uint32_t)dattr.max_qp_rd_atom;
+            pt->max_init_rd_atom = (uint32_t)dattr.max_qp_init_rd_atom;
             roce = IBV_LINK_LAYER_ETHERNET == pattr.link_layer;
             if (!roce && c->gid_index >= 0) {
                 opal_output_verbose(10, c->output,

@@ -16,6 +16,7 @@
 #include "opal/util/proc.h"
 
 #include "btl_llrdma.h"
+#include "btl_llrdma_rdma.h"
 #include "llrdma_reach.h"
 
 /* ------------------------------------------------------------ classes */
@@ -40,12 +41,19 @@ static void conn_construct(mca_btl_llrdma_conn_t *c)
     c->credit_owed = 0;
     c->stall_since = 0;
     c->stall_reported = 0;
+    c->rd_atomic = c->dest_rd_atomic = 0;
     memset(&c->sq, 0, sizeof(c->sq));
     memset(&c->credit, 0, sizeof(c->credit));
 }
 
 static void conn_destruct(mca_btl_llrdma_conn_t *c)
 {
+    /* Puts and gets still posted at finalize are released, not called back. */
+    for (uint32_t i = 0; NULL != c->ring && i < c->sq.depth; ++i) {
+        if (NULL != c->ring[i].rdma) {
+            OBJ_RELEASE(c->ring[i].rdma);
+        }
+    }
     free(c->ring);
     c->ring = NULL;
     free(c->credit_buf);
@@ -69,6 +77,7 @@ static void endpoint_construct(mca_btl_llrdma_endpoint_t *ep)
         ep->attempts[p] = ep->peer_waits[p] = 0;
         OBJ_CONSTRUCT(&ep->pending[p], opal_list_t);
     }
+    OBJ_CONSTRUCT(&ep->rdma_pending, opal_list_t);
 }
 
 static void endpoint_destruct(mca_btl_llrdma_endpoint_t *ep)
@@ -81,6 +90,8 @@ static void endpoint_destruct(mca_btl_llrdma_endpoint_t *ep)
         }
         OBJ_DESTRUCT(&ep->pending[p]);
     }
+    mca_btl_llrdma_rdma_drop_pending(ep);
+    OBJ_DESTRUCT(&ep->rdma_pending);
     if (NULL != ep->proc) {
         OBJ_RELEASE(ep->proc);
     }
@@ -246,6 +257,7 @@ void mca_btl_llrdma_endpoint_fail(mca_btl_llrdma_endpoint_t *ep, const char *wha
             mca_btl_llrdma_frag_complete((mca_btl_llrdma_frag_t *)item, OPAL_ERR_UNREACH);
         }
     }
+    mca_btl_llrdma_rdma_fail_pending(ep, OPAL_ERR_UNREACH);
 }
 
 /* ---------------------------------------------------------- post path */
@@ -270,9 +282,11 @@ int mca_btl_llrdma_endpoint_path_for(const mca_btl_llrdma_endpoint_t *ep, uint64
 
 #define conn_credits mca_btl_llrdma_conn_credits
 
-/* Post one work request in the ring slot at ring_head. */
-static int post_wr(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_conn_t *conn,
-                   struct ibv_send_wr *wr, mca_btl_llrdma_frag_t *frag, int inl, int more_queued)
+/* Post one work request in the ring slot at ring_head; `frag` or `rdma`
+ * (at most one) waits for its completion. */
+static int post_wr_for(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_conn_t *conn,
+                       struct ibv_send_wr *wr, mca_btl_llrdma_frag_t *frag,
+                       struct mca_btl_llrdma_rdma_op_t *rdma, int inl, int more_queued)
 {
     mca_btl_llrdma_wr_t *e = &conn->ring[conn->ring_head];
     struct ibv_send_wr *bad = NULL;
@@ -285,9 +299,11 @@ static int post_wr(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_conn_t *conn,
     }
     e->conn = conn;
     e->frag = inl ? NULL : frag;
+    e->rdma = rdma;
     rc = mca_btl_llrdma_verbs.post_send(conn->qp, wr, &bad);
     if (0 != rc) {
         e->frag = NULL;
+        e->rdma = NULL;
         llrdma_sq_retire(&conn->sq, 1);
         mca_btl_llrdma_endpoint_fail(ep, "ibv_post_send failed", strerror(rc));
         /* The unsignalled WRs since the last signalled one waited for this
@@ -297,15 +313,33 @@ static int post_wr(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_conn_t *conn,
             mca_btl_llrdma_wr_t *o =
                 &conn->ring[(conn->ring_head + conn->sq.depth - k) % conn->sq.depth];
             mca_btl_llrdma_frag_t *orphan = o->frag;
+            struct mca_btl_llrdma_rdma_op_t *orphan_op = o->rdma;
             o->frag = NULL;
+            o->rdma = NULL;
             if (NULL != orphan) {
                 mca_btl_llrdma_frag_complete(orphan, OPAL_ERR_UNREACH);
+            }
+            if (NULL != orphan_op) {
+                mca_btl_llrdma_rdma_complete(orphan_op, OPAL_ERR_UNREACH);
             }
         }
         return OPAL_ERR_UNREACH;
     }
     conn->ring_head = (conn->ring_head + 1) % conn->sq.depth;
     return OPAL_SUCCESS;
+}
+
+static int post_wr(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_conn_t *conn,
+                   struct ibv_send_wr *wr, mca_btl_llrdma_frag_t *frag, int inl, int more_queued)
+{
+    return post_wr_for(ep, conn, wr, frag, NULL, inl, more_queued);
+}
+
+int mca_btl_llrdma_conn_post_rdma(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_conn_t *conn,
+                                  struct ibv_send_wr *wr, struct mca_btl_llrdma_rdma_op_t *op,
+                                  int more_queued)
+{
+    return post_wr_for(ep, conn, wr, NULL, op, 0, more_queued);
 }
 
 /* Write the count of consumed-and-reposted buffers back to the peer.  It
@@ -372,6 +406,13 @@ static int conn_up(const mca_btl_llrdma_conn_t *conn)
     return NULL != conn && LLRDMA_CONN_ESTABLISHED == conn->state;
 }
 
+/* Fragments, or on the BW path puts and gets, wait for path p. */
+static int has_waiting(mca_btl_llrdma_endpoint_t *ep, int p)
+{
+    return !opal_list_is_empty(&ep->pending[p]) ||
+           (LLRDMA_PATH_BW == p && !opal_list_is_empty(&ep->rdma_pending));
+}
+
 /* Fragments wait on this endpoint: it is looked at from progress until they
  * can go (connection up and credits). */
 static void set_waiting(mca_btl_llrdma_endpoint_t *ep, int p, int waiting)
@@ -407,6 +448,14 @@ static void drain_path(mca_btl_llrdma_endpoint_t *ep, int p)
      * be waiting for it. */
     if (conn->credit_owed && llrdma_sq_free_slots(&conn->sq) > 0) {
         if (OPAL_SUCCESS != post_credit(ep, conn)) {
+            return;
+        }
+    }
+    /* Puts and gets need a send slot but no credit. */
+    if (LLRDMA_PATH_BW == p && !opal_list_is_empty(&ep->rdma_pending)) {
+        mca_btl_llrdma_rdma_drain(ep, conn);
+        conn = ep->conn[p];
+        if (!conn_up(conn) || LLRDMA_EP_FAILED == ep->state) {
             return;
         }
     }
@@ -592,12 +641,17 @@ void mca_btl_llrdma_conn_send_done(mca_btl_llrdma_wr_t *wr, enum ibv_wc_status s
     for (;;) {
         mca_btl_llrdma_wr_t *e = &conn->ring[conn->ring_tail];
         mca_btl_llrdma_frag_t *frag = e->frag;
+        struct mca_btl_llrdma_rdma_op_t *op = e->rdma;
         int last = conn->ring_tail == idx;
         e->frag = NULL;
+        e->rdma = NULL;
         conn->ring_tail = (conn->ring_tail + 1) % conn->sq.depth;
         ++n;
         if (NULL != frag) {
             mca_btl_llrdma_frag_complete(frag, ostatus);
+        }
+        if (NULL != op) {
+            mca_btl_llrdma_rdma_complete(op, ostatus);
         }
         if (last || n >= conn->sq.depth) {
             break;
@@ -796,6 +850,11 @@ static void fill_conn_param(mca_btl_llrdma_conn_t *conn, mca_btl_llrdma_conn_req
     /* Credits keep receive queues from running dry; RNR retry is the last
      * resort if they ever did. */
     param->rnr_retry_count = (uint8_t)c->rnr_retry;
+    /* RDMA reads (btl_get) travel on the BW QP only. */
+    if (LLRDMA_PATH_BW == conn->path) {
+        param->initiator_depth = (uint8_t)m->rd_atomic_req;
+        param->responder_resources = (uint8_t)m->dest_rd_atomic_req;
+    }
 }
 
 /* The receiver-not-ready back-off this side asks of its senders: rdma_cm
@@ -895,6 +954,14 @@ fail_release_conn:
     return OPAL_ERR_OUT_OF_RESOURCE;
 }
 
+int mca_btl_llrdma_endpoint_connect(mca_btl_llrdma_endpoint_t *ep, int p)
+{
+    if (NULL != ep->conn[p] || 0 != ep->retry_at_ms[p]) {
+        return OPAL_SUCCESS; /* under way, up, or a retry is scheduled */
+    }
+    return conn_start_active(ep, p);
+}
+
 static void update_ready(mca_btl_llrdma_endpoint_t *ep)
 {
     int ready = 1;
@@ -939,8 +1006,7 @@ static void conn_drop(mca_btl_llrdma_conn_t *conn)
     /* A passive attempt the initiator gave up on: if fragments of ours wait
      * for the path, connect ourselves (the initiator retries too; the
      * tie-break keeps one). */
-    if (was && !conn->active && LLRDMA_EP_FAILED != ep->state &&
-        !opal_list_is_empty(&ep->pending[p])) {
+    if (was && !conn->active && LLRDMA_EP_FAILED != ep->state && has_waiting(ep, p)) {
         schedule_retry(ep, p, mca_btl_llrdma_now_ms() + llrdma_cm_retry_delay_ms(1));
     }
 }
@@ -1021,7 +1087,7 @@ int mca_btl_llrdma_endpoint_retries(mca_btl_llrdma_module_t *m)
                 /* Waited for the peer's attempt in vain: try ours again. */
                 ep->first_try_ms[p] = now;
             }
-            if (opal_list_is_empty(&ep->pending[p])) {
+            if (!has_waiting(ep, p)) {
                 ep->first_try_ms[p] = 0;
                 continue; /* nothing to send: the next send connects */
             }
@@ -1066,6 +1132,7 @@ static void conn_established(mca_btl_llrdma_conn_t *conn, const mca_btl_llrdma_c
     ep->attempts[p] = 0;
     ep->peer_waits[p] = 0;
     conn_set_rnr_timer(conn);
+    mca_btl_llrdma_rdma_conn_up(conn);
     update_ready(ep);
     opal_output_verbose(20, mca_btl_llrdma_component.output,
                         "btl:llrdma: %s connection %s %s established (qp %u, %u credits each "
@@ -1104,7 +1171,7 @@ static void conn_disconnected(mca_btl_llrdma_conn_t *conn)
         ep->state = other ? LLRDMA_EP_CONNECTING : LLRDMA_EP_IDLE;
         /* A peer that finalized does not come back; queued fragments try to
          * reconnect and fail loudly if it is gone. */
-        if (!opal_list_is_empty(&ep->pending[p])) {
+        if (has_waiting(ep, p)) {
             (void)conn_start_active(ep, p);
         }
     }
@@ -1148,13 +1215,14 @@ static llrdma_conn_have_t conn_have(const mca_btl_llrdma_endpoint_t *ep, int p)
  * by the rejected one): fail them rather than let them wait forever. */
 static void accept_failed(mca_btl_llrdma_endpoint_t *ep, int p, const char *why)
 {
-    if (NULL == ep->conn[p] && !opal_list_is_empty(&ep->pending[p])) {
+    if (NULL == ep->conn[p] && has_waiting(ep, p)) {
         mca_btl_llrdma_endpoint_fail(ep, "accepting the peer's connection failed", why);
     }
 }
 
 static void handle_connect_request(mca_btl_llrdma_module_t *m, struct rdma_cm_id *id,
-                                   const mca_btl_llrdma_conn_req_t *req)
+                                   const mca_btl_llrdma_conn_req_t *req,
+                                   const struct rdma_conn_param *asked)
 {
     mca_btl_llrdma_endpoint_t *ep;
     mca_btl_llrdma_conn_t *conn;
@@ -1236,6 +1304,13 @@ static void handle_connect_request(mca_btl_llrdma_module_t *m, struct rdma_cm_id
         goto destroy_qp;
     }
     fill_conn_param(conn, &mine, &param);
+    /* The request's read depths (seen from this side) bound what we accept. */
+    if (param.initiator_depth > asked->initiator_depth) {
+        param.initiator_depth = asked->initiator_depth;
+    }
+    if (param.responder_resources > asked->responder_resources) {
+        param.responder_resources = asked->responder_resources;
+    }
     if (0 != mca_btl_llrdma_verbs.cm_accept(id, &param)) {
         snprintf(why, sizeof(why), "rdma_accept failed: %s", strerror(errno));
         goto destroy_qp;
@@ -1307,6 +1382,7 @@ int mca_btl_llrdma_cm_progress(mca_btl_llrdma_module_t *m)
         struct rdma_cm_id *id = ev->id;
         int status = ev->status;
         mca_btl_llrdma_conn_req_t req;
+        struct rdma_conn_param asked = ev->param.conn;
         int have_req = 0;
         mca_btl_llrdma_conn_t *conn;
         char why[160];
@@ -1324,7 +1400,7 @@ int mca_btl_llrdma_cm_progress(mca_btl_llrdma_module_t *m)
         ++count;
 
         if (RDMA_CM_EVENT_CONNECT_REQUEST == type) {
-            handle_connect_request(m, id, have_req ? &req : NULL);
+            handle_connect_request(m, id, have_req ? &req : NULL, &asked);
             continue;
         }
         if (RDMA_CM_EVENT_DEVICE_REMOVAL == type) {

@@ -31,11 +31,13 @@ typedef enum {
 } mca_btl_llrdma_conn_state_t;
 
 struct mca_btl_llrdma_conn_t;
+struct mca_btl_llrdma_rdma_op_t;
 
 /* One posted send WR; wr_id points here, so a completion finds its QP. */
 typedef struct mca_btl_llrdma_wr_t {
     struct mca_btl_llrdma_conn_t *conn;
-    mca_btl_llrdma_frag_t *frag; /* NULL: nothing waits for this WR (inline) */
+    mca_btl_llrdma_frag_t *frag;           /* NULL: nothing waits for this WR (inline) */
+    struct mca_btl_llrdma_rdma_op_t *rdma; /* a put or get waiting for this WR */
 } mca_btl_llrdma_wr_t;
 
 typedef struct mca_btl_llrdma_conn_t {
@@ -64,6 +66,8 @@ typedef struct mca_btl_llrdma_conn_t {
     int credit_owed;      /* a credit write is due but could not be posted yet */
     uint64_t stall_since; /* ms: sends wait for credits since then (0: not waiting) */
     int stall_reported;
+    /* RDMA reads this QP may have outstanding / answers at once (granted) */
+    uint32_t rd_atomic, dest_rd_atomic;
 } mca_btl_llrdma_conn_t;
 OBJ_CLASS_DECLARATION(mca_btl_llrdma_conn_t);
 
@@ -82,6 +86,7 @@ typedef struct mca_btl_base_endpoint_t {
     mca_btl_llrdma_ep_state_t state;
     mca_btl_llrdma_conn_t *conn[LLRDMA_NPATHS]; /* the connection per path, any state */
     opal_list_t pending[LLRDMA_NPATHS];         /* fragments waiting, in order */
+    opal_list_t rdma_pending;                   /* puts and gets waiting for the BW QP */
     uint64_t peer_hint;                         /* from the peer's modex record */
     /* Per-peer limits: the smaller of ours and the peer's receive limits. */
     int use_path[LLRDMA_NPATHS];      /* both sides have the path */
@@ -109,6 +114,14 @@ int mca_btl_llrdma_endpoint_send(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_f
 void *mca_btl_llrdma_endpoint_pack_reserve(mca_btl_llrdma_endpoint_t *ep, int p, size_t bytes);
 void mca_btl_llrdma_endpoint_pack_commit(mca_btl_llrdma_endpoint_t *ep, int p, uint8_t tag,
                                          size_t bytes);
+/* Start connecting path p if no connection or retry exists (RDMA needs the
+ * BW path before any fragment may have taken it). */
+int mca_btl_llrdma_endpoint_connect(mca_btl_llrdma_endpoint_t *ep, int p);
+/* Post one RDMA work request on conn for `op` (selective signalling as for
+ * sends; no credit).  OPAL_SUCCESS, or an error after failing the endpoint. */
+int mca_btl_llrdma_conn_post_rdma(mca_btl_llrdma_endpoint_t *ep, struct mca_btl_llrdma_conn_t *conn,
+                                  struct ibv_send_wr *wr, struct mca_btl_llrdma_rdma_op_t *op,
+                                  int more_queued);
 /* Post queued fragments of every path while slots are free. */
 void mca_btl_llrdma_endpoint_drain(mca_btl_llrdma_endpoint_t *ep);
 /* Report a fatal error with this peer once, fail every queued and posted

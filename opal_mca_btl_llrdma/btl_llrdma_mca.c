@@ -233,6 +233,17 @@ int mca_btl_llrdma_register_params(void)
                   "Experimental; off until an unrelated intermittent hang is understood "
                   "(docs/btl-design.md)",
                   OPAL_INFO_LVL_6, &c->coalesce, 0);
+    (void)reg_string("rdma",
+                     "RDMA protocol offered to ob1 for large contiguous messages: get (the "
+                     "receiver reads the sender's buffer, RGET), put (the sender writes into "
+                     "the receiver's buffer after a rendezvous, RPUT), off (send/receive only)",
+                     OPAL_INFO_LVL_5, &c->rdma, "get");
+    (void)reg_string("gpu_rdma",
+                     "How GPU memory is registered for RDMA: auto (dma-buf if the device has "
+                     "dma-buf MRs, else peermem if nvidia_peermem is loaded, else none: "
+                     "callers stage through host memory), dmabuf, peermem (either one or "
+                     "MPI_Init stops), off",
+                     OPAL_INFO_LVL_5, &c->gpu_rdma, "auto");
     (void)reg_string("fork_safe",
                      "Make registered memory safe across fork() (Python data-loader workers): "
                      "auto (only where the kernel does not already), yes (always call "
@@ -284,4 +295,18 @@ void mca_btl_llrdma_check_params(void)
     check_min("connect_timeout", c->connect_timeout_s, 1, "seconds");
     check_min("cm_timeout", c->cm_timeout_ms, 1, "milliseconds");
     check_min("stall_warn", c->stall_warn_ms, 0, "milliseconds");
+    if (NULL == c->rdma || (0 != strcmp(c->rdma, "get") && 0 != strcmp(c->rdma, "put") &&
+                            0 != strcmp(c->rdma, "off"))) {
+        char v[160];
+        snprintf(v, sizeof(v), "'%.150s'", NULL != c->rdma ? c->rdma : "");
+        mca_btl_llrdma_bad_knob("rdma", v, "not one of get, put, off");
+    }
+    {
+        llrdma_gpu_knob_t k;
+        if (LLRDMA_OK != llrdma_gpu_knob_parse(c->gpu_rdma, &k)) {
+            char v[160];
+            snprintf(v, sizeof(v), "'%.150s'", NULL != c->gpu_rdma ? c->gpu_rdma : "");
+            mca_btl_llrdma_bad_knob("gpu_rdma", v, "not one of auto, dmabuf, peermem, off");
+        }
+    }
 }

@@ -20,6 +20,8 @@
 #include "opal/util/output.h"
 
 #include "btl_llrdma.h"
+#include "btl_llrdma_gpu.h"
+#include "btl_llrdma_rdma.h"
 #include "llrdma_reach.h"
 #include "llrdma_mca_common.h"
 
@@ -453,8 +455,8 @@ static int llrdma_free(struct mca_btl_base_module_t *btl, mca_btl_base_descripto
     return OPAL_SUCCESS;
 }
 
-/* Always a copy into a registered fragment: no user-memory registration
- * until RDMA put/get exists (a later issue). */
+/* Always a copy into a registered fragment: large contiguous messages go by
+ * RDMA (ob1's rendezvous with btl_get/btl_put), never through here. */
 static mca_btl_base_descriptor_t *llrdma_prepare_src(struct mca_btl_base_module_t *btl,
                                                      struct mca_btl_base_endpoint_t *ep,
                                                      struct opal_convertor_t *conv, uint8_t order,
@@ -609,6 +611,7 @@ static void module_destroy(mca_btl_llrdma_module_t *m)
     if (NULL != m->cm_channel) {
         mca_btl_llrdma_verbs.cm_destroy_event_channel(m->cm_channel);
     }
+    mca_btl_llrdma_rdma_fini(m);
     for (int p = LLRDMA_NPATHS - 1; p >= 0; --p) {
         if (m->path_used[p]) {
             path_destroy(m, p);
@@ -669,6 +672,7 @@ int mca_btl_llrdma_module_create(const mca_btl_llrdma_port_t *port, const llrdma
         rc = OPAL_ERR_OUT_OF_RESOURCE;
         goto fail_free_module;
     }
+    (void)mca_btl_llrdma_gpu_probe(m); /* the component reports m->gpu_error */
     for (created = 0; created < LLRDMA_NPATHS; ++created) {
         if (!m->path_used[created]) {
             continue;
@@ -708,6 +712,7 @@ int mca_btl_llrdma_module_create(const mca_btl_llrdma_port_t *port, const llrdma
     m->super.btl_send = llrdma_send;
     m->super.btl_sendi = llrdma_sendi;
     m->super.btl_register_error = llrdma_register_error;
+    mca_btl_llrdma_rdma_init(m); /* cannot fail: without grdma, send/receive only */
     m->running = 1;
     *out = m;
     return OPAL_SUCCESS;
@@ -749,6 +754,28 @@ int mca_btl_llrdma_module_granted(const mca_btl_llrdma_module_t *m, llrdma_devic
              llrdma_gid_type_name((int)m->port.gid_type));
     dev->rq_depth_granted_ll = m->path_used[LLRDMA_PATH_LL] ? m->path[LLRDMA_PATH_LL].srq_depth : 0;
     dev->rq_depth_granted_bw = m->path[LLRDMA_PATH_BW].srq_depth;
+    dev->rd_atomic_granted = NULL != m->rcache ? m->rd_atomic_granted : 0;
+    dev->dest_rd_atomic_granted = NULL != m->rcache ? m->dest_rd_atomic_granted : 0;
+    /* put and get share one limit: the profile's fragment, capped by max_msg_sz */
+    dev->rdma_limit_granted = NULL != m->rcache ? m->super.btl_put_limit : 0;
+    if (NULL == m->rcache && LLRDMA_GPU_NONE != m->gpu_mode) {
+        snprintf(dev->gpu_rdma, sizeof(dev->gpu_rdma), "none (btl_llrdma_rdma=off)");
+    } else {
+        snprintf(dev->gpu_rdma, sizeof(dev->gpu_rdma), "%s", m->gpu_report);
+    }
+    if (NULL != m->rcache && m->rd_atomic_granted < m->profile->bw.rdma_rd_atomic) {
+        used += (size_t)snprintf(why + used, used < whylen ? whylen - used : 0,
+                                 "bw RDMA reads outstanding %u of %u; ", m->rd_atomic_granted,
+                                 m->profile->bw.rdma_rd_atomic);
+        ++misses;
+    }
+    if (NULL != m->rcache && dev->rdma_limit_granted < m->profile->bw.rdma_frag_bytes) {
+        used += (size_t)snprintf(why + used, used < whylen ? whylen - used : 0,
+                                 "bw RDMA fragment %llu of %llu bytes (max_msg_sz); ",
+                                 (unsigned long long)dev->rdma_limit_granted,
+                                 (unsigned long long)m->profile->bw.rdma_frag_bytes);
+        ++misses;
+    }
 
     for (int p = 0; p < LLRDMA_NPATHS; ++p) {
         const llrdma_path_profile_t *pp = path_profile(m, p);

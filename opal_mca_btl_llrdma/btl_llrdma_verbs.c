@@ -8,7 +8,8 @@
 #include <fcntl.h>
 
 #include "btl_llrdma_verbs.h"
-#include "llrdma_build_config.h" /* HAVE_DECL_IBV_IS_FORK_INITIALIZED */
+#include "llrdma_build_config.h" /* HAVE_DECL_IBV_IS_FORK_INITIALIZED, ..._REG_DMABUF_MR */
+#include "btl_llrdma_gpu.h"
 
 static struct ibv_device **real_get_device_list(int *n)
 {
@@ -271,6 +272,18 @@ static int real_is_fork_initialized(void)
 #endif
 }
 
+static struct ibv_mr *real_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t length,
+                                         uint64_t iova, int fd, int access)
+{
+#if HAVE_DECL_IBV_REG_DMABUF_MR
+    return ibv_reg_dmabuf_mr(pd, offset, length, iova, fd, access);
+#else
+    (void)pd, (void)offset, (void)length, (void)iova, (void)fd, (void)access;
+    errno = ENOSYS; /* rdma-core before 34 */
+    return NULL;
+#endif
+}
+
 #define LLRDMA_REAL_OPS                                                                            \
     {                                                                                              \
         .get_device_list = real_get_device_list, .free_device_list = real_free_device_list,        \
@@ -297,6 +310,7 @@ static int real_is_fork_initialized(void)
         .cm_disconnect = real_cm_disconnect, .cm_get_event = real_cm_get_event,                    \
         .cm_ack_event = real_cm_ack_event, .cm_event_str = real_cm_event_str,                      \
         .fork_init = real_fork_init, .is_fork_initialized = real_is_fork_initialized,              \
+        .reg_dmabuf_mr = real_reg_dmabuf_mr, .peermem_loaded = mca_btl_llrdma_peermem_loaded_real, \
     }
 
 const mca_btl_llrdma_verbs_ops_t mca_btl_llrdma_verbs_real = LLRDMA_REAL_OPS;

@@ -78,6 +78,13 @@ typedef struct mca_btl_llrdma_verbs_ops_t {
     int (*cm_ack_event)(struct rdma_cm_event *event);
     const char *(*cm_event_str)(enum rdma_cm_event_type event);
 
+    /* GPU memory (btl_llrdma_gpu.c) */
+    /* ibv_reg_dmabuf_mr (rdma-core 34+); NULL with errno ENOSYS when the
+     * rdma-core built against has none */
+    struct ibv_mr *(*reg_dmabuf_mr)(struct ibv_pd *pd, uint64_t offset, size_t length,
+                                    uint64_t iova, int fd, int access);
+    int (*peermem_loaded)(void); /* 1: nvidia_peermem or nv_peer_mem is loaded */
+
     /* fork safety (btl_llrdma_fork.c), called before any other entry */
     int (*fork_init)(void); /* 0 or an errno */
     /* IBV_FORK_DISABLED / _ENABLED / _UNNEEDED as an int; -1 when rdma-core

@@ -18,8 +18,9 @@
 #include "llrdma_allreduce.h"
 #include "llrdma_core.h"
 #include "llrdma_hist.h"
+#include "bench_ompi.h"
 
-#define CFG_MAX 8192
+#define CFG_MAX LLRDMA_CONFIG_JSON_MAX
 
 static void usage(FILE *fp)
 {
@@ -76,6 +77,7 @@ static void print_row(const llrdma_rank_config_t *c)
            c->profile.ll.sq_depth, c->profile.bw.sq_depth, c->profile.ll.inline_bytes, seg,
            c->device.name[0] ? c->device.name : "-", c->btl_status);
     printf("      origin: %s\n", c->hint.origin);
+    printf("      gpu_rdma: %s\n", c->device.gpu_rdma[0] ? c->device.gpu_rdma : "-");
     if (c->device.name[0] && 0 == strcmp(c->btl_status, "active")) {
         /* Requested (the profile) / granted (read back from the device). */
         const char *mod = c->device.cq_moderation_supported > 0    ? "applied"
@@ -92,6 +94,17 @@ static void print_row(const llrdma_rank_config_t *c)
                c->profile.bw.inline_bytes, c->device.max_inline_granted_bw, c->profile.bw.sq_depth,
                c->device.sq_depth_granted_bw, c->profile.bw.rq_depth, c->device.rq_depth_granted_bw,
                c->profile.bw.cq_mod_count, c->profile.bw.cq_mod_usec, mod);
+        if (0 != c->device.rdma_limit_granted) {
+            char a[32], b[32];
+            llrdma_format_size(c->profile.bw.rdma_frag_bytes, a, sizeof(a));
+            llrdma_format_size(c->device.rdma_limit_granted, b, sizeof(b));
+            printf("      bw RDMA requested/granted: reads outstanding %u/%u  answered %u/%u  "
+                   "put/get fragment %s/%s\n",
+                   c->profile.bw.rdma_rd_atomic, c->device.rd_atomic_granted,
+                   c->profile.bw.rdma_rd_atomic, c->device.dest_rd_atomic_granted, a, b);
+        } else {
+            printf("      bw RDMA: off (send/receive only)\n");
+        }
     }
 }
 
@@ -317,11 +330,15 @@ static int show_stats(int argc, char **argv)
     return 0;
 }
 
+/* One line per rank: "pml=ob1 btl eager=llrdma send=llrdma rdma=llrdma". */
+#define TRANSPORT_MAX 192
+
 int main(int argc, char **argv)
 {
     int json = 0, quiet = 0, rank, size, rc = 0, len, key, provided;
     char *mine, *all = NULL;
     int *lens = NULL, *displs = NULL, *keys = NULL;
+    char tr[TRANSPORT_MAX], *trs = NULL;
 
     if (argc >= 2 && 0 == strcmp(argv[1], "--stats")) {
         return show_stats(argc - 2, argv + 2);
@@ -353,6 +370,21 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 3);
     }
     MPI_Gather(&key, 1, MPI_INT, keys, 1, MPI_INT, 0, MPI_COMM_WORLD);
+
+    {
+        /* The transport ob1 picked towards the next rank, once a message
+         * went there (which makes the BML endpoint). */
+        int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+        char out = 1, in = 0;
+        MPI_Sendrecv(&out, 1, MPI_CHAR, next, 7, &in, 1, MPI_CHAR, prev, 7, MPI_COMM_WORLD,
+                     MPI_STATUS_IGNORE);
+        memset(tr, 0, sizeof(tr));
+        bench_peer_transport(MPI_COMM_WORLD, next, tr, sizeof(tr));
+        if (0 == rank && NULL == (trs = calloc((size_t)size, TRANSPORT_MAX))) {
+            MPI_Abort(MPI_COMM_WORLD, 3);
+        }
+        MPI_Gather(tr, TRANSPORT_MAX, MPI_CHAR, trs, TRANSPORT_MAX, MPI_CHAR, 0, MPI_COMM_WORLD);
+    }
 
     mine = malloc(CFG_MAX);
     if (NULL == mine) {
@@ -417,6 +449,8 @@ int main(int argc, char **argv)
             snprintf(peers[r].origin, sizeof(peers[r].origin), "%s", cfgs[r].hint.origin);
             if (!json && !quiet) {
                 print_row(&cfgs[r]);
+                printf("      to rank %d: %.*s\n", (r + 1) % size, TRANSPORT_MAX - 1,
+                       trs + (size_t)r * TRANSPORT_MAX);
             }
         }
         llrdma_consensus(peers, size, &cons, dev, size);
@@ -449,6 +483,7 @@ int main(int argc, char **argv)
         free(peers);
         free(cfgs);
         free(all);
+        free(trs);
         free(displs);
         free(lens);
         free(keys);

@@ -110,6 +110,10 @@ static int profile(int n, char **texts)
     ROW("max send (fragment)", cell(a, sizeof(a), q->max_send_size); printf(" %s |", a));
     ROW("RDMA pipeline from", cell(a, sizeof(a), q->rdma_pipeline_bytes);
         printf(" %s |", q->rdma_pipeline_bytes ? a : "-"));
+    ROW("RDMA reads outstanding requested", snprintf(a, sizeof(a), "%u", q->rdma_rd_atomic);
+        printf(" %s |", q->rdma_rd_atomic ? a : "-"));
+    ROW("RDMA put/get fragment", cell(a, sizeof(a), q->rdma_frag_bytes);
+        printf(" %s |", q->rdma_frag_bytes ? a : "-"));
 #undef ROW
     printf("\n\n| hint |");
     for (int i = 0; i < n; ++i) {

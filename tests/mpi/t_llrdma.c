@@ -10,6 +10,15 @@
  *                                     pid P)")
  *   t_llrdma stream                   even ranks send to rank + 1 until killed, odd
  *                                     ones receive and acknowledge (prints "running")
+ *   t_llrdma sweep MAX [SIZE...]      one message per size between rank pairs, the
+ *                                     sender alternating: every 2^k-1, 2^k, 2^k+1 up
+ *                                     to MAX, then each SIZE (limits and +-1)
+ *   t_llrdma window N SIZE REPS       N messages of SIZE in flight each way per pair
+ *                                     (distinct buffers and tags), REPS times
+ *   t_llrdma vector COUNT BLOCK       a strided MPI_Type_vector of COUNT blocks of
+ *                                     BLOCK ints (stride 2 x BLOCK) sent into a
+ *                                     contiguous buffer and back into the vector;
+ *                                     the gaps must keep their sentinel
  *
  * Every rank checks what it receives; one that finds a wrong byte or value
  * prints a FAIL line and aborts the job (nonzero exit status).  At the end
@@ -52,6 +61,183 @@ static void check(const unsigned char *p, size_t n, long a, long b, long c)
             die("corrupt byte (message size, offset)", (long)n, (long)i);
         }
     }
+}
+
+/* Word-wise pattern for large messages (cheap enough under emulation): byte
+ * i of message (a, b) is byte i % 8 of word i / 8's value. */
+static uint64_t wpat(long a, long b, size_t w)
+{
+    return ((uint64_t)w + 1) * 0x9e3779b97f4a7c15ull ^ (uint64_t)a << 48 ^ (uint64_t)b;
+}
+
+static void wfill(unsigned char *p, size_t n, long a, long b)
+{
+    for (size_t i = 0; i < n; i += 8) {
+        uint64_t v = wpat(a, b, i / 8);
+        memcpy(p + i, &v, n - i < 8 ? n - i : 8);
+    }
+}
+
+static void wcheck(const unsigned char *p, size_t n, long a, long b)
+{
+    for (size_t i = 0; i < n; i += 8) {
+        uint64_t v = wpat(a, b, i / 8);
+        if (0 != memcmp(p + i, &v, n - i < 8 ? n - i : 8)) {
+            die("corrupt word (message size, offset)", (long)n, (long)i);
+        }
+    }
+}
+
+static void sweep_one(size_t n, long id)
+{
+    int peer = rank ^ 1, sender = (id & 1) ? (rank | 1) : (rank & ~1);
+    unsigned char *buf = malloc(n + 1);
+    if (NULL == buf) {
+        die("malloc", (long)n, 0);
+    }
+    if (rank == sender) {
+        wfill(buf, n, rank, id);
+        MPI_Send(buf, (int)n, MPI_BYTE, peer, 11, MPI_COMM_WORLD);
+    } else {
+        MPI_Status st;
+        int got = -1;
+        memset(buf, 0xa5, n + 1);
+        MPI_Recv(buf, (int)n, MPI_BYTE, peer, 11, MPI_COMM_WORLD, &st);
+        MPI_Get_count(&st, MPI_BYTE, &got);
+        if ((size_t)got != n || 0xa5 != buf[n]) {
+            die("wrong length received (size, count)", (long)n, got);
+        }
+        wcheck(buf, n, peer, id);
+    }
+    free(buf);
+}
+
+static int sweep(size_t max, int nextra, char **extra)
+{
+    long id = 0;
+    size_t last = 0; /* sizes come in increasing order: skip repeats */
+    if ((rank ^ 1) >= size) {
+        return 0;
+    }
+    for (size_t p = 1; p <= max; p *= 2) {
+        for (size_t n = p > 1 ? p - 1 : p; n <= p + 1 && n <= max; ++n) {
+            if (n > last) {
+                sweep_one(n, id++);
+                last = n;
+            }
+        }
+    }
+    for (int i = 0; i < nextra; ++i) {
+        sweep_one((size_t)strtoull(extra[i], NULL, 0), id++);
+    }
+    if (0 == rank) {
+        printf("t_llrdma: sweep: %ld sizes up to %zu verified\n", id, max);
+    }
+    return 0;
+}
+
+static int window(int n, size_t len, int reps)
+{
+    int peer = rank ^ 1;
+    unsigned char **out = calloc((size_t)n, sizeof(*out)), **in = calloc((size_t)n, sizeof(*in));
+    MPI_Request *req = calloc(2 * (size_t)n, sizeof(*req));
+    if (peer >= size) {
+        return 0;
+    }
+    if (NULL == out || NULL == in || NULL == req) {
+        die("calloc", n, 0);
+    }
+    for (int k = 0; k < n; ++k) {
+        out[k] = malloc(len);
+        in[k] = malloc(len);
+        if (NULL == out[k] || NULL == in[k]) {
+            die("malloc", (long)len, k);
+        }
+    }
+    for (int r = 0; r < reps; ++r) {
+        for (int k = 0; k < n; ++k) {
+            memset(in[k], 0, len);
+            MPI_Irecv(in[k], (int)len, MPI_BYTE, peer, k, MPI_COMM_WORLD, &req[k]);
+        }
+        for (int k = 0; k < n; ++k) {
+            wfill(out[k], len, rank, (long)r * n + k);
+            MPI_Isend(out[k], (int)len, MPI_BYTE, peer, k, MPI_COMM_WORLD, &req[n + k]);
+        }
+        MPI_Waitall(2 * n, req, MPI_STATUSES_IGNORE);
+        for (int k = 0; k < n; ++k) {
+            wcheck(in[k], len, peer, (long)r * n + k);
+        }
+    }
+    for (int k = 0; k < n; ++k) {
+        free(out[k]);
+        free(in[k]);
+    }
+    free(out);
+    free(in);
+    free(req);
+    return 0;
+}
+
+static int vector(int count, int block)
+{
+    int peer = rank ^ 1, elems = count * block;
+    size_t span = (size_t)count * 2 * (size_t)block;
+    int *v = malloc(span * sizeof(int)), *c = malloc((size_t)elems * sizeof(int));
+    MPI_Datatype vt;
+    if (peer >= size) {
+        return 0;
+    }
+    if (NULL == v || NULL == c) {
+        die("malloc", elems, 0);
+    }
+    MPI_Type_vector(count, block, 2 * block, MPI_INT, &vt);
+    MPI_Type_commit(&vt);
+    for (int dir = 0; dir < 2; ++dir) {
+        int sends = (rank & 1) == dir;
+        if (sends) {
+            /* Strided out, contiguous in (dir 0); contiguous out, strided in (dir 1). */
+            if (0 == dir) {
+                for (size_t i = 0; i < span; ++i) {
+                    v[i] = (i / (size_t)block) % 2 ? -1 : (int)(i * 7 + 3);
+                }
+                MPI_Send(v, 1, vt, peer, 21, MPI_COMM_WORLD);
+            } else {
+                for (int i = 0; i < elems; ++i) {
+                    c[i] = i * 5 + 1;
+                }
+                MPI_Send(c, elems, MPI_INT, peer, 22, MPI_COMM_WORLD);
+            }
+        } else if (0 == dir) {
+            MPI_Recv(c, elems, MPI_INT, peer, 21, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            for (int i = 0, k = 0; i < count; ++i) {
+                for (int j = 0; j < block; ++j, ++k) {
+                    size_t src = (size_t)i * 2 * (size_t)block + (size_t)j;
+                    if (c[k] != (int)(src * 7 + 3)) {
+                        die("vector packed wrong (element, value)", k, c[k]);
+                    }
+                }
+            }
+        } else {
+            for (size_t i = 0; i < span; ++i) {
+                v[i] = -7;
+            }
+            MPI_Recv(v, 1, vt, peer, 22, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            for (size_t i = 0, k = 0; i < span; ++i) {
+                int in_block = 0 == (i / (size_t)block) % 2;
+                if (in_block ? v[i] != (int)(k * 5 + 1) : v[i] != -7) {
+                    die("vector unpacked wrong (element, value)", (long)i, v[i]);
+                }
+                k += (size_t)in_block;
+            }
+        }
+    }
+    if (0 == rank) {
+        printf("t_llrdma: vector: %d blocks of %d ints, both ways, verified\n", count, block);
+    }
+    MPI_Type_free(&vt);
+    free(v);
+    free(c);
+    return 0;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -333,9 +519,16 @@ int main(int argc, char **argv)
         rc = forever();
     } else if (argc == 2 && 0 == strcmp(argv[1], "stream")) {
         rc = stream();
+    } else if (argc >= 3 && 0 == strcmp(argv[1], "sweep")) {
+        rc = sweep((size_t)strtoull(argv[2], NULL, 0), argc - 3, argv + 3);
+    } else if (argc == 5 && 0 == strcmp(argv[1], "window")) {
+        rc = window(atoi(argv[2]), (size_t)strtoull(argv[3], NULL, 0), atoi(argv[4]));
+    } else if (argc == 4 && 0 == strcmp(argv[1], "vector")) {
+        rc = vector(atoi(argv[2]), atoi(argv[3]));
     } else if (0 == rank) {
         fprintf(stderr, "usage: t_llrdma pingpong ITERS SIZE... | random COUNT SEED MAX | "
-                        "coll ITERS MAX | forever | stream\n");
+                        "coll ITERS MAX | forever | stream | sweep MAX [SIZE...] | "
+                        "window N SIZE REPS | vector COUNT BLOCK\n");
     }
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_Finalize();

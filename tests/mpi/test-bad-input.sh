@@ -52,6 +52,13 @@ expect_fail "connect_timeout 0" "btl_llrdma_connect_timeout = 0" "at least 1" --
   -np 2 --mca btl_llrdma_connect_timeout 0 "$TRING"
 expect_fail "fork_safe not auto/yes/no" "btl_llrdma_fork_safe = 'sometimes'" \
   "not one of auto, yes, no" -- -np 2 --mca btl_llrdma_fork_safe sometimes "$TRING"
+expect_fail "rdma not get/put/off" "btl_llrdma_rdma = 'rget'" "not one of get, put, off" -- \
+  -np 2 --mca btl_llrdma_rdma rget "$TRING"
+expect_fail "gpu_rdma not auto/dmabuf/peermem/off" "btl_llrdma_gpu_rdma = 'yes'" \
+  "not one of auto, dmabuf, peermem, off" -- -np 2 --mca btl_llrdma_gpu_rdma yes "$TRING"
+# A forced GPU mode is never downgraded: without an RDMA device it stops MPI_Init.
+expect_fail "gpu_rdma=dmabuf without an RDMA device" "btl_llrdma_gpu_rdma = dmabuf" \
+  "no RDMA device to register GPU memory with" -- -np 2 --mca btl_llrdma_gpu_rdma dmabuf "$TRING"
 expect_fail "roce_version not auto/1/2" "btl_llrdma_roce_version" "3" -- \
   -np 2 --mca btl_llrdma_roce_version 3 "$TRING"
 expect_fail "gid_index below -1" "btl_llrdma_gid_index" "-5" -- \

@@ -40,6 +40,7 @@ typedef struct fake_id {
     uint16_t port; /* listening port, host order */
     struct sockaddr_in dst;
     int passive, raw, answered, established, disconnected;
+    uint8_t offer_init, offer_resp; /* passive: read depths the request allows this side */
 } fake_id_t;
 
 static uint16_t next_port = 4242;
@@ -434,6 +435,13 @@ static int f_cm_connect(struct rdma_cm_id *id, struct rdma_conn_param *p)
         errno = EINVAL;
         return -1;
     }
+    if (NULL != p &&
+        (p->initiator_depth > fake.max_rd_atom || p->responder_resources > fake.max_rd_atom)) {
+        fake_fault(&fake.bad_posts, "rdma_connect with read depths %u/%u above the device's %u",
+                   p->initiator_depth, p->responder_resources, fake.max_rd_atom);
+        errno = EINVAL;
+        return -1;
+    }
     ++fake.nconnects;
     take_param(id, p);
     for (fake_id_t *i = ids; NULL != i; i = i->next) {
@@ -458,6 +466,13 @@ static int f_cm_connect(struct rdma_cm_id *id, struct rdma_conn_param *p)
                                              NULL != p ? p->private_data : NULL,
                                              NULL != p ? p->private_data_len : 0, PDATA_REQ);
         ev->listen_id = &l->id;
+        /* As the kernel reports them: from the passive side's point of view. */
+        if (NULL != p) {
+            pas->offer_init = p->responder_resources;
+            pas->offer_resp = p->initiator_depth;
+        }
+        ev->param.conn.initiator_depth = pas->offer_init;
+        ev->param.conn.responder_resources = pas->offer_resp;
         net_ev(l->id.channel, ev);
     }
     return 0;
@@ -476,9 +491,29 @@ static int f_cm_accept(struct rdma_cm_id *id, struct rdma_conn_param *p)
         errno = EINVAL;
         return -1;
     }
+    if (NULL != p &&
+        (p->initiator_depth > fake.max_rd_atom || p->responder_resources > fake.max_rd_atom)) {
+        fake_fault(&fake.bad_posts, "rdma_accept with read depths %u/%u above the device's %u",
+                   p->initiator_depth, p->responder_resources, fake.max_rd_atom);
+        errno = EINVAL;
+        return -1;
+    }
+    if (NULL != p &&
+        (p->initiator_depth > f->offer_init || p->responder_resources > f->offer_resp)) {
+        fake_fault(&fake.misuse, "rdma_accept with read depths %u/%u, the request allowed %u/%u",
+                   p->initiator_depth, p->responder_resources, f->offer_init, f->offer_resp);
+    }
     ++fake.naccepts;
     f->answered = 1;
     take_param(id, p);
+    if (NULL != p) {
+        fake_qp(id->qp)->max_rd_atomic = p->initiator_depth;
+        fake_qp(id->qp)->max_dest_rd_atomic = p->responder_resources;
+        if (NULL != a && NULL != a->id.qp) {
+            fake_qp(a->id.qp)->max_rd_atomic = p->responder_resources;
+            fake_qp(a->id.qp)->max_dest_rd_atomic = p->initiator_depth;
+        }
+    }
     if (f->raw) {
         f->established = 1;
         fake_qp(id->qp)->rts = 1;

@@ -91,6 +91,8 @@ static int f_query_device(struct ibv_context *c, struct ibv_device_attr *a)
     a->max_cqe = (int)fake.max_cqe;
     a->max_srq_wr = (int)fake.max_srq_wr;
     a->max_qp_wr = (int)fake.max_qp_wr;
+    a->max_qp_rd_atom = (int)fake.max_rd_atom;
+    a->max_qp_init_rd_atom = (int)fake.max_rd_atom;
     return 0;
 }
 
@@ -105,6 +107,7 @@ static int f_query_port(struct ibv_context *c, uint8_t p, struct ibv_port_attr *
     a->state = IBV_PORT_ACTIVE;
     a->link_layer = IBV_LINK_LAYER_ETHERNET;
     a->gid_tbl_len = 2;
+    a->max_msg_sz = fake.max_msg_sz;
     return 0;
 }
 
@@ -172,14 +175,9 @@ static int f_dealloc_pd(struct ibv_pd *pd)
     return 0;
 }
 
-static struct ibv_mr *f_reg_mr(struct ibv_pd *pd, void *addr, size_t len, int access)
+static struct ibv_mr *mr_new(struct ibv_pd *pd, void *addr, size_t len, int access)
 {
-    fake_mr_t *m;
-    if (FAIL_POINT()) {
-        errno = ENOMEM;
-        return NULL;
-    }
-    m = calloc(1, sizeof(*m));
+    fake_mr_t *m = calloc(1, sizeof(*m));
     m->mr.pd = pd;
     m->mr.context = pd->context;
     m->mr.addr = addr;
@@ -193,6 +191,44 @@ static struct ibv_mr *f_reg_mr(struct ibv_pd *pd, void *addr, size_t len, int ac
     mrs = m;
     ++fake.live_mr;
     return &m->mr;
+}
+
+static struct ibv_mr *f_reg_mr(struct ibv_pd *pd, void *addr, size_t len, int access)
+{
+    if (FAIL_POINT()) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return mr_new(pd, addr, len, access);
+}
+
+static struct ibv_mr *f_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t len, uint64_t iova,
+                                      int fd, int access)
+{
+    struct ibv_mr *mr;
+    if (FAIL_POINT()) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (1 != fake.dmabuf) {
+        errno = 2 == fake.dmabuf ? EPROTONOSUPPORT : EOPNOTSUPP;
+        return NULL;
+    }
+    if (fd < 0) {
+        errno = EBADF;
+        return NULL;
+    }
+    (void)offset;
+    /* The device reaches the memory by iova: register that range. */
+    mr = mr_new(pd, (void *)(uintptr_t)iova, len, access);
+    ++fake.ndmabuf_mrs;
+    fake.last_iova = iova;
+    return mr;
+}
+
+static int f_peermem_loaded(void)
+{
+    return fake.peermem;
 }
 
 static int f_dereg_mr(struct ibv_mr *mr)
@@ -422,6 +458,8 @@ static int f_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask,
     *init = fake_qp(qp)->attr;
     a->cap = init->cap;
     a->min_rnr_timer = (uint8_t)(fake_qp(qp)->min_rnr_timer < 0 ? 0 : fake_qp(qp)->min_rnr_timer);
+    a->max_rd_atomic = (uint8_t)fake_qp(qp)->max_rd_atomic;
+    a->max_dest_rd_atomic = (uint8_t)fake_qp(qp)->max_dest_rd_atomic;
     return 0;
 }
 
@@ -501,7 +539,9 @@ static int enqueue(fake_qp_t *q, const struct ibv_send_wr *wr)
         return EINVAL;
     }
     if (wr->num_sge < 0 || (uint32_t)wr->num_sge > q->attr.cap.max_send_sge ||
-        (IBV_WR_SEND != wr->opcode && IBV_WR_RDMA_WRITE != wr->opcode)) {
+        (IBV_WR_SEND != wr->opcode && IBV_WR_RDMA_WRITE != wr->opcode &&
+         IBV_WR_RDMA_READ != wr->opcode) ||
+        (IBV_WR_RDMA_READ == wr->opcode && (wr->send_flags & IBV_SEND_INLINE))) {
         fake_fault(&fake.bad_posts, "ibv_post_send on qp %u: %d SGEs, opcode %d", q->qp.qp_num,
                    wr->num_sge, (int)wr->opcode);
         return EINVAL;
@@ -701,6 +741,7 @@ static int rdma_write(fake_qp_t *q, fake_qp_t *p, fake_swr_t *w)
     }
     gather(w, (unsigned char *)(uintptr_t)w->remote_addr);
     ++q->writes_done;
+    ++fake.nwrites;
     return IBV_WC_SUCCESS;
 }
 
@@ -710,13 +751,47 @@ static int sges_ok(const fake_qp_t *q, const fake_swr_t *w)
         return 1; /* no key is looked at */
     }
     for (int i = 0; i < w->num_sge; ++i) {
-        if (NULL == mr_find(0, w->sge[i].lkey, w->sge[i].addr, w->sge[i].length, q->qp.pd)) {
+        fake_mr_t *m = mr_find(0, w->sge[i].lkey, w->sge[i].addr, w->sge[i].length, q->qp.pd);
+        if (NULL == m) {
             fake_fault(&fake.prot_errors, "send SGE of qp %u outside a registered MR (lkey 0x%x)",
                        q->qp.qp_num, w->sge[i].lkey);
             return 0;
         }
+        if (IBV_WR_RDMA_READ == w->opcode && !(m->access & IBV_ACCESS_LOCAL_WRITE)) {
+            fake_fault(&fake.prot_errors, "RDMA read on qp %u into an MR without local write",
+                       q->qp.qp_num);
+            return 0;
+        }
     }
     return 1;
+}
+
+static int rdma_read(fake_qp_t *q, fake_qp_t *p, fake_swr_t *w)
+{
+    fake_mr_t *m;
+    const unsigned char *src;
+
+    if (0 == q->max_rd_atomic || 0 == p->max_dest_rd_atomic) {
+        fake_fault(&fake.rd_atomic_errors,
+                   "RDMA read on qp %u: max_rd_atomic %u, peer qp %u max_dest_rd_atomic %u",
+                   q->qp.qp_num, q->max_rd_atomic, p->qp.qp_num, p->max_dest_rd_atomic);
+        return IBV_WC_REM_INV_REQ_ERR;
+    }
+    m = mr_find(1, w->rkey, w->remote_addr, w->length, p->qp.pd);
+    if (NULL == m || !(m->access & IBV_ACCESS_REMOTE_READ)) {
+        fake_fault(&fake.access_errors, "RDMA read of %u bytes by qp %u from 0x%llx rkey 0x%x: %s",
+                   w->length, q->qp.qp_num, (unsigned long long)w->remote_addr, w->rkey,
+                   NULL == m ? "no MR covers it" : "MR not remote-readable");
+        return IBV_WC_REM_ACCESS_ERR;
+    }
+    src = (const unsigned char *)(uintptr_t)w->remote_addr;
+    for (int i = 0; i < w->num_sge; ++i) {
+        memcpy((void *)(uintptr_t)w->sge[i].addr, src, w->sge[i].length);
+        src += w->sge[i].length;
+    }
+    ++q->reads_done;
+    ++fake.nreads;
+    return IBV_WC_SUCCESS;
 }
 
 /* Execute the WRs of one QP that can run now, in order. */
@@ -735,6 +810,10 @@ static int run_qp(fake_qp_t *q)
             st = IBV_WC_RETRY_EXC_ERR; /* nobody answers */
         } else if (!sges_ok(q, w)) {
             st = IBV_WC_LOC_PROT_ERR;
+        } else if (w->length > fake.max_msg_sz) {
+            fake_fault(&fake.len_errors, "a work request of %u bytes on qp %u (max_msg_sz %u)",
+                       w->length, q->qp.qp_num, fake.max_msg_sz);
+            st = IBV_WC_LOC_LEN_ERR;
         } else if (IBV_WR_SEND == w->opcode) {
             st = deliver(q, q->peer, w);
             if (HOLD == st) {
@@ -743,6 +822,8 @@ static int run_qp(fake_qp_t *q)
             if (IBV_WC_SUCCESS == st) {
                 ++q->sends_done;
             }
+        } else if (IBV_WR_RDMA_READ == w->opcode) {
+            st = rdma_read(q, q->peer, w);
         } else {
             st = rdma_write(q, q->peer, w);
         }
@@ -752,8 +833,10 @@ static int run_qp(fake_qp_t *q)
         /* An error completes every WR, signalled or not. */
         if (IBV_WC_SUCCESS != st || (w->flags & IBV_SEND_SIGNALED) || q->attr.sq_sig_all) {
             push_wc(q->qp.send_cq, q, w->wr_id, (enum ibv_wc_status)st,
-                    IBV_WR_SEND == w->opcode ? IBV_WC_SEND : IBV_WC_RDMA_WRITE, 0, q->qp.qp_num, 0,
-                    1, q->exec);
+                    IBV_WR_SEND == w->opcode
+                        ? IBV_WC_SEND
+                        : (IBV_WR_RDMA_READ == w->opcode ? IBV_WC_RDMA_READ : IBV_WC_RDMA_WRITE),
+                    0, q->qp.qp_num, 0, 1, q->exec);
         }
         free(w->inl);
         w->inl = NULL;
@@ -872,6 +955,8 @@ mca_btl_llrdma_verbs_ops_t fake_ops = {
     .post_srq_recv = f_post_srq_recv,
     .poll_cq = f_poll_cq,
     .wc_status_str = f_wc_status_str,
+    .reg_dmabuf_mr = f_reg_dmabuf_mr,
+    .peermem_loaded = f_peermem_loaded,
     .fork_init = f_fork_init,
     .is_fork_initialized = f_is_fork_initialized,
 };
@@ -890,6 +975,8 @@ void fake_install(void)
     fake.max_srq_wr = 4096;
     fake.max_cqe = 4096;
     fake.modify_cq_supported = 1;
+    fake.max_rd_atom = 16;
+    fake.max_msg_sz = 1u << 31;
     fake_cm_install(&fake_ops);
     mca_btl_llrdma_verbs = fake_ops;
 }
@@ -909,5 +996,5 @@ int fake_faults(void)
 {
     return fake.sq_overflows + fake.srq_overflows + fake.inline_overflows + fake.bad_posts +
            fake.cq_overruns + fake.rnr_events + fake.access_errors + fake.len_errors +
-           fake.prot_errors + fake.misuse;
+           fake.prot_errors + fake.misuse + fake.rd_atomic_errors;
 }

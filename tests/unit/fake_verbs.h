@@ -13,8 +13,17 @@
  *   with EINVAL;
  * - posting on a QP that is not connected fails with EINVAL;
  * - memory keys: local SGEs must lie in a registered MR; an RDMA write needs
- *   a remote MR with IBV_ACCESS_REMOTE_WRITE covering the range (else
- *   IBV_WC_REM_ACCESS_ERR); a SEND larger than the receive buffer fails;
+ *   a remote MR with IBV_ACCESS_REMOTE_WRITE covering the range, an RDMA
+ *   read one with IBV_ACCESS_REMOTE_READ (else IBV_WC_REM_ACCESS_ERR) and
+ *   local SGEs with IBV_ACCESS_LOCAL_WRITE (else IBV_WC_LOC_PROT_ERR); a
+ *   SEND larger than the receive buffer fails;
+ * - RDMA reads need outstanding-read depth on both QPs (max_rd_atomic of
+ *   the reader, max_dest_rd_atomic of the responder, as rdma_cm set them
+ *   from the connection parameters; else IBV_WC_REM_INV_REQ_ERR); a
+ *   connection parameter above the device's max_qp_(init_)rd_atom fails
+ *   rdma_connect/rdma_accept with EINVAL, and an accept asking more than
+ *   the request offered is a fault; a work request above the port's
+ *   max_msg_sz fails with IBV_WC_LOC_LEN_ERR;
  * - receiver not ready: a SEND that finds no buffer in the peer's SRQ is an
  *   RNR event; the WR is held and retried (rnr_retry 7) or fails with
  *   IBV_WC_RNR_RETRY_EXC_ERR once the QP's rnr_retry count is used up.
@@ -107,7 +116,8 @@ typedef struct fake_qp {
     int min_rnr_timer; /* -1: never set with ibv_modify_qp */
     fake_swr_t *sq;
     uint64_t head, exec, tail; /* oldest not retired, next to run, next free */
-    uint64_t sends_done, recvs_done, writes_done;
+    uint64_t sends_done, recvs_done, writes_done, reads_done;
+    uint32_t max_rd_atomic, max_dest_rd_atomic; /* set by rdma_cm from the parameters */
 } fake_qp_t;
 
 typedef struct fake_state {
@@ -123,17 +133,25 @@ typedef struct fake_state {
     uint32_t max_srq_wr;     /* create_srq grants at most this */
     uint32_t max_cqe;        /* create_cq fails above this */
     int modify_cq_supported; /* else EOPNOTSUPP */
-    int post_send_errno;     /* nonzero: every post_send fails with it */
-    int route_unreachable;   /* rdma_resolve_route ends in UNREACHABLE */
-    int refuse_connects;     /* the next n rdma_connect find no listener */
-    int wire_hold;           /* posted WRs wait until cleared */
-    int cm_hold;             /* CM messages between processes wait for fake_cm_deliver */
+    uint32_t max_rd_atom;    /* device max_qp_rd_atom = max_qp_init_rd_atom */
+    uint32_t max_msg_sz;     /* port max_msg_sz */
+    /* GPU memory: dma-buf MRs 0 none (EOPNOTSUPP), 1 yes (fd -1: EBADF, fd >= 0
+     * registers), 2 none (EPROTONOSUPPORT); peermem module loaded */
+    int dmabuf, peermem;
+    int ndmabuf_mrs;       /* dma-buf MRs registered */
+    uint64_t last_iova;    /* of the last one */
+    int post_send_errno;   /* nonzero: every post_send fails with it */
+    int route_unreachable; /* rdma_resolve_route ends in UNREACHABLE */
+    int refuse_connects;   /* the next n rdma_connect find no listener */
+    int wire_hold;         /* posted WRs wait until cleared */
+    int cm_hold;           /* CM messages between processes wait for fake_cm_deliver */
     /* what the BTL did */
     fake_wr_t sends[FAKE_MAX_WR];
     int nsends;
     uint64_t recvs[FAKE_MAX_WR]; /* wr_ids posted to any SRQ */
     int nrecvs;
     struct ibv_qp_init_attr last_qp_attr;
+    int nreads, nwrites; /* RDMA reads and writes executed */
     int nqp_created;
     int nconnects, naccepts, nrejects, nmodify_qp;
     /* limits the device enforced (a correct BTL never hits one) */
@@ -144,7 +162,8 @@ typedef struct fake_state {
     int cq_overruns;      /* a completion found its CQ full */
     int rnr_events;       /* SENDs that found no receive buffer (once per WR) */
     int rnr_naks;         /* every attempt that found none */
-    int access_errors;    /* RDMA write with a bad rkey or range */
+    int access_errors;    /* RDMA write or read with a bad rkey, range or access */
+    int rd_atomic_errors; /* RDMA read on a QP pair without read depth */
     int len_errors;       /* SEND larger than the receive buffer */
     int prot_errors;      /* local SGE outside a registered MR */
     int misuse;           /* destroying an object still in use, ... */

@@ -4,6 +4,8 @@
 #include "llrdma_btl_plan.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <string>
 
 namespace
 {
@@ -146,4 +148,85 @@ BOOST_AUTO_TEST_CASE(interval_clamped_to_depth)
     BOOST_TEST(sq.interval == 1u);
     llrdma_sq_retire(&sq, 10); // more than posted: clamps at 0
     BOOST_TEST(sq.posted == 0u);
+}
+
+// ------------------------------------------------------------ GPU registration mode
+
+namespace
+{
+
+std::string choose(llrdma_gpu_knob_t k, int dev, int dmabuf_errno, int peermem, int *rc,
+                   llrdma_gpu_mode_t *mode)
+{
+    llrdma_gpu_probe_t p{dev, dmabuf_errno, peermem};
+    char report[256];
+    *rc = llrdma_gpu_rdma_choose(k, &p, mode, report, sizeof report);
+    return report;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(gpu_knob_parse)
+{
+    llrdma_gpu_knob_t k;
+    BOOST_TEST(llrdma_gpu_knob_parse("auto", &k) == LLRDMA_OK);
+    BOOST_TEST(k == LLRDMA_GPU_KNOB_AUTO);
+    BOOST_TEST(llrdma_gpu_knob_parse("dmabuf", &k) == LLRDMA_OK);
+    BOOST_TEST(k == LLRDMA_GPU_KNOB_DMABUF);
+    BOOST_TEST(llrdma_gpu_knob_parse("peermem", &k) == LLRDMA_OK);
+    BOOST_TEST(k == LLRDMA_GPU_KNOB_PEERMEM);
+    BOOST_TEST(llrdma_gpu_knob_parse("off", &k) == LLRDMA_OK);
+    BOOST_TEST(k == LLRDMA_GPU_KNOB_OFF);
+    for (const char *bad : {"", "DMABUF", "dma-buf", "on", "auto "})
+        BOOST_TEST(llrdma_gpu_knob_parse(bad, &k) == LLRDMA_ERR_INVALID);
+    BOOST_TEST(llrdma_gpu_knob_parse(nullptr, &k) == LLRDMA_ERR_INVALID);
+}
+
+BOOST_AUTO_TEST_CASE(gpu_auto_prefers_dmabuf_then_peermem)
+{
+    int rc;
+    llrdma_gpu_mode_t m;
+    // The probe's EBADF means the provider has dma-buf MRs.
+    BOOST_TEST(choose(LLRDMA_GPU_KNOB_AUTO, 1, EBADF, 1, &rc, &m) == "dmabuf");
+    BOOST_TEST((rc == LLRDMA_OK && m == LLRDMA_GPU_DMABUF));
+    BOOST_TEST(choose(LLRDMA_GPU_KNOB_AUTO, 1, 0, 0, &rc, &m) == "dmabuf");
+    BOOST_TEST(choose(LLRDMA_GPU_KNOB_AUTO, 1, EOPNOTSUPP, 1, &rc, &m) == "peermem");
+    BOOST_TEST((rc == LLRDMA_OK && m == LLRDMA_GPU_PEERMEM));
+    // rxe / siw: no dma-buf, no peermem: none, and the job goes on.
+    BOOST_TEST(choose(LLRDMA_GPU_KNOB_AUTO, 1, EOPNOTSUPP, 0, &rc, &m) ==
+               "none (the device has no dma-buf MRs; neither nvidia_peermem nor nv_peer_mem is "
+               "loaded)");
+    BOOST_TEST((rc == LLRDMA_OK && m == LLRDMA_GPU_NONE));
+    BOOST_TEST(
+        choose(LLRDMA_GPU_KNOB_AUTO, 1, EPROTONOSUPPORT, 0, &rc, &m).find("no dma-buf MRs") !=
+        std::string::npos);
+    BOOST_TEST(choose(LLRDMA_GPU_KNOB_AUTO, 1, -1, 0, &rc, &m)
+                   .find("rdma-core has no ibv_reg_dmabuf_mr") != std::string::npos);
+    BOOST_TEST(choose(LLRDMA_GPU_KNOB_AUTO, 1, EINVAL, 0, &rc, &m)
+                   .find("the dma-buf probe failed: Invalid argument") != std::string::npos);
+    BOOST_TEST(choose(LLRDMA_GPU_KNOB_AUTO, 0, -1, 0, &rc, &m) == "none (no RDMA device)");
+    BOOST_TEST((rc == LLRDMA_OK && m == LLRDMA_GPU_NONE));
+    BOOST_TEST(choose(LLRDMA_GPU_KNOB_OFF, 1, EBADF, 1, &rc, &m) ==
+               "none (btl_llrdma_gpu_rdma=off)");
+    BOOST_TEST((rc == LLRDMA_OK && m == LLRDMA_GPU_NONE));
+}
+
+BOOST_AUTO_TEST_CASE(gpu_forced_mode_unavailable_is_an_error)
+{
+    int rc;
+    llrdma_gpu_mode_t m;
+    BOOST_TEST(choose(LLRDMA_GPU_KNOB_DMABUF, 1, EBADF, 0, &rc, &m) == "dmabuf");
+    BOOST_TEST((rc == LLRDMA_OK && m == LLRDMA_GPU_DMABUF));
+    // Forced dma-buf on a device with only peermem: an error, not peermem.
+    BOOST_TEST(choose(LLRDMA_GPU_KNOB_DMABUF, 1, EOPNOTSUPP, 1, &rc, &m) ==
+               "the device has no dma-buf MRs");
+    BOOST_TEST((rc == LLRDMA_ERR_NOT_FOUND && m == LLRDMA_GPU_NONE));
+    BOOST_TEST(choose(LLRDMA_GPU_KNOB_PEERMEM, 1, EBADF, 1, &rc, &m) == "peermem");
+    BOOST_TEST((rc == LLRDMA_OK && m == LLRDMA_GPU_PEERMEM));
+    BOOST_TEST(choose(LLRDMA_GPU_KNOB_PEERMEM, 1, EBADF, 0, &rc, &m) ==
+               "neither nvidia_peermem nor nv_peer_mem is loaded");
+    BOOST_TEST((rc == LLRDMA_ERR_NOT_FOUND && m == LLRDMA_GPU_NONE));
+    BOOST_TEST(choose(LLRDMA_GPU_KNOB_DMABUF, 0, -1, 0, &rc, &m) ==
+               "no RDMA device to register GPU memory with");
+    BOOST_TEST(rc == LLRDMA_ERR_NOT_FOUND);
 }

@@ -41,6 +41,11 @@ llrdma_rank_config_t sample(uint64_t hint)
     c.device.min_rnr_timer = 12;
     c.device.rnr_retry = 7;
     c.device.retry_count = 6;
+    c.device.rd_atomic_granted = 16;
+    c.device.dest_rd_atomic_granted = 8;
+    c.device.rdma_limit_granted = 1048576;
+    std::snprintf(c.device.gpu_rdma, sizeof c.device.gpu_rdma,
+                  "none (the device has no dma-buf MRs)");
     std::snprintf(c.btl_status, sizeof c.btl_status, "active");
     std::snprintf(c.fork_safe, sizeof c.fork_safe, "kernel");
     c.coll_hint = hint / 2;
@@ -93,7 +98,9 @@ BOOST_AUTO_TEST_CASE(key_order_and_shape)
         "\"device\":{\"name\":\"rxe0\",\"port\":1,\"max_inline_granted_ll\":220,",
         "\"cq_moderation_supported\":-1,\"gid_index\":1,\"rq_depth_granted_ll\":128,"
         "\"rq_depth_granted_bw\":64,\"gid_type\":\"roce_v2\",\"min_rnr_timer\":12,"
-        "\"rnr_retry\":7,\"retry_count\":6}"};
+        "\"rnr_retry\":7,\"retry_count\":6,",
+        "\"rd_atomic_granted\":16,\"dest_rd_atomic_granted\":8,\"rdma_limit_granted\":1048576,"
+        "\"gpu_rdma\":\"none (the device has no dma-buf MRs)\"}"};
     size_t pos = 0;
     for (const char *k : keys) {
         size_t at = j.find(k, pos);
@@ -105,9 +112,12 @@ BOOST_AUTO_TEST_CASE(key_order_and_shape)
     }
     BOOST_TEST(j.front() == '{');
     BOOST_TEST(j.substr(j.size() - 2) == "}}");
-    const char *path_fields[] = {
-        "sq_depth",     "rq_depth",    "recv_buf_bytes", "inline_bytes",  "signal_interval",
-        "cq_mod_count", "cq_mod_usec", "eager_limit",    "max_send_size", "rdma_pipeline_bytes"};
+    const char *path_fields[] = {"sq_depth",        "rq_depth",
+                                 "recv_buf_bytes",  "inline_bytes",
+                                 "signal_interval", "cq_mod_count",
+                                 "cq_mod_usec",     "eager_limit",
+                                 "max_send_size",   "rdma_pipeline_bytes",
+                                 "rdma_rd_atomic",  "rdma_frag_bytes"};
     for (const char *f : path_fields)
         BOOST_TEST(j.find(std::string("\"") + f + "\":") != std::string::npos);
 }
@@ -310,6 +320,7 @@ BOOST_AUTO_TEST_CASE(worst_case_fits_json_max)
     };
     fill(c.host, sizeof c.host);
     fill(c.hint.origin, sizeof c.hint.origin);
+    fill(c.device.gpu_rdma, sizeof c.device.gpu_rdma);
     fill(c.hint.text, sizeof c.hint.text);
     fill(c.btl_status, sizeof c.btl_status);
     fill(c.device.name, sizeof c.device.name);
@@ -317,7 +328,8 @@ BOOST_AUTO_TEST_CASE(worst_case_fits_json_max)
     fill(c.fork_safe, sizeof c.fork_safe);
     for (llrdma_path_profile_t *p : {&c.profile.ll, &c.profile.bw}) {
         p->min_bytes = p->max_bytes = p->eager_limit = p->max_send_size = UINT64_MAX - 1;
-        p->rdma_pipeline_bytes = UINT64_MAX - 1;
+        p->rdma_pipeline_bytes = p->rdma_frag_bytes = UINT64_MAX - 1;
+        p->rdma_rd_atomic = UINT32_MAX;
         p->sq_depth = p->rq_depth = p->recv_buf_bytes = p->inline_bytes = UINT32_MAX;
         p->signal_interval = p->cq_mod_count = p->cq_mod_usec = UINT32_MAX;
     }
@@ -325,6 +337,8 @@ BOOST_AUTO_TEST_CASE(worst_case_fits_json_max)
     c.device.sq_depth_granted_ll = c.device.sq_depth_granted_bw = UINT32_MAX;
     c.device.rq_depth_granted_ll = c.device.rq_depth_granted_bw = UINT32_MAX;
     c.device.min_rnr_timer = c.device.rnr_retry = c.device.retry_count = UINT32_MAX;
+    c.device.rd_atomic_granted = c.device.dest_rd_atomic_granted = UINT32_MAX;
+    c.device.rdma_limit_granted = UINT64_MAX;
     c.device.gid_index = INT32_MIN;
     c.hint.bytes = c.profile.coll_segment_bytes = UINT64_MAX;
     c.coll_hint = c.coll_segment_knob = c.coll_shm_chunk_knob = UINT64_MAX;

@@ -61,6 +61,8 @@ BOOST_AUTO_TEST_CASE(generic_profile_for_hint_zero)
     BOOST_TEST(bw.eager_limit == 12 * K);
     BOOST_TEST(bw.max_send_size == 64 * K);
     BOOST_TEST(bw.rdma_pipeline_bytes == 1 * M);
+    BOOST_TEST(bw.rdma_rd_atomic == 16u);
+    BOOST_TEST(bw.rdma_frag_bytes == 1 * M);
     BOOST_TEST(p.coll_segment_bytes == 64 * K);
     // No low-latency path at all.
     const llrdma_path_profile_t zero{};
@@ -88,6 +90,11 @@ BOOST_AUTO_TEST_CASE(table_of_hints)
             BOOST_TEST(p.ll.eager_limit == std::min<uint64_t>(e.hint, 64 * K));
             BOOST_TEST(p.ll.max_send_size == std::min<uint64_t>(e.hint, 64 * K));
             BOOST_TEST(p.ll.rdma_pipeline_bytes == 0u);
+            BOOST_TEST(p.ll.rdma_rd_atomic == 0u); // no RDMA on the low-latency QP
+            BOOST_TEST(p.ll.rdma_frag_bytes == 0u);
+            // The hint does not size RDMA: a small hint cannot cap bandwidth.
+            BOOST_TEST(p.bw.rdma_rd_atomic == 16u);
+            BOOST_TEST(p.bw.rdma_frag_bytes == 1 * M);
 
             BOOST_TEST(p.bw.min_bytes == e.hint + 1);
             BOOST_TEST(p.bw.max_bytes == UINT64_MAX);

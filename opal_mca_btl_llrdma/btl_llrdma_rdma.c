@@ -1,0 +1,408 @@
+/*
+ * btl/llrdma RDMA: registrations through Open MPI's grdma cache, btl_put /
+ * btl_get / btl_flush on the BW queue pair (see btl_llrdma_rdma.h and
+ * docs/btl-design.md "RDMA").
+ */
+#include "opal_config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "opal/mca/rcache/base/base.h"
+#include "opal/util/output.h"
+
+#include "btl_llrdma.h"
+#include "btl_llrdma_gpu.h"
+#include "btl_llrdma_rdma.h"
+
+OBJ_CLASS_INSTANCE(mca_btl_llrdma_rdma_op_t, opal_list_item_t, NULL, NULL);
+
+/* ------------------------------------------------------- registration */
+
+static int access_of(int32_t rcache_flags)
+{
+    /* Reads land in local memory: local write always (verbs also requires
+     * it with remote write). */
+    int access = IBV_ACCESS_LOCAL_WRITE;
+    if (rcache_flags & MCA_RCACHE_ACCESS_REMOTE_READ) {
+        access |= IBV_ACCESS_REMOTE_READ;
+    }
+    if (rcache_flags & MCA_RCACHE_ACCESS_REMOTE_WRITE) {
+        access |= IBV_ACCESS_REMOTE_WRITE;
+    }
+    return access;
+}
+
+/* grdma's callbacks: the cache decides when; these only talk to the device. */
+static int reg_mem_cb(void *reg_data, void *base, size_t size, mca_rcache_base_registration_t *reg)
+{
+    mca_btl_llrdma_module_t *m = (mca_btl_llrdma_module_t *)reg_data;
+    mca_btl_llrdma_reg_t *r = (mca_btl_llrdma_reg_t *)reg;
+
+    if (reg->flags & MCA_RCACHE_FLAGS_CUDA_GPU_MEM) {
+        r->buffer_id = m->gpu_buffer_id;
+        r->mr = mca_btl_llrdma_gpu_reg(m, base, size, access_of(reg->access_flags));
+    } else {
+        r->buffer_id = 0;
+        r->mr = mca_btl_llrdma_verbs.reg_mr(m->pd, base, size, access_of(reg->access_flags));
+    }
+    if (NULL == r->mr) {
+        opal_output_verbose(10, mca_btl_llrdma_component.output,
+                            "btl:llrdma: ibv_reg_mr(%p, %zu) on %s failed: %s", base, size,
+                            m->port.dev, strerror(errno));
+        /* grdma evicts an unused registration and tries again. */
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    r->handle.lkey = r->mr->lkey;
+    r->handle.rkey = r->mr->rkey;
+    return OPAL_SUCCESS;
+}
+
+static int dereg_mem_cb(void *reg_data, mca_rcache_base_registration_t *reg)
+{
+    mca_btl_llrdma_reg_t *r = (mca_btl_llrdma_reg_t *)reg;
+    (void)reg_data;
+    if (NULL != r->mr) {
+        (void)mca_btl_llrdma_verbs.dereg_mr(r->mr);
+        r->mr = NULL;
+    }
+    return OPAL_SUCCESS;
+}
+
+mca_btl_base_registration_handle_t *mca_btl_llrdma_register_mem(struct mca_btl_base_module_t *btl,
+                                                                struct mca_btl_base_endpoint_t *ep,
+                                                                void *base, size_t size,
+                                                                uint32_t flags)
+{
+    mca_btl_llrdma_module_t *m = (mca_btl_llrdma_module_t *)btl;
+    mca_rcache_base_registration_t *reg = NULL;
+    int32_t access = (int32_t)(flags & MCA_BTL_REG_FLAG_ACCESS_ANY);
+    uint32_t rflags = 0;
+    uint64_t id = 0;
+
+    (void)ep;
+    /* Only a module with a GPU mode looks at where memory lives (and loads
+     * libcuda for it): host-only jobs never do. */
+    if (LLRDMA_GPU_NONE != m->gpu_mode && mca_btl_llrdma_gpu_classify(base, &id)) {
+        rflags = MCA_RCACHE_FLAGS_CUDA_GPU_MEM;
+        m->gpu_buffer_id = id;
+    }
+    if (OPAL_SUCCESS != m->rcache->rcache_register(m->rcache, base, size, rflags, access, &reg)) {
+        return NULL;
+    }
+    if (0 != rflags && ((mca_btl_llrdma_reg_t *)reg)->buffer_id != id) {
+        /* A cached registration of a freed allocation that a new one now
+         * occupies (the memory hooks do not see cudaFree): drop it. */
+        unsigned char *b = reg->base;
+        size_t n = (size_t)(reg->bound - reg->base) + 1;
+        (void)m->rcache->rcache_deregister(m->rcache, reg);
+        (void)m->rcache->rcache_invalidate_range(m->rcache, b, n);
+        reg = NULL;
+        if (OPAL_SUCCESS !=
+            m->rcache->rcache_register(m->rcache, base, size, rflags, access, &reg)) {
+            return NULL;
+        }
+    }
+    return &((mca_btl_llrdma_reg_t *)reg)->handle;
+}
+
+int mca_btl_llrdma_deregister_mem(struct mca_btl_base_module_t *btl,
+                                  mca_btl_base_registration_handle_t *handle)
+{
+    mca_btl_llrdma_module_t *m = (mca_btl_llrdma_module_t *)btl;
+    mca_btl_llrdma_reg_t *r =
+        (mca_btl_llrdma_reg_t *)((char *)handle - offsetof(mca_btl_llrdma_reg_t, handle));
+    return m->rcache->rcache_deregister(m->rcache, &r->base);
+}
+
+/* ----------------------------------------------------------- put / get */
+
+static int conn_up(const mca_btl_llrdma_conn_t *conn)
+{
+    return NULL != conn && LLRDMA_CONN_ESTABLISHED == conn->state;
+}
+
+void mca_btl_llrdma_rdma_complete(mca_btl_llrdma_rdma_op_t *op, int status)
+{
+    mca_btl_llrdma_endpoint_t *ep = op->endpoint;
+    mca_btl_llrdma_module_t *m = ep->module;
+    mca_btl_base_rdma_completion_fn_t cb = op->cbfunc;
+    void *local = op->local, *ctx = op->cbcontext, *data = op->cbdata;
+    mca_btl_base_registration_handle_t *lh = op->local_handle;
+
+    /* Recycled before the callback, which may start the next operation. */
+    --m->rdma_outstanding;
+    opal_list_append(&m->rdma_free, &op->super);
+    if (NULL != cb) {
+        cb(&m->super, ep, local, lh, ctx, data, status);
+    }
+}
+
+void mca_btl_llrdma_rdma_fail_pending(mca_btl_llrdma_endpoint_t *ep, int status)
+{
+    opal_list_item_t *item;
+    while (NULL != (item = opal_list_remove_first(&ep->rdma_pending))) {
+        mca_btl_llrdma_rdma_complete((mca_btl_llrdma_rdma_op_t *)item, status);
+    }
+}
+
+void mca_btl_llrdma_rdma_drop_pending(mca_btl_llrdma_endpoint_t *ep)
+{
+    opal_list_item_t *item;
+    while (NULL != (item = opal_list_remove_first(&ep->rdma_pending))) {
+        OBJ_RELEASE(item);
+    }
+}
+
+static int post_op(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_conn_t *conn,
+                   mca_btl_llrdma_rdma_op_t *op, int more)
+{
+    struct ibv_sge sge = {.addr = (uintptr_t)op->local, .length = op->size, .lkey = op->lkey};
+    struct ibv_send_wr wr;
+
+    memset(&wr, 0, sizeof(wr));
+    wr.opcode = op->opcode;
+    wr.sg_list = &sge;
+    wr.num_sge = 0 == op->size ? 0 : 1;
+    wr.wr.rdma.remote_addr = op->remote;
+    wr.wr.rdma.rkey = op->rkey;
+    return mca_btl_llrdma_conn_post_rdma(ep, conn, &wr, op, more);
+}
+
+void mca_btl_llrdma_rdma_drain(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_conn_t *conn)
+{
+    while (conn_up(conn) && LLRDMA_EP_FAILED != ep->state &&
+           !opal_list_is_empty(&ep->rdma_pending)) {
+        uint32_t slots = llrdma_sq_free_slots(&conn->sq);
+        mca_btl_llrdma_rdma_op_t *op;
+        int more;
+        if (0 == slots) {
+            return; /* slots come back with completions, which drain again */
+        }
+        op = (mca_btl_llrdma_rdma_op_t *)opal_list_remove_first(&ep->rdma_pending);
+        more = !opal_list_is_empty(&ep->rdma_pending) && slots > 1;
+        if (OPAL_SUCCESS != post_op(ep, conn, op, more)) {
+            /* The endpoint has failed (and its other operations with it). */
+            mca_btl_llrdma_rdma_complete(op, OPAL_ERR_UNREACH);
+            return;
+        }
+        conn = ep->conn[LLRDMA_PATH_BW];
+    }
+}
+
+static int rdma_start(mca_btl_llrdma_module_t *m, mca_btl_llrdma_endpoint_t *ep,
+                      enum ibv_wr_opcode opcode, void *local, uint64_t remote,
+                      mca_btl_base_registration_handle_t *lh,
+                      mca_btl_base_registration_handle_t *rh, size_t size,
+                      mca_btl_base_rdma_completion_fn_t cb, void *ctx, void *data)
+{
+    size_t limit = IBV_WR_RDMA_READ == opcode ? m->super.btl_get_limit : m->super.btl_put_limit;
+    mca_btl_llrdma_conn_t *conn = ep->conn[LLRDMA_PATH_BW];
+    mca_btl_llrdma_rdma_op_t *op;
+
+    if (LLRDMA_EP_FAILED == ep->state) {
+        return OPAL_ERR_UNREACH;
+    }
+    if (size > limit || (0 != size && (NULL == lh || NULL == rh))) {
+        return OPAL_ERR_BAD_PARAM;
+    }
+    /* A connection granted no outstanding reads: ob1 falls back to put. */
+    if (IBV_WR_RDMA_READ == opcode && conn_up(conn) && 0 == conn->rd_atomic) {
+        return OPAL_ERR_NOT_AVAILABLE;
+    }
+    op = (mca_btl_llrdma_rdma_op_t *)opal_list_remove_first(&m->rdma_free);
+    if (NULL == op && NULL == (op = OBJ_NEW(mca_btl_llrdma_rdma_op_t))) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    op->endpoint = ep;
+    op->opcode = opcode;
+    op->local = local;
+    op->remote = remote;
+    op->lkey = NULL != lh ? lh->lkey : 0;
+    op->rkey = NULL != rh ? rh->rkey : 0;
+    op->size = (uint32_t)size;
+    op->local_handle = lh;
+    op->cbfunc = cb;
+    op->cbcontext = ctx;
+    op->cbdata = data;
+    ++m->rdma_outstanding;
+    {
+        /* Counted by payload: no BTL header travels with a put or get. */
+        llrdma_hist_t *h = &mca_btl_llrdma_component.hist;
+        unsigned b = llrdma_hist_bucket(size + LLRDMA_HIST_HDR_ALLOWANCE);
+        h->count[LLRDMA_HIST_RDMA][b] += 1;
+        h->bytes[LLRDMA_HIST_RDMA][b] += size;
+    }
+
+    if (conn_up(conn) && opal_list_is_empty(&ep->rdma_pending) &&
+        llrdma_sq_free_slots(&conn->sq) > 0) {
+        if (OPAL_SUCCESS != post_op(ep, conn, op, 0)) {
+            --m->rdma_outstanding;
+            opal_list_append(&m->rdma_free, &op->super);
+            return OPAL_ERR_UNREACH; /* the endpoint failed and said why */
+        }
+        return OPAL_SUCCESS;
+    }
+    /* Not connected yet, send queue full, or older operations waiting. */
+    opal_list_append(&ep->rdma_pending, &op->super);
+    if (OPAL_SUCCESS != mca_btl_llrdma_endpoint_connect(ep, LLRDMA_PATH_BW)) {
+        opal_list_remove_item(&ep->rdma_pending, &op->super);
+        --m->rdma_outstanding;
+        opal_list_append(&m->rdma_free, &op->super);
+        mca_btl_llrdma_endpoint_fail(ep, "starting a connection failed", "out of resources");
+        return OPAL_ERR_UNREACH;
+    }
+    return OPAL_SUCCESS;
+}
+
+static int llrdma_put(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+                      void *local, uint64_t remote, mca_btl_base_registration_handle_t *lh,
+                      mca_btl_base_registration_handle_t *rh, size_t size, int flags, int order,
+                      mca_btl_base_rdma_completion_fn_t cb, void *ctx, void *data)
+{
+    (void)flags;
+    (void)order;
+    return rdma_start((mca_btl_llrdma_module_t *)btl, ep, IBV_WR_RDMA_WRITE, local, remote, lh, rh,
+                      size, cb, ctx, data);
+}
+
+static int llrdma_get(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+                      void *local, uint64_t remote, mca_btl_base_registration_handle_t *lh,
+                      mca_btl_base_registration_handle_t *rh, size_t size, int flags, int order,
+                      mca_btl_base_rdma_completion_fn_t cb, void *ctx, void *data)
+{
+    (void)flags;
+    (void)order;
+    return rdma_start((mca_btl_llrdma_module_t *)btl, ep, IBV_WR_RDMA_READ, local, remote, lh, rh,
+                      size, cb, ctx, data);
+}
+
+/* Every put and get started before returns complete (for any endpoint: the
+ * count is per module, which is at least as strong as asked). */
+static int llrdma_flush(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep)
+{
+    mca_btl_llrdma_module_t *m = (mca_btl_llrdma_module_t *)btl;
+
+    while (m->rdma_outstanding > 0) {
+        if (m->failed || (NULL != ep && LLRDMA_EP_FAILED == ep->state)) {
+            return OPAL_ERROR;
+        }
+        (void)mca_btl_llrdma_module_progress(m);
+    }
+    return OPAL_SUCCESS;
+}
+
+void mca_btl_llrdma_rdma_conn_up(mca_btl_llrdma_conn_t *conn)
+{
+    mca_btl_llrdma_module_t *m = conn->endpoint->module;
+    struct ibv_qp_init_attr init;
+    struct ibv_qp_attr qa;
+
+    if (LLRDMA_PATH_BW != conn->path) {
+        return;
+    }
+    /* What rdma_cm negotiated; assume the request if the device cannot say. */
+    conn->rd_atomic = m->rd_atomic_req;
+    conn->dest_rd_atomic = m->dest_rd_atomic_req;
+    memset(&qa, 0, sizeof(qa));
+    if (0 == mca_btl_llrdma_verbs.query_qp(
+                 conn->qp, &qa, IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC, &init)) {
+        conn->rd_atomic = qa.max_rd_atomic;
+        conn->dest_rd_atomic = qa.max_dest_rd_atomic;
+    }
+    if (conn->rd_atomic < m->rd_atomic_granted) {
+        m->rd_atomic_granted = conn->rd_atomic;
+    }
+    if (conn->dest_rd_atomic < m->dest_rd_atomic_granted) {
+        m->dest_rd_atomic_granted = conn->dest_rd_atomic;
+    }
+    if (mca_btl_llrdma_component.nmodules > 0 && mca_btl_llrdma_component.modules[0] == m) {
+        /* The record written at finalize shows the connection's grant. */
+        mca_btl_llrdma_component.config.device.rd_atomic_granted = m->rd_atomic_granted;
+        mca_btl_llrdma_component.config.device.dest_rd_atomic_granted = m->dest_rd_atomic_granted;
+    }
+    opal_output_verbose(20, mca_btl_llrdma_component.output,
+                        "btl:llrdma: bw qp %u: %u reads outstanding, %u answered (asked %u/%u)",
+                        conn->qp->qp_num, conn->rd_atomic, conn->dest_rd_atomic, m->rd_atomic_req,
+                        m->dest_rd_atomic_req);
+}
+
+/* ------------------------------------------------------------ set-up */
+
+static uint32_t cap_u32(uint32_t want, uint32_t device_max)
+{
+    uint32_t v = device_max < want ? device_max : want;
+    return v > 255 ? 255 : v; /* rdma_cm carries 8 bits */
+}
+
+void mca_btl_llrdma_rdma_init(mca_btl_llrdma_module_t *m)
+{
+    const llrdma_path_profile_t *bw = &m->profile->bw;
+    mca_rcache_base_resources_t res;
+    const char *mode = mca_btl_llrdma_component.rdma;
+    uint64_t limit = bw->rdma_frag_bytes;
+    char name[96];
+
+    OBJ_CONSTRUCT(&m->rdma_free, opal_list_t);
+    m->rdma_outstanding = 0;
+    m->rd_atomic_req = cap_u32(bw->rdma_rd_atomic, m->port.max_init_rd_atom);
+    m->dest_rd_atomic_req = cap_u32(bw->rdma_rd_atomic, m->port.max_rd_atom);
+    m->rd_atomic_granted = m->rd_atomic_req;
+    m->dest_rd_atomic_granted = m->dest_rd_atomic_req;
+    if (m->port.max_msg_sz < limit) {
+        limit = m->port.max_msg_sz;
+    }
+    if (NULL == mode || 0 == strcmp(mode, "off") || 0 == limit) {
+        m->rcache = NULL;
+        return; /* send/receive only */
+    }
+
+    snprintf(name, sizeof(name), "llrdma.%s:%d", m->port.dev, m->port.port);
+    memset(&res, 0, sizeof(res));
+    res.cache_name = name;
+    res.reg_data = m;
+    res.sizeof_reg = sizeof(mca_btl_llrdma_reg_t);
+    res.register_mem = reg_mem_cb;
+    res.deregister_mem = dereg_mem_cb;
+    m->rcache = mca_rcache_base_module_create("grdma", m, &res);
+    if (NULL == m->rcache) {
+        opal_output_verbose(1, mca_btl_llrdma_component.output,
+                            "btl:llrdma: no grdma registration cache for %s:%d; RDMA put/get off",
+                            m->port.dev, m->port.port);
+        return;
+    }
+
+    m->super.btl_put_limit = m->super.btl_get_limit = (size_t)limit;
+    m->super.btl_put_alignment = m->super.btl_get_alignment = 0;
+    m->super.btl_registration_handle_size = sizeof(mca_btl_base_registration_handle_t);
+    m->super.btl_rdma_pipeline_send_length = m->super.btl_eager_limit;
+    m->super.btl_rdma_pipeline_frag_size = (size_t)limit;
+    m->super.btl_min_rdma_pipeline_size = bw->rdma_pipeline_bytes;
+    m->super.btl_register_mem = mca_btl_llrdma_register_mem;
+    m->super.btl_deregister_mem = mca_btl_llrdma_deregister_mem;
+    m->super.btl_put = llrdma_put;
+    m->super.btl_flush = llrdma_flush;
+    m->super.btl_flags |= MCA_BTL_FLAGS_PUT | MCA_BTL_FLAGS_RDMA_FLUSH;
+    /* get: ob1 reads at the receiver (RGET); put: the receiver asks the
+     * sender to write (docs/btl-design.md, "RGET or RPUT"). */
+    if (0 == strcmp(mode, "get") && 0 != m->rd_atomic_req) {
+        m->super.btl_get = llrdma_get;
+        m->super.btl_flags |= MCA_BTL_FLAGS_GET;
+    }
+}
+
+void mca_btl_llrdma_rdma_fini(mca_btl_llrdma_module_t *m)
+{
+    opal_list_item_t *item;
+
+    /* After the QPs: cached registrations may still back posted WRs until then. */
+    if (NULL != m->rcache) {
+        (void)mca_rcache_base_module_destroy(m->rcache);
+        m->rcache = NULL;
+    }
+    while (NULL != (item = opal_list_remove_first(&m->rdma_free))) {
+        OBJ_RELEASE(item);
+    }
+    OBJ_DESTRUCT(&m->rdma_free);
+}
