@@ -23,7 +23,9 @@ check_pass "3 ranks, planner: PASS" t_allreduce 3
 check_run "3 ranks, planner: shm_direct for small vectors" has ": shm_direct, segment"
 check_run "3 ranks, planner: shm_split above" has ": shm_split, segment"
 check_run "3 ranks: the arena was set up" has "shared-memory arena of [0-9]* bytes, chunk"
-launch -np 4 --mca coll_llrdma_shm_chunk_size 64 "$T"
+# Thousands of arena rounds per call, 4 busy-polling ranks on a 2-core CI
+# machine: 1-2 min alone, more under load; three times the usual limit.
+LLRDMA_TEST_TIMEOUT=$((${LLRDMA_TEST_TIMEOUT:-120} * 3)) launch -np 4 --mca coll_llrdma_shm_chunk_size 64 "$T"
 check_pass "4 ranks, 64-byte chunks (many rounds per call)" t_allreduce 4
 launch -np 3 "${V[@]}" --mca coll_llrdma_shm 0 "$T"
 check_pass "arena off: PASS" t_allreduce 3
