@@ -13,6 +13,8 @@
 
 #include "llrdma_allreduce.h"
 
+#include <boost/test/unit_test.hpp>
+
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -360,6 +362,26 @@ class World
     bool broken_ = false;
     bool fired_ = false;
 };
+
+// The verdict of one fault-injection run: no rank reported a problem, the world
+// is consistent, and either the rank the fault was aimed at failed with a
+// transport error (the injection fired) or every rank succeeded.  Returns
+// whether it fired.
+inline bool check_injected_run(World &w, const std::string &ctx, int frank,
+                               const std::vector<int> &rcs, const std::vector<std::string> &errs)
+{
+    for (size_t r = 0; r < errs.size(); ++r)
+        BOOST_CHECK_MESSAGE(errs[r].empty(), ctx << ": rank " << r << ": " << errs[r]);
+    for (const std::string &s : w.problems())
+        BOOST_ERROR(ctx << ": " << s);
+    if (w.fired()) {
+        BOOST_CHECK_MESSAGE(rcs[frank] == LLRDMA_AR_ERR_TRANSPORT, ctx);
+        return true;
+    }
+    for (size_t r = 0; r < rcs.size(); ++r)
+        BOOST_CHECK_MESSAGE(rcs[r] == 0, ctx);
+    return false;
+}
 
 } // namespace sim
 
