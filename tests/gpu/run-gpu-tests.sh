@@ -127,4 +127,19 @@ run "ring-small-segments-5" 5 --mca coll_llrdma_allreduce_algorithm ring \
 gpu_run staged-2 2 "${VSTAGED[@]}" "$T"
 check_pass "staged-2: PASS with the default coll_llrdma_gpu_stage_max" t_allreduce_gpu 2
 check_run "staged-2: small device vectors went through the host path" has "; host buffers"
+
+# btl/llrdma's GPU registration against the real driver (the NIC is the fake
+# device: no NIC here reads GPU memory).  CUDA maps memory where ASan's
+# shadow gap would be protected.
+D="$top_builddir/tests/gpu/t_btl_dmabuf"
+capture env ASAN_OPTIONS=protect_shadow_gap=0:detect_leaks=0 timeout 120 "$D"
+printf '%s\n' "$out" >"$LOGS/btl-dmabuf.log"
+check_run "btl-dmabuf: dma-buf export and registration of cudaMalloc memory" \
+  has "^PASS: t_btl_dmabuf"
+grep '^#' <<<"$out" | sed 's/^/# /'
+# This machine has no RDMA device: the BTL reports why GPU memory is not
+# registered, and GPU jobs still run (every run above).
+launch -np 2 "${V[@]}" --mca btl_llrdma_size_hint 16K "$CHECK"
+printf '%s\n' "$out" >"$LOGS/check.log"
+check_run "llrdma-check: gpu_rdma says none (no RDMA device)" has "gpu_rdma: none (no RDMA device)"
 finish

@@ -4,6 +4,9 @@
  * failed: the BTL has no recovery for them, and a failed destroy would only
  * leak.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1 /* process_vm_readv */
+#endif
 #include "fake_verbs.h"
 
 #include <arpa/inet.h>
@@ -12,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 fake_state_t fake;
 
@@ -193,10 +198,25 @@ static struct ibv_mr *mr_new(struct ibv_pd *pd, void *addr, size_t len, int acce
     return &m->mr;
 }
 
+/* A real ibv_reg_mr pins the pages behind addr (get_user_pages): memory the
+ * CPU cannot reach, such as a CUDA device address, is refused with EFAULT
+ * unless nvidia_peermem takes it.  The first byte, read through the kernel,
+ * tells the two apart without touching the address in this process. */
+static int host_reachable(const void *addr)
+{
+    char c;
+    struct iovec local = {&c, 1}, remote = {(void *)addr, 1};
+    return 1 == process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+}
+
 static struct ibv_mr *f_reg_mr(struct ibv_pd *pd, void *addr, size_t len, int access)
 {
     if (FAIL_POINT()) {
         errno = ENOMEM;
+        return NULL;
+    }
+    if (len > 0 && !fake.peermem && !host_reachable(addr)) {
+        errno = EFAULT;
         return NULL;
     }
     return mr_new(pd, addr, len, access);
@@ -218,7 +238,21 @@ static struct ibv_mr *f_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t
         errno = EBADF;
         return NULL;
     }
-    (void)offset;
+    /* As the kernel (ib_umem_dmabuf_get): the MR must lie inside the
+     * dma-buf, whose size is what lseek(SEEK_END) says. */
+    {
+        off_t end = lseek(fd, 0, SEEK_END);
+        char path[64];
+        ssize_t k;
+        if (end < 0 || offset + len > (uint64_t)end || 0 == len) {
+            errno = end < 0 ? EBADF : EINVAL;
+            return NULL;
+        }
+        fake.last_dmabuf_size = (uint64_t)end;
+        snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+        k = readlink(path, fake.last_dmabuf_link, sizeof(fake.last_dmabuf_link) - 1);
+        fake.last_dmabuf_link[k > 0 ? k : 0] = '\0';
+    }
     /* The device reaches the memory by iova: register that range. */
     mr = mr_new(pd, (void *)(uintptr_t)iova, len, access);
     ++fake.ndmabuf_mrs;

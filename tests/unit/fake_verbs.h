@@ -138,13 +138,15 @@ typedef struct fake_state {
     /* GPU memory: dma-buf MRs 0 none (EOPNOTSUPP), 1 yes (fd -1: EBADF, fd >= 0
      * registers), 2 none (EPROTONOSUPPORT); peermem module loaded */
     int dmabuf, peermem;
-    int ndmabuf_mrs;       /* dma-buf MRs registered */
-    uint64_t last_iova;    /* of the last one */
-    int post_send_errno;   /* nonzero: every post_send fails with it */
-    int route_unreachable; /* rdma_resolve_route ends in UNREACHABLE */
-    int refuse_connects;   /* the next n rdma_connect find no listener */
-    int wire_hold;         /* posted WRs wait until cleared */
-    int cm_hold;           /* CM messages between processes wait for fake_cm_deliver */
+    int ndmabuf_mrs;           /* dma-buf MRs registered */
+    uint64_t last_iova;        /* of the last one */
+    uint64_t last_dmabuf_size; /* the size of its fd (lseek SEEK_END, as the kernel sees it) */
+    char last_dmabuf_link[64]; /* what /proc/self/fd/N names */
+    int post_send_errno;       /* nonzero: every post_send fails with it */
+    int route_unreachable;     /* rdma_resolve_route ends in UNREACHABLE */
+    int refuse_connects;       /* the next n rdma_connect find no listener */
+    int wire_hold;             /* posted WRs wait until cleared */
+    int cm_hold;               /* CM messages between processes wait for fake_cm_deliver */
     /* what the BTL did */
     fake_wr_t sends[FAKE_MAX_WR];
     int nsends;

@@ -8,9 +8,13 @@
  * QP without read depth shows up as a device fault.  Data moved by put/get
  * is compared byte for byte.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1 /* memfd_create */
+#endif
 #include "fake_btl.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -520,7 +524,12 @@ static int fake_range_handle(int *fd, unsigned long long p, size_t size, int typ
     if (export_fail || 1 != type || 0 != flags || 0 != p % 4096 || 0 != size % 4096) {
         return 1; /* CUDA_ERROR_INVALID_VALUE, as for an unaligned range */
     }
-    *fd = open("/dev/null", O_RDONLY);
+    /* A file of the exported size stands for the dma-buf: the fake device
+     * checks every MR against it, as the kernel does. */
+    *fd = memfd_create("fake-dmabuf", 0);
+    if (*fd < 0 || 0 != ftruncate(*fd, (off_t)size)) {
+        return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
+    }
     return 0;
 }
 
