@@ -100,6 +100,10 @@ std::string to_json(const llrdma_rank_config_t &c)
     put_u64(o, "coll_segment_knob", c.coll_segment_knob);
     put_i64(o, "coll_shm", c.coll_shm);
     put_u64(o, "coll_shm_chunk_knob", c.coll_shm_chunk_knob);
+    put_i64(o, "coll_gpu_peer", c.coll_gpu_peer);
+    put_u64(o, "coll_gpu_peer_min", c.coll_gpu_peer_min);
+    put_i64(o, "coll_gpu_stage_auto", c.coll_gpu_stage_auto);
+    put_u64(o, "coll_gpu_stage_max", c.coll_gpu_stage_max);
     put_str(o, "fork_safe", from_fixed(c.fork_safe, sizeof c.fork_safe));
     put_str(o, "btl_status", from_fixed(c.btl_status, sizeof c.btl_status));
     put_i64(o, "devices", c.ndevices);
@@ -283,6 +287,10 @@ bool from_json(const char *json, llrdma_rank_config_t &c)
     r.unsig("coll_segment_knob", c.coll_segment_knob, UINT64_MAX);
     r.integer("coll_shm", c.coll_shm, 0, 1);
     r.unsig("coll_shm_chunk_knob", c.coll_shm_chunk_knob, UINT64_MAX);
+    r.integer("coll_gpu_peer", c.coll_gpu_peer, 0, 2);
+    r.unsig("coll_gpu_peer_min", c.coll_gpu_peer_min, UINT64_MAX);
+    r.integer("coll_gpu_stage_auto", c.coll_gpu_stage_auto, 0, 1);
+    r.unsig("coll_gpu_stage_max", c.coll_gpu_stage_max, UINT64_MAX);
     r.str("btl_status", c.btl_status, sizeof c.btl_status);
     r.str("fork_safe", c.fork_safe, sizeof c.fork_safe);
     r.integer("devices", c.ndevices, INT32_MIN, INT32_MAX);

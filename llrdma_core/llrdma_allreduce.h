@@ -399,6 +399,35 @@ typedef struct llrdma_ar_comm {
     const llrdma_ar_hier_t *hier;
 } llrdma_ar_comm_t;
 
+/* ------------------------------------------------ CUDA device vectors
+ * Which way coll/llrdma moves a device vector (docs/allreduce.md, "GPU
+ * buffers"): the size rules, shared by the component and llrdma-check. */
+enum {
+    LLRDMA_AR_DEV_WHOLE = 1, /* copied whole to host memory, host path */
+    LLRDMA_AR_DEV_PEER = 2,  /* GPU peer path (CUDA IPC) */
+    LLRDMA_AR_DEV_GPU = 3    /* reduced on the GPU, staged per round or segment */
+};
+typedef struct {
+    int hier;           /* the plan is the hierarchical schedule (several nodes) */
+    int shm_plan;       /* the plan runs in the shared-memory arena */
+    int arena;          /* the communicator has an arena */
+    int gpu_peer;       /* coll_llrdma_gpu_peer: 0 off, 1 auto, 2 force */
+    uint64_t peer_min;  /* coll_llrdma_gpu_peer_min */
+    int stage_auto;     /* coll_llrdma_gpu_stage_max is "auto" */
+    uint64_t stage_max; /* its value otherwise */
+} llrdma_ar_dev_rule_t;
+/* coll_llrdma_gpu_stage_max in effect ("auto": 16K with an arena, 2M without). */
+uint64_t llrdma_ar_dev_stage_max(const llrdma_ar_dev_rule_t *r);
+/* 1: the peer path is worth trying for `bytes` (whether the GPUs reach each
+ * other is asked at run time). */
+int llrdma_ar_dev_try_peer(uint64_t bytes, const llrdma_ar_dev_rule_t *r);
+/* The path (LLRDMA_AR_DEV_*) of a device vector of `bytes`, given what run
+ * time found: peer_ok (the GPUs reach each other and the peer path ran),
+ * shared_gpu (another rank uses this GPU).  *why: one line. */
+int llrdma_ar_dev_path(uint64_t bytes, const llrdma_ar_dev_rule_t *r, int peer_ok, int shared_gpu,
+                       const char **why);
+const char *llrdma_ar_dev_path_name(int path); /* "host-copy", "gpu-peer", "gpu" */
+
 /* Scratch the run needs, in bytes (0 is possible). */
 size_t llrdma_ar_scratch_bytes(const llrdma_ar_plan_t *plan, size_t count, int dtype,
                                int comm_size);

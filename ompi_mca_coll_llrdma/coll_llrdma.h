@@ -96,6 +96,7 @@ typedef struct mca_coll_llrdma_module_t {
     int shm_ranks;  /* the arena's communicator size (liveness checks) */
     int in_call;    /* inside an arena call: an inner host pass is part of it */
     int gone_said;  /* a dead rank was reported */
+    int msg_gone;   /* a rank found gone by a message wait (-1: none): every call fails */
     /* Nodes (coll_llrdma_hier.c), from the first Allreduce on: how this
      * communicator is served (LLRDMA_AR_MODE_*), its topology, this rank's
      * place in it (hier.peers = peers), the lowest rank of its node.  With
@@ -203,7 +204,17 @@ int mca_coll_llrdma_allreduce(const void *sbuf, void *rbuf, int count,
 typedef struct {
     struct ompi_communicator_t *comm;
     int err;
+    int gone;      /* a rank of comm on this node found gone while waiting, or -1 */
+    int abandoned; /* requests given up incomplete (their memory must stay) */
 } mca_coll_llrdma_pml_ctx_t;
+void mca_coll_llrdma_pml_ctx_init(mca_coll_llrdma_pml_ctx_t *c, struct ompi_communicator_t *comm);
+/* After a call: 1 when a rank was found gone (said once; every later
+ * Allreduce on the communicator fails: m->msg_gone). */
+int mca_coll_llrdma_pml_gone(mca_coll_llrdma_module_t *m, const mca_coll_llrdma_pml_ctx_t *c);
+/* coll_llrdma_pml.c: this process's pid in the modex (component open), and
+ * whether a process still runs (0: no such pid, or a zombie). */
+void mca_coll_llrdma_publish_pid(void);
+int mca_coll_llrdma_pid_alive(long pid);
 int mca_coll_llrdma_pml_isend(void *ctx, const void *buf, size_t bytes, int peer, int tag,
                               void **req);
 int mca_coll_llrdma_pml_irecv(void *ctx, void *buf, size_t bytes, int peer, int tag, void **req);
@@ -242,11 +253,11 @@ const struct llrdma_cuda_api *mca_coll_llrdma_gpu_api(struct ompi_communicator_t
 const struct llrdma_cuda_api *mca_coll_llrdma_gpu_loaded(void);
 
 /* coll_llrdma_peer.c: the GPU peer path (CUDA IPC).  _wanted: 1 when this
- * call (every rank computes the same) tries it.  _peer: OMPI_SUCCESS,
+ * call (every rank computes the same) tries it, once llrdma_ar_dev_try_peer
+ * said the size is worth it.  _peer: OMPI_SUCCESS,
  * MCA_COLL_LLRDMA_PEER_FALLBACK (every rank: take the arena path, nothing
  * was written), or an error.  _release: module destruction. */
-int mca_coll_llrdma_peer_wanted(mca_coll_llrdma_module_t *m, struct ompi_communicator_t *comm,
-                                size_t bytes);
+int mca_coll_llrdma_peer_wanted(mca_coll_llrdma_module_t *m, struct ompi_communicator_t *comm);
 int mca_coll_llrdma_gpu_peer(mca_coll_llrdma_module_t *m, struct ompi_communicator_t *comm,
                              const void *sbuf, void *rbuf, size_t count, int dt, int lop,
                              size_t esize, int skind, int rkind, int device);

@@ -150,83 +150,6 @@ static int map_op(struct ompi_op_t *op)
     return -1;
 }
 
-/* ------------------------------------------------------- PML transport */
-
-static int record(pml_ctx_t *c, int rc)
-{
-    if (OMPI_SUCCESS == c->err) {
-        c->err = rc;
-    }
-    return -1;
-}
-
-/* All core tags share MCA_COLL_BASE_TAG_ALLREDUCE: the core keeps, per ordered
- * pair of ranks, the same order of sends and receives, and every message of a
- * call is received within that call. */
-int mca_coll_llrdma_pml_isend(void *ctx, const void *buf, size_t bytes, int peer, int tag,
-                              void **req)
-{
-    pml_ctx_t *c = (pml_ctx_t *)ctx;
-    ompi_request_t *r = MPI_REQUEST_NULL;
-    int rc;
-
-    (void)tag;
-    rc = MCA_PML_CALL(isend(buf, bytes, MPI_BYTE, peer, MCA_COLL_BASE_TAG_ALLREDUCE,
-                            MCA_PML_BASE_SEND_STANDARD, c->comm, &r));
-    if (OMPI_SUCCESS != rc) {
-        return record(c, rc);
-    }
-    *req = r;
-    return 0;
-}
-
-int mca_coll_llrdma_pml_irecv(void *ctx, void *buf, size_t bytes, int peer, int tag, void **req)
-{
-    pml_ctx_t *c = (pml_ctx_t *)ctx;
-    ompi_request_t *r = MPI_REQUEST_NULL;
-    int rc;
-
-    (void)tag;
-    rc = MCA_PML_CALL(irecv(buf, bytes, MPI_BYTE, peer, MCA_COLL_BASE_TAG_ALLREDUCE, c->comm, &r));
-    if (OMPI_SUCCESS != rc) {
-        return record(c, rc);
-    }
-    *req = r;
-    return 0;
-}
-
-/* The core's contract: every request completes and is released, even on error.
- * ompi_request_wait_all may leave requests pending after a failure
- * (MPI_ERR_PENDING), so wait them one by one; a request that failed is not
- * freed by the wait and is freed here. */
-int mca_coll_llrdma_pml_waitall(void *ctx, int n, void **reqs)
-{
-    pml_ctx_t *c = (pml_ctx_t *)ctx;
-    int i, rc, first = OMPI_SUCCESS;
-
-    for (i = 0; i < n; ++i) {
-        ompi_request_t *r = (ompi_request_t *)reqs[i];
-        rc = ompi_request_wait(&r, MPI_STATUS_IGNORE);
-        if (MPI_REQUEST_NULL != r) {
-            (void)ompi_request_free(&r);
-        }
-        reqs[i] = NULL;
-        if (OMPI_SUCCESS != rc && OMPI_SUCCESS == first) {
-            first = rc;
-        }
-    }
-    if (OMPI_SUCCESS != first) {
-        return record(c, first);
-    }
-    return 0;
-}
-
-int mca_coll_llrdma_pml_cancel(void *ctx, void *req)
-{
-    (void)ctx;
-    return ompi_request_cancel((ompi_request_t *)req);
-}
-
 /* ------------------------------------------------------------- entry */
 
 int mca_coll_llrdma_ar_status(int rc, int pml_err, struct ompi_communicator_t *comm)
@@ -258,17 +181,23 @@ static const char *where(int kind)
     return LLRDMA_MEM_DEVICE == kind ? "GPU" : LLRDMA_MEM_MANAGED == kind ? "managed" : "host";
 }
 
-/* Device vectors up to this go whole through the host path.  "auto": with
- * an arena the device path wins from 32K (2 H200s, one rank each: 25 against
- * 43 us), without one per-segment PML staging only from about 2M; and with
- * "auto", ranks sharing a GPU always go whole (see the call site). */
-static size_t gpu_stage_max(const mca_coll_llrdma_module_t *m)
+/* The size rules for device vectors (llrdma_ar_dev_*, shared with
+ * llrdma-check): the knobs and what this communicator and plan are. */
+static llrdma_ar_dev_rule_t dev_rule(const mca_coll_llrdma_module_t *m,
+                                     const llrdma_ar_plan_t *plan)
 {
     const mca_coll_llrdma_component_t *c = &mca_coll_llrdma_component;
-    if (!c->gpu_stage_auto) {
-        return c->gpu_stage_max;
-    }
-    return NULL != m->shm.base ? (size_t)16 << 10 : (size_t)2 << 20;
+    llrdma_ar_dev_rule_t r = {
+        .hier = LLRDMA_AR_HIER == plan->alg,
+        .shm_plan = NULL != m->shm.base && LLRDMA_AR_MODE_HIER != m->mode &&
+                    (LLRDMA_AR_SHM_DIRECT == plan->alg || LLRDMA_AR_SHM_SPLIT == plan->alg),
+        .arena = NULL != m->shm.base,
+        .gpu_peer = c->gpu_peer,
+        .peer_min = c->gpu_peer_min,
+        .stage_auto = c->gpu_stage_auto,
+        .stage_max = c->gpu_stage_max,
+    };
+    return r;
 }
 
 int mca_coll_llrdma_test_alloc_fails(const mca_coll_llrdma_module_t *m,
@@ -342,8 +271,7 @@ static int make_plan(const mca_coll_llrdma_module_t *m, struct ompi_communicator
 
 static int is_shm_plan(const mca_coll_llrdma_module_t *m, const llrdma_ar_plan_t *plan)
 {
-    return NULL != m->shm.base && LLRDMA_AR_MODE_HIER != m->mode &&
-           (LLRDMA_AR_SHM_DIRECT == plan->alg || LLRDMA_AR_SHM_SPLIT == plan->alg);
+    return dev_rule(m, plan).shm_plan;
 }
 
 /* One planned call: GPU or host path, over the PML or the arena. */
@@ -356,6 +284,7 @@ static int run_plan(const llrdma_ar_plan_t *plan, const void *sbuf, void *rbuf, 
     size_t need;
     pml_ctx_t ctx;
     llrdma_ar_comm_t tc;
+    llrdma_ar_dev_rule_t rule;
     int rc;
 
     if (c->verbose >= 10 && LLRDMA_AR_HIER == plan->alg) {
@@ -387,7 +316,9 @@ static int run_plan(const llrdma_ar_plan_t *plan, const void *sbuf, void *rbuf, 
          * hierarchical schedule runs on host memory). */
         return mca_coll_llrdma_gpu_fallback(sbuf, rbuf, count, dtype, op, comm, m, skind, rkind, 1);
     }
-    if (is_shm_plan(m, plan) && mca_coll_llrdma_peer_wanted(m, comm, (size_t)count * esize)) {
+    rule = dev_rule(m, plan);
+    if (llrdma_ar_dev_try_peer((uint64_t)count * esize, &rule) &&
+        mca_coll_llrdma_peer_wanted(m, comm)) {
         /* Every rank comes here in the same calls, whatever its buffers. */
         rc = mca_coll_llrdma_gpu_peer(m, comm, MPI_IN_PLACE == sbuf ? NULL : sbuf, rbuf,
                                       (size_t)count, dt, lop, esize, skind, rkind, device);
@@ -396,8 +327,8 @@ static int run_plan(const llrdma_ar_plan_t *plan, const void *sbuf, void *rbuf, 
         }
     }
     if (LLRDMA_MEM_HOST != rkind &&
-        ((size_t)count * esize <= gpu_stage_max(m) ||
-         (c->gpu_stage_auto && mca_coll_llrdma_gpu_shared(m, comm, device)))) {
+        ((uint64_t)count * esize <= llrdma_ar_dev_stage_max(&rule) ||
+         (rule.stage_auto && mca_coll_llrdma_gpu_shared(m, comm, device)))) {
         /* Small vector on the GPU, or a GPU other ranks use too: two whole
          * copies and the host path cost fewer GPU operations (each a context
          * switch when ranks share a GPU) than per-round staging;
@@ -418,8 +349,7 @@ static int run_plan(const llrdma_ar_plan_t *plan, const void *sbuf, void *rbuf, 
         sbuf = MPI_IN_PLACE;
     }
 
-    ctx.comm = comm;
-    ctx.err = OMPI_SUCCESS;
+    mca_coll_llrdma_pml_ctx_init(&ctx, comm);
     memset(&tc, 0, sizeof(tc));
     tc.ctx = &ctx;
     tc.rank = ompi_comm_rank(comm);
@@ -455,6 +385,11 @@ static int run_plan(const llrdma_ar_plan_t *plan, const void *sbuf, void *rbuf, 
     }
     rc = llrdma_ar_run(plan, &tc, MPI_IN_PLACE == sbuf ? NULL : sbuf, rbuf, (size_t)count, dt, lop,
                        m->scratch, m->scratch_bytes);
+    if (mca_coll_llrdma_pml_gone(m, &ctx) && ctx.abandoned > 0) {
+        /* A request given up incomplete may still write into it: leaked. */
+        m->scratch = NULL;
+        m->scratch_bytes = 0;
+    }
     if (m->scratch_bytes > c->scratch_cache_max) {
         /* Kept between calls only up to the cap (memory bound, docs/allreduce.md). */
         free(m->scratch);
@@ -623,6 +558,9 @@ int mca_coll_llrdma_allreduce(const void *sbuf, void *rbuf, int count,
     size_t esize = 0;
     llrdma_ar_plan_t plan;
 
+    if (m->msg_gone >= 0) {
+        return OMPI_ERROR; /* a rank of this communicator is gone (said once) */
+    }
     if (m->agreed <= 0 && !mca_coll_llrdma_agree(m, comm)) {
         decline(m, comm);
         why = NULL != m->decline_why ? m->decline_why : "ranks disagree on the plan inputs";

@@ -177,10 +177,11 @@ static int llrdma_register(void)
               MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_5, &c->gpu_peer_min_text);
     c->shm_liveness_ms = 100;
     (void)reg("shm_liveness_ms",
-              "Milliseconds between checks, while a rank waits in the shared-memory arena, "
-              "that the rank it waits for still runs (its process exists); a dead rank ends "
-              "every rank's Allreduce with an error naming it. 0 = no check (a dead rank "
-              "leaves the others waiting until the launcher ends the job)",
+              "Milliseconds between checks, while a rank waits in the shared-memory arena or "
+              "for a message, that the ranks it may wait for on its node still run (their "
+              "processes exist); a dead rank ends every rank's Allreduce with an error naming "
+              "it. 0 = no check (a dead rank leaves the others waiting until the launcher ends "
+              "the job)",
               MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_6, &c->shm_liveness_ms);
     c->scratch_cache_text = "64M";
     (void)reg("scratch_cache_max",
@@ -212,6 +213,7 @@ static int llrdma_open(void)
 {
     mca_coll_llrdma_component.output = opal_output_open(NULL);
     opal_output_set_verbosity(mca_coll_llrdma_component.output, mca_coll_llrdma_component.verbose);
+    mca_coll_llrdma_publish_pid(); /* before MPI_Init's modex exchange */
     return OMPI_SUCCESS;
 }
 
@@ -388,6 +390,10 @@ int mca_coll_llrdma_init_query(bool enable_progress_threads, bool enable_mpi_thr
     cfg.coll_segment_knob = c->segment_bytes;
     cfg.coll_shm = c->shm_enable;
     cfg.coll_shm_chunk_knob = c->shm_chunk;
+    cfg.coll_gpu_peer = c->gpu_peer;
+    cfg.coll_gpu_peer_min = c->gpu_peer_min;
+    cfg.coll_gpu_stage_auto = c->gpu_stage_auto;
+    cfg.coll_gpu_stage_max = c->gpu_stage_max;
     llrdma_state_freeze();
     llrdma_state_publish(&cfg);
     return OMPI_SUCCESS;

@@ -252,8 +252,12 @@ static int gpu_waitall(void *ctx, int n, void **reqs)
         if (NULL == q) {
             continue;
         }
+        int abandoned = g->pml.abandoned;
         if (0 != mca_coll_llrdma_pml_waitall(&g->pml, 1, &q->r)) {
             failed = 1;
+            if (g->pml.abandoned != abandoned) {
+                q->bounce = NULL; /* the PML may still use it: leaked on purpose */
+            }
         } else if (NULL != q->dst && !g->cancelling && !g->cuda_failed &&
                    OMPI_SUCCESS == g->pml.err) {
             if (0 != g->api->stage_in(g->s, q->dst, q->bounce, q->bytes)) {
@@ -343,8 +347,7 @@ int mca_coll_llrdma_allreduce_gpu(const llrdma_ar_plan_t *plan, const void *sbuf
         opal_output(0, "coll:llrdma: MPI_Allreduce on %s (GPU buffers): %s", comm->c_name, err);
         return OMPI_ERROR;
     }
-    g.pml.comm = comm;
-    g.pml.err = OMPI_SUCCESS;
+    mca_coll_llrdma_pml_ctx_init(&g.pml, comm);
     memset(&tc, 0, sizeof(tc));
     tc.ctx = &g;
     tc.rank = ompi_comm_rank(comm);

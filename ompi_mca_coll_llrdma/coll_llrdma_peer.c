@@ -101,12 +101,9 @@ void mca_coll_llrdma_peer_release(mca_coll_llrdma_module_t *m)
     m->peer_event = NULL;
 }
 
-int mca_coll_llrdma_peer_wanted(mca_coll_llrdma_module_t *m, struct ompi_communicator_t *comm,
-                                size_t bytes)
+int mca_coll_llrdma_peer_wanted(mca_coll_llrdma_module_t *m, struct ompi_communicator_t *comm)
 {
-    const mca_coll_llrdma_component_t *c = &mca_coll_llrdma_component;
-    return LLRDMA_GPU_PEER_OFF != c->gpu_peer && bytes >= c->gpu_peer_min &&
-           mca_coll_llrdma_gpu_possible() &&
+    return mca_coll_llrdma_gpu_possible() &&
            llrdma_peer_attempt(&m->peer, &m->shm, ompi_comm_size(comm), m->shm.call);
 }
 

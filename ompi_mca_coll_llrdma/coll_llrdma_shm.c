@@ -72,29 +72,7 @@ static int peer_alive(void *ctx, int rank)
     mca_coll_llrdma_module_t *m = (mca_coll_llrdma_module_t *)ctx;
     const uint64_t *line = llrdma_ar_shm_rank_info(&m->shm, m->shm_ranks, rank);
     long pid = (NULL != line) ? (long)__atomic_load_n(&line[1], __ATOMIC_ACQUIRE) : 0;
-    char path[64], buf[512];
-    const char *state;
-    ssize_t n;
-    int fd;
-
-    if (pid <= 0) {
-        return 1;
-    }
-    if (0 != kill((pid_t)pid, 0) && ESRCH == errno) {
-        return 0;
-    }
-    snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-    if ((fd = open(path, O_RDONLY)) < 0) {
-        return ENOENT == errno ? 0 : 1;
-    }
-    n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0) {
-        return 1;
-    }
-    buf[n] = '\0';
-    state = strrchr(buf, ')'); /* "pid (comm) S ...": comm may hold anything */
-    return !(NULL != state && ' ' == state[1] && ('Z' == state[2] || 'X' == state[2]));
+    return mca_coll_llrdma_pid_alive(pid);
 }
 
 /* Rank `rank`'s own chunks: rank 0 gives them back (punch) after its

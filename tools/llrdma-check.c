@@ -152,6 +152,58 @@ static int han_below(void)
     return han > 0 && han < llrdma;
 }
 
+/* Which way a CUDA device vector of each size goes (llrdma_ar_dev_path, the
+ * rule coll/llrdma applies per call); whether the GPUs reach each other is
+ * only known at run time, so the peer path is shown with its fallback. */
+static void print_device_plan(const llrdma_rank_config_t *c, int hier, size_t chunk, int nranks,
+                              const size_t *sizes, size_t nsizes)
+{
+    static const char *peer_mode[] = {"off", "auto", "force"};
+    llrdma_ar_dev_rule_t r = {.hier = hier,
+                              .arena = chunk > 0,
+                              .gpu_peer = c->coll_gpu_peer,
+                              .peer_min = c->coll_gpu_peer_min,
+                              .stage_auto = c->coll_gpu_stage_auto,
+                              .stage_max = c->coll_gpu_stage_max};
+    char sz[32], min[32], stage[32];
+
+    llrdma_format_size(r.peer_min, min, sizeof(min));
+    llrdma_format_size(llrdma_ar_dev_stage_max(&r), stage, sizeof(stage));
+    if (hier) {
+        printf("  CUDA device vectors: %s at every size (several nodes: the hierarchical schedule "
+               "runs on host memory)\n",
+               llrdma_ar_dev_path_name(LLRDMA_AR_DEV_WHOLE));
+        return;
+    }
+    printf("\n  CUDA device vectors (coll_llrdma_gpu_peer %s from %s, gpu_stage_max %s%s):\n",
+           peer_mode[c->coll_gpu_peer >= 0 && c->coll_gpu_peer <= 2 ? c->coll_gpu_peer : 0], min,
+           c->coll_gpu_stage_auto ? "auto = " : "", stage);
+    printf("%10s  %-9s  %s\n", "bytes", "path", "rule");
+    for (size_t i = 0; i < nsizes; ++i) {
+        llrdma_ar_plan_t plan;
+        const char *why, *why0;
+        int path, path0;
+        r.shm_plan = chunk > 0 &&
+                     LLRDMA_AR_OK == llrdma_ar_plan_shm(sizes[i], 8, nranks, c->coll_hint, 0, chunk,
+                                                        c->coll_algorithm,
+                                                        (size_t)c->coll_segment_knob, &plan) &&
+                     (LLRDMA_AR_SHM_DIRECT == plan.alg || LLRDMA_AR_SHM_SPLIT == plan.alg);
+        path = llrdma_ar_dev_path(sizes[i], &r, 1, 0, &why);
+        llrdma_format_size(sizes[i], sz, sizeof(sz));
+        if (LLRDMA_AR_DEV_PEER != path) {
+            printf("%10s  %-9s  %s\n", sz, llrdma_ar_dev_path_name(path), why);
+            continue;
+        }
+        path0 = llrdma_ar_dev_path(sizes[i], &r, 0, 0, &why0);
+        (void)why0;
+        printf("%10s  %-9s  %s (without peer access: %s)\n", sz, llrdma_ar_dev_path_name(path), why,
+               llrdma_ar_dev_path_name(path0));
+    }
+    if (r.stage_auto) {
+        printf("  (ranks sharing a GPU copy whole at every size: gpu_stage_max auto)\n");
+    }
+}
+
 /* The coll/llrdma planner's choice per message size for MPI_COMM_WORLD, from
  * rank 0's coll settings (all ranks agree when the hint check passed) and
  * the job's node layout (keys: every rank's node key).  On one node
@@ -257,6 +309,8 @@ static void print_plan(const llrdma_rank_config_t *c, int nranks, const int *key
         printf("%10s  %-19s %9s %9d  %s\n", sz, llrdma_ar_alg_name(plan.alg), shown ? seg : "-",
                LLRDMA_AR_RING == plan.alg ? plan.nsegments_in_flight : 1, plan.why);
     }
+    print_device_plan(c, LLRDMA_AR_MODE_HIER == mode, chunk, nranks, sizes,
+                      sizeof(sizes) / sizeof(sizes[0]));
     free(peers);
     free(count);
 }

@@ -146,8 +146,7 @@ int main(int argc, char **argv)
     }
     CHECK(0 == cu.retain(&ctx, 0) && 0 == cu.set(ctx));
     CHECK(0 == cu.attr(&dmabuf_ok, 124 /* CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED */, 0));
-    printf("# GPU 0: CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED = %d, page size %ld\n", dmabuf_ok,
-           page);
+    printf("# GPU 0: CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED = %d, page size %ld\n", dmabuf_ok, page);
 
     /* The driver's contract the BTL relies on. */
     CHECK(0 == cu.alloc(&big, 64 * MIB));
@@ -167,8 +166,8 @@ int main(int argc, char **argv)
     CHECK(1 == mca_btl_llrdma_gpu_classify((void *)(uintptr_t)(big + 100), &id) && 0 != id);
     h = reg(big + 100, 5000);
     printf("# register [big+100, +5000): %s, dma-buf of %llu bytes (%s), iova %#llx\n",
-           h ? "ok" : "refused", (unsigned long long)fake.last_dmabuf_size,
-           fake.last_dmabuf_link, (unsigned long long)fake.last_iova);
+           h ? "ok" : "refused", (unsigned long long)fake.last_dmabuf_size, fake.last_dmabuf_link,
+           (unsigned long long)fake.last_iova);
     if (dmabuf_ok) {
         /* grdma hands the page-aligned range: exported exactly, device
          * address as iova, and the fd is a real dma-buf. */

@@ -9,7 +9,7 @@
  * communicators.
  * --fault N [COUNT]: calls 1..N+2 on COUNT doubles with MPI_ERRORS_RETURN;
  * call N must fail (a failure injected on some rank, see test-allreduce-faults.sh)
- * and every other one be right (the arena is rebuilt).  --die R N: rank R
+ * and every other one be right (the arena is rebuilt).  --die R N [COUNT]: rank R
  * kills itself at call N; the others' call N must fail within 10 s.
  * --forever: Allreduce until killed (prints "t_allreduce rank R: running").
  * Each rank judges its own results: it prints "t_allreduce rank R: PASS" or its
@@ -516,7 +516,7 @@ int main(int argc, char **argv)
     if (argc > 1 && 0 == strcmp(argv[1], "--forever"))
         forever();
     if (argc > 3 && 0 == strcmp(argv[1], "--die")) {
-        faults(atoi(argv[3]), 1000, atoi(argv[2]));
+        faults(atoi(argv[3]), argc > 4 ? atol(argv[4]) : 1000, atoi(argv[2]));
         /* MPI_Finalize may wait for the dead rank (a PMIx fence): judge first. */
         if (fails)
             fprintf(stderr, "t_allreduce rank %d: FAIL (%d failed checks)\n", rank, fails);

@@ -40,11 +40,32 @@ for n in 2 4; do
     has "rank 1 is gone (its process exited) while rank [0-9]* waited for it"
   grep -w FAIL <<<"$out" | head -5 | sed 's/^/#   /'
 done
+# Without the arena (the message algorithms over the PML): a rank killed
+# while the others wait for its messages, 1M doubles (rendezvous sends to it
+# that ob1 cannot cancel).  Before the message waits checked liveness, the
+# survivors waited until the launcher's timeout.
+for n in 2 4; do
+  for alg in recursive_doubling ring; do
+    launch --enable-recovery -np $n --mca coll_llrdma_shm 0 \
+      --mca coll_llrdma_allreduce_algorithm $alg "$T" --die 1 3 1048576
+    got=$(grep -o "t_allreduce rank [0-9]*: PASS" <<<"$out" | awk '{ print $3 + 0 }' | sort -n | xargs)
+    want=$(seq -s ' ' 0 $((n - 1)) | sed 's/\b1\b *//; s/ *$//')
+    check "$n ranks, $alg over the PML, rank 1 killed: the others PASS (error within 10 s) [$got]" \
+      test "$got" = "$want"
+    check "$n ranks, $alg over the PML, rank 1 killed: named by the survivors" \
+      has "rank 1 is gone (its process exited) while rank [0-9]* waited for a message"
+    grep -w FAIL <<<"$out" | head -5 | sed 's/^/#   /'
+  done
+done
 LLRDMA_TEST_TIMEOUT=15 launch --enable-recovery -np 2 --mca coll_llrdma_shm_liveness_ms 0 \
   "$T" --die 1 3
 # Without the check the survivor keeps waiting (the launcher's timeout ends it).
 check "liveness check off: the survivor is not told (the check is what ends the wait)" \
   lacks "is gone (its process exited)"
+LLRDMA_TEST_TIMEOUT=15 launch --enable-recovery -np 2 --mca coll_llrdma_shm_liveness_ms 0 \
+  --mca coll_llrdma_shm 0 "$T" --die 1 3 1048576
+check "liveness check off, over the PML: the survivor waits until the launcher's timeout (exit $rc)" \
+  test "$rc" -eq 124 -o "$rc" -eq 137
 
 # GPU buffers through the fake GPU: the failure on one rank only.
 if [ -f "$FAKE" ]; then

@@ -23,6 +23,19 @@ message_algs() {
   lacks "shared-memory arena" && has "^ \+64M  rabenseifner " && has "^ \+4K  recursive_doubling "
 }
 check_run "arena off: the message algorithms for the hint" message_algs
+devpath_off() { has "^ \+32K  host-copy " && has "^ \+16M  gpu  *reduced on the GPU, staged through the PML"; }
+check_run "arena off: CUDA device vectors staged whole up to 2M, then through the PML" devpath_off
+launch -np 2 --mca btl_llrdma_size_hint 16K "$CHECK"
+devpath() {
+  has "CUDA device vectors (coll_llrdma_gpu_peer auto from 64K, gpu_stage_max auto = 16K)" &&
+    has "^ \+4K  host-copy " && has "^ \+32K  gpu  *reduced on the GPU, staged through the arena" &&
+    has "^ \+256K  gpu-peer  *CUDA IPC.*(without peer access: gpu)"
+}
+check_run "CUDA device vectors: the path per size (defaults)" devpath
+launch -np 2 --mca btl_llrdma_size_hint 16K --mca coll_llrdma_gpu_peer off \
+  --mca coll_llrdma_gpu_stage_max 1M "$CHECK"
+devpath_knobs() { has "^ \+256K  host-copy " && has "^ \+2M  gpu " && lacks "gpu-peer"; }
+check_run "CUDA device vectors: gpu_peer off, gpu_stage_max 1M" devpath_knobs
 empty=$(mktemp -d "$LLRDMA_TEST_HOME/empty.XXXX")
 OMPI_MCA_mca_base_component_path="$empty:SYS_DEFAULT" launch -np 2 "$CHECK"
 check "components not loaded: exit 2 (exit $rc)" test $rc -eq 2

@@ -297,3 +297,53 @@ BOOST_AUTO_TEST_CASE(plan_with_a_shared_arena)
     BOOST_CHECK_EQUAL(std::string(llrdma_ar_alg_name(DIRECT)), "shm_direct");
     BOOST_CHECK_EQUAL(llrdma_ar_alg_from_name("shm_split"), SPLIT);
 }
+
+// Device vectors: the size rules coll/llrdma and llrdma-check share.
+BOOST_AUTO_TEST_CASE(device_vector_paths)
+{
+    llrdma_ar_dev_rule_t r = {};
+    r.shm_plan = r.arena = 1;
+    r.gpu_peer = 1; // auto
+    r.peer_min = 64 << 10;
+    r.stage_auto = 1;
+    const char *why = nullptr;
+    // "auto" staging: 16K with an arena, 2M without.
+    BOOST_TEST(llrdma_ar_dev_stage_max(&r) == 16u << 10);
+    BOOST_TEST(llrdma_ar_dev_path(16 << 10, &r, 1, 0, &why) == LLRDMA_AR_DEV_WHOLE);
+    BOOST_TEST(std::string(why).find("gpu_stage_max") != std::string::npos);
+    BOOST_TEST(llrdma_ar_dev_path((16 << 10) + 1, &r, 1, 0, &why) == LLRDMA_AR_DEV_GPU);
+    BOOST_TEST(std::string(why).find("arena") != std::string::npos);
+    // From gpu_peer_min the peer path, when the GPUs reach each other.
+    BOOST_TEST(!llrdma_ar_dev_try_peer((64 << 10) - 1, &r));
+    BOOST_TEST(llrdma_ar_dev_try_peer(64 << 10, &r));
+    BOOST_TEST(llrdma_ar_dev_path(64 << 10, &r, 1, 0, &why) == LLRDMA_AR_DEV_PEER);
+    BOOST_TEST(llrdma_ar_dev_path(64 << 10, &r, 0, 0, &why) == LLRDMA_AR_DEV_GPU);
+    // Ranks sharing a GPU copy whole under "auto" staging only.
+    BOOST_TEST(llrdma_ar_dev_path(1 << 20, &r, 0, 1, &why) == LLRDMA_AR_DEV_WHOLE);
+    r.stage_auto = 0;
+    r.stage_max = 0;
+    BOOST_TEST(llrdma_ar_dev_path(1 << 20, &r, 0, 1, &why) == LLRDMA_AR_DEV_GPU);
+    BOOST_TEST(llrdma_ar_dev_path(8, &r, 0, 0, &why) == LLRDMA_AR_DEV_GPU); // staging off
+    r.stage_max = 1 << 20;
+    BOOST_TEST(llrdma_ar_dev_path(1 << 20, &r, 1, 0, &why) == LLRDMA_AR_DEV_PEER);
+    BOOST_TEST(llrdma_ar_dev_path(1 << 20, &r, 0, 0, &why) == LLRDMA_AR_DEV_WHOLE);
+    // Peer path off, or not an arena plan (a forced message algorithm): never tried.
+    r.gpu_peer = 0;
+    BOOST_TEST(!llrdma_ar_dev_try_peer(1 << 30, &r));
+    r.gpu_peer = 2;
+    r.shm_plan = 0;
+    BOOST_TEST(!llrdma_ar_dev_try_peer(1 << 30, &r));
+    BOOST_TEST(llrdma_ar_dev_path(1 << 30, &r, 1, 0, &why) == LLRDMA_AR_DEV_GPU);
+    BOOST_TEST(std::string(why).find("PML") != std::string::npos);
+    // No arena: "auto" stages up to 2M.
+    r.arena = 0;
+    r.stage_auto = 1;
+    BOOST_TEST(llrdma_ar_dev_stage_max(&r) == 2u << 20);
+    // Several nodes: whole to the host at every size, even with peer access.
+    r.hier = 1;
+    r.shm_plan = 1;
+    BOOST_TEST(!llrdma_ar_dev_try_peer(1 << 30, &r));
+    BOOST_TEST(llrdma_ar_dev_path(1 << 30, &r, 1, 0, &why) == LLRDMA_AR_DEV_WHOLE);
+    BOOST_TEST(std::string(llrdma_ar_dev_path_name(LLRDMA_AR_DEV_PEER)) == "gpu-peer");
+    BOOST_TEST(llrdma_ar_dev_path(8, nullptr, 1, 0, &why) == 0);
+}

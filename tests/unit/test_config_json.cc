@@ -53,6 +53,10 @@ llrdma_rank_config_t sample(uint64_t hint)
     c.coll_segment_knob = 4096;
     c.coll_shm = 1;
     c.coll_shm_chunk_knob = 1 << 20;
+    c.coll_gpu_peer = 1;
+    c.coll_gpu_peer_min = 65536;
+    c.coll_gpu_stage_auto = 1;
+    c.coll_gpu_stage_max = 0;
     return c;
 }
 
@@ -94,6 +98,8 @@ BOOST_AUTO_TEST_CASE(key_order_and_shape)
         "\"bw\":{\"min_bytes\":16385,\"max_bytes\":null,",
         "\"poll\":\"event\"",
         "\"coll_segment_bytes\":16384",
+        "\"coll_gpu_peer\":1,\"coll_gpu_peer_min\":65536,\"coll_gpu_stage_auto\":1,"
+        "\"coll_gpu_stage_max\":0",
         "\"fork_safe\":\"kernel\",\"btl_status\":\"active\",\"devices\":1,",
         "\"device\":{\"name\":\"rxe0\",\"port\":1,\"max_inline_granted_ll\":220,",
         "\"cq_moderation_supported\":-1,\"gid_index\":1,\"rq_depth_granted_ll\":128,"
@@ -342,6 +348,9 @@ BOOST_AUTO_TEST_CASE(worst_case_fits_json_max)
     c.device.gid_index = INT32_MIN;
     c.hint.bytes = c.profile.coll_segment_bytes = UINT64_MAX;
     c.coll_hint = c.coll_segment_knob = c.coll_shm_chunk_knob = UINT64_MAX;
+    c.coll_gpu_peer_min = c.coll_gpu_stage_max = UINT64_MAX;
+    c.coll_gpu_peer = 2;
+    c.coll_gpu_stage_auto = 1;
     c.coll_algorithm = 64;
     c.coll_shm = 1;
     c.rank = c.size = c.ndevices = c.device.port = c.device.cq_moderation_supported = INT32_MIN;
