@@ -19,6 +19,7 @@
 #include "opal/mca/btl/base/base.h"
 #include "opal/mca/btl/btl.h"
 #include "opal/mca/rcache/rcache.h"
+#include "opal/threads/mutex.h"
 
 #include "btl_llrdma_endpoint.h"
 #include "btl_llrdma_frag.h"
@@ -72,6 +73,16 @@ typedef struct mca_btl_llrdma_path_t {
 
 typedef struct mca_btl_llrdma_module_t {
     mca_btl_base_module_t super;
+    /* Threads (docs/btl-design.md "Threads"): `lock` guards everything of the
+     * module but its endpoint list, and is held while ob1's callbacks run
+     * (recursive: they call back in); `ep_lock` guards the endpoint list
+     * only and is a leaf (nothing is called with it held but the modex), so
+     * add_procs, which ob1 calls holding its proc lock, never waits for the
+     * module lock.  Order: lock, then ep_lock.  Both are taken only when
+     * opal_using_threads(). */
+    opal_recursive_mutex_t lock;
+    opal_mutex_t ep_lock;
+    opal_process_name_t self; /* this process, as it names itself to peers */
     mca_btl_llrdma_port_t port;
     struct ibv_context *ctx; /* librdmacm's context for the device: not owned */
     struct ibv_pd *pd;
@@ -153,6 +164,9 @@ typedef struct mca_btl_llrdma_component_t {
 
 OPAL_MODULE_DECLSPEC extern mca_btl_llrdma_component_t mca_btl_llrdma_component;
 
+#define MCA_BTL_LLRDMA_LOCK(m) OPAL_THREAD_LOCK(&(m)->lock)
+#define MCA_BTL_LLRDMA_UNLOCK(m) OPAL_THREAD_UNLOCK(&(m)->lock)
+
 /* Template for every module; its limits are registered as btl_llrdma_* too. */
 extern mca_btl_base_module_t mca_btl_llrdma_module_template;
 
@@ -208,6 +222,11 @@ void mca_btl_llrdma_module_qp_attr(const mca_btl_llrdma_module_t *m, int path, s
 void mca_btl_llrdma_rdma_init(mca_btl_llrdma_module_t *m);
 void mca_btl_llrdma_rdma_fini(mca_btl_llrdma_module_t *m);
 
+/* The endpoint after `prev` in the module's list (the first when prev is
+ * NULL; NULL at the end).  Endpoints are removed only at finalize, so a
+ * walk that holds the module lock (not the list's) stays valid. */
+mca_btl_llrdma_endpoint_t *mca_btl_llrdma_endpoint_next(mca_btl_llrdma_module_t *m,
+                                                        mca_btl_llrdma_endpoint_t *prev);
 /* Endpoint lookup by process name, creating it for a connection request from
  * a process ob1 has not added (yet). */
 mca_btl_llrdma_endpoint_t *mca_btl_llrdma_endpoint_lookup(mca_btl_llrdma_module_t *m,

@@ -133,14 +133,12 @@ static void fill_conn_param(mca_btl_llrdma_conn_t *conn, mca_btl_llrdma_conn_req
 {
     mca_btl_llrdma_component_t *c = &mca_btl_llrdma_component;
     mca_btl_llrdma_module_t *m = conn->endpoint->module;
-    opal_proc_t *me = opal_proc_local_get();
-
     memset(req, 0, sizeof(*req));
     req->magic = MCA_BTL_LLRDMA_CONN_MAGIC;
     req->version = MCA_BTL_LLRDMA_CONN_VERSION;
     req->path = (uint8_t)conn->path;
-    req->jobid = me->proc_name.jobid;
-    req->vpid = me->proc_name.vpid;
+    req->jobid = m->self.jobid;
+    req->vpid = m->self.vpid;
     req->hint = m->profile->hint;
     req->credit_addr = (uint64_t)(uintptr_t)&conn->credit_buf[0];
     req->credit_rkey = conn->credit_mr->rkey;
@@ -366,12 +364,11 @@ static void active_failed(mca_btl_llrdma_conn_t *conn, llrdma_cm_err_t err, cons
 
 int mca_btl_llrdma_endpoint_retries(mca_btl_llrdma_module_t *m)
 {
-    mca_btl_llrdma_endpoint_t *ep;
+    mca_btl_llrdma_endpoint_t *ep = NULL;
     uint64_t now = mca_btl_llrdma_now_ms();
     int count = 0;
 
-    OPAL_LIST_FOREACH(ep, &m->endpoints, mca_btl_llrdma_endpoint_t)
-    {
+    while (NULL != (ep = mca_btl_llrdma_endpoint_next(m, ep))) {
         for (int p = 0; p < LLRDMA_NPATHS; ++p) {
             if (0 == ep->retry_at_ms[p]) {
                 continue;
@@ -481,17 +478,16 @@ static void conn_disconnected(mca_btl_llrdma_conn_t *conn)
     }
 }
 
-static void reject(struct rdma_cm_id *id, int reason)
+static void reject(mca_btl_llrdma_module_t *m, struct rdma_cm_id *id, int reason)
 {
     mca_btl_llrdma_conn_req_t rej;
-    opal_proc_t *me = opal_proc_local_get();
 
     memset(&rej, 0, sizeof(rej));
     rej.magic = MCA_BTL_LLRDMA_CONN_MAGIC;
     rej.version = MCA_BTL_LLRDMA_CONN_VERSION;
     rej.reason = (uint8_t)reason;
-    rej.jobid = me->proc_name.jobid;
-    rej.vpid = me->proc_name.vpid;
+    rej.jobid = m->self.jobid;
+    rej.vpid = m->self.vpid;
     (void)mca_btl_llrdma_verbs.cm_reject(id, &rej, (uint8_t)sizeof(rej));
     (void)mca_btl_llrdma_verbs.cm_destroy_id(id);
 }
@@ -541,14 +537,14 @@ static void handle_connect_request(mca_btl_llrdma_module_t *m, struct rdma_cm_id
         opal_output_verbose(1, mca_btl_llrdma_component.output,
                             "btl:llrdma: rejecting a foreign connection request (another "
                             "program, or another llrdma version)");
-        reject(id, MCA_BTL_LLRDMA_REJ_BAD);
+        reject(m, id, MCA_BTL_LLRDMA_REJ_BAD);
         return;
     }
     name.jobid = req->jobid;
     name.vpid = req->vpid;
     ep = mca_btl_llrdma_endpoint_lookup(m, &name, 1);
     if (NULL == ep || LLRDMA_EP_FAILED == ep->state) {
-        reject(id, MCA_BTL_LLRDMA_REJ_BAD);
+        reject(m, id, MCA_BTL_LLRDMA_REJ_BAD);
         return;
     }
     if (!ep->use_path[req->path]) {
@@ -556,18 +552,17 @@ static void handle_connect_request(mca_btl_llrdma_module_t *m, struct rdma_cm_id
                             "btl:llrdma: %s asked for a %s connection that one side has no "
                             "path for",
                             OPAL_NAME_PRINT(name), LLRDMA_PATH_LL == req->path ? "ll" : "bw");
-        reject(id, MCA_BTL_LLRDMA_REJ_NOPATH);
+        reject(m, id, MCA_BTL_LLRDMA_REJ_NOPATH);
         return;
     }
-    decision = llrdma_cm_on_request(conn_have(ep, req->path),
-                                    name_key(&opal_proc_local_get()->proc_name), name_key(&name));
+    decision = llrdma_cm_on_request(conn_have(ep, req->path), name_key(&m->self), name_key(&name));
     if (LLRDMA_CM_REJECT_TIE == decision || LLRDMA_CM_REJECT_DUP == decision) {
         opal_output_verbose(20, mca_btl_llrdma_component.output,
                             "btl:llrdma: %s connection request from %s rejected: %s",
                             LLRDMA_PATH_LL == req->path ? "ll" : "bw", OPAL_NAME_PRINT(name),
                             LLRDMA_CM_REJECT_TIE == decision ? "our attempt wins the tie-break"
                                                              : "the path is connected");
-        reject(id,
+        reject(m, id,
                LLRDMA_CM_REJECT_TIE == decision ? MCA_BTL_LLRDMA_REJ_TIE : MCA_BTL_LLRDMA_REJ_DUP);
         return;
     }
@@ -587,7 +582,7 @@ static void handle_connect_request(mca_btl_llrdma_module_t *m, struct rdma_cm_id
     }
     conn = OBJ_NEW(mca_btl_llrdma_conn_t);
     if (NULL == conn) {
-        reject(id, MCA_BTL_LLRDMA_REJ_NORES);
+        reject(m, id, MCA_BTL_LLRDMA_REJ_NORES);
         accept_failed(ep, req->path, "out of memory");
         return;
     }
@@ -637,7 +632,7 @@ destroy_qp:
 reject_release_conn:
     conn->id = NULL;
     OBJ_RELEASE(conn);
-    reject(id, MCA_BTL_LLRDMA_REJ_NORES);
+    reject(m, id, MCA_BTL_LLRDMA_REJ_NORES);
     accept_failed(ep, req->path, why);
 }
 

@@ -115,7 +115,7 @@ static int peer_port_for(mca_btl_llrdma_module_t *m, const mca_btl_llrdma_addr_t
 {
     mca_btl_llrdma_component_t *c = &mca_btl_llrdma_component;
     llrdma_reach_addr_t mine[MCA_BTL_LLRDMA_MAX_PORTS], theirs[MCA_BTL_LLRDMA_MAX_PORTS];
-    const opal_process_name_t *self = &opal_proc_local_get()->proc_name;
+    const opal_process_name_t *self = &m->self;
     uint64_t a = ((uint64_t)self->jobid << 32) | self->vpid;
     uint64_t b = ((uint64_t)peer->jobid << 32) | peer->vpid;
     int nmine = 0, me = -1;
@@ -198,6 +198,19 @@ static mca_btl_llrdma_endpoint_t *endpoint_create(mca_btl_llrdma_module_t *m, op
     return ep;
 }
 
+static mca_btl_llrdma_endpoint_t *find_locked(mca_btl_llrdma_module_t *m,
+                                              const opal_process_name_t *name)
+{
+    mca_btl_llrdma_endpoint_t *ep;
+    OPAL_LIST_FOREACH(ep, &m->endpoints, mca_btl_llrdma_endpoint_t)
+    {
+        if (same_name(&ep->proc->proc_name, name)) {
+            return ep;
+        }
+    }
+    return NULL;
+}
+
 mca_btl_llrdma_endpoint_t *mca_btl_llrdma_endpoint_lookup(mca_btl_llrdma_module_t *m,
                                                           const opal_process_name_t *name,
                                                           int create)
@@ -205,17 +218,39 @@ mca_btl_llrdma_endpoint_t *mca_btl_llrdma_endpoint_lookup(mca_btl_llrdma_module_
     mca_btl_llrdma_endpoint_t *ep;
     opal_proc_t *proc;
 
-    OPAL_LIST_FOREACH(ep, &m->endpoints, mca_btl_llrdma_endpoint_t)
-    {
-        if (same_name(&ep->proc->proc_name, name)) {
-            return ep;
-        }
+    OPAL_THREAD_LOCK(&m->ep_lock);
+    ep = find_locked(m, name);
+    OPAL_THREAD_UNLOCK(&m->ep_lock);
+    if (NULL != ep || !create || NULL == opal_proc_for_name) {
+        return ep;
     }
-    if (!create || NULL == opal_proc_for_name) {
+    /* Outside the list lock: Open MPI takes its proc lock here, and holds it
+     * when it calls add_procs, which takes the list lock. */
+    proc = opal_proc_for_name(*name);
+    if (NULL == proc) {
         return NULL;
     }
-    proc = opal_proc_for_name(*name);
-    return NULL == proc ? NULL : endpoint_create(m, proc);
+    OPAL_THREAD_LOCK(&m->ep_lock);
+    ep = find_locked(m, name); /* another thread may have created it meanwhile */
+    if (NULL == ep) {
+        ep = endpoint_create(m, proc);
+    }
+    OPAL_THREAD_UNLOCK(&m->ep_lock);
+    return ep;
+}
+
+mca_btl_llrdma_endpoint_t *mca_btl_llrdma_endpoint_next(mca_btl_llrdma_module_t *m,
+                                                        mca_btl_llrdma_endpoint_t *prev)
+{
+    opal_list_item_t *item;
+
+    OPAL_THREAD_LOCK(&m->ep_lock);
+    item = NULL == prev ? opal_list_get_first(&m->endpoints) : opal_list_get_next(&prev->super);
+    if (item == opal_list_get_end(&m->endpoints)) {
+        item = NULL;
+    }
+    OPAL_THREAD_UNLOCK(&m->ep_lock);
+    return (mca_btl_llrdma_endpoint_t *)item;
 }
 
 /* ------------------------------------------------------------ errors */
@@ -673,12 +708,11 @@ void mca_btl_llrdma_conn_recv_done(mca_btl_llrdma_conn_t *conn)
 
 int mca_btl_llrdma_endpoint_unstall(mca_btl_llrdma_module_t *m)
 {
-    mca_btl_llrdma_endpoint_t *ep, *next;
+    mca_btl_llrdma_endpoint_t *ep = NULL;
     uint64_t now = 0;
     int count = 0;
 
-    OPAL_LIST_FOREACH_SAFE(ep, next, &m->endpoints, mca_btl_llrdma_endpoint_t)
-    {
+    while (NULL != (ep = mca_btl_llrdma_endpoint_next(m, ep))) {
         for (int p = 0; p < LLRDMA_NPATHS; ++p) {
             mca_btl_llrdma_conn_t *conn = ep->conn[p];
             if (NULL == conn || 0 == conn->stall_since) {

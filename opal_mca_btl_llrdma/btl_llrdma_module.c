@@ -383,20 +383,25 @@ static int llrdma_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
                             opal_bitmap_t *reachable)
 {
     mca_btl_llrdma_module_t *m = (mca_btl_llrdma_module_t *)btl;
-    opal_proc_t *me = opal_proc_local_get();
 
+    /* Only the endpoint list's lock (in lookup, and here for the module's
+     * limits): ob1 holds its proc lock around this call, and a thread in one
+     * of our callbacks, holding the module lock, may be waiting for it. */
     for (size_t i = 0; i < nprocs; ++i) {
         mca_btl_llrdma_endpoint_t *ep;
-        if (procs[i] == me) {
+        if (procs[i]->proc_name.jobid == m->self.jobid &&
+            procs[i]->proc_name.vpid == m->self.vpid) {
             continue; /* btl/self */
         }
         ep = mca_btl_llrdma_endpoint_lookup(m, &procs[i]->proc_name, 1);
         if (NULL == ep) {
             continue; /* the peer published no llrdma address we can reach */
         }
+        OPAL_THREAD_LOCK(&m->ep_lock);
         ep->in_add_procs = 1;
-        peers[i] = ep;
         fit_limits_to_peer(m, ep);
+        OPAL_THREAD_UNLOCK(&m->ep_lock);
+        peers[i] = ep;
         if (NULL != reachable) {
             opal_bitmap_set_bit(reachable, (int)i);
         }
@@ -411,13 +416,15 @@ static int llrdma_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
 static int llrdma_del_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
                             struct opal_proc_t **procs, struct mca_btl_base_endpoint_t **peers)
 {
-    (void)btl;
+    mca_btl_llrdma_module_t *m = (mca_btl_llrdma_module_t *)btl;
     (void)procs;
+    OPAL_THREAD_LOCK(&m->ep_lock);
     for (size_t i = 0; i < nprocs; ++i) {
         if (NULL != peers[i]) {
             peers[i]->in_add_procs = 0;
         }
     }
+    OPAL_THREAD_UNLOCK(&m->ep_lock);
     return OPAL_SUCCESS;
 }
 
@@ -443,15 +450,21 @@ static mca_btl_base_descriptor_t *llrdma_alloc(struct mca_btl_base_module_t *btl
                                                struct mca_btl_base_endpoint_t *ep, uint8_t order,
                                                size_t size, uint32_t flags)
 {
-    mca_btl_llrdma_frag_t *frag = frag_alloc((mca_btl_llrdma_module_t *)btl, ep, size, flags);
+    mca_btl_llrdma_module_t *m = (mca_btl_llrdma_module_t *)btl;
+    mca_btl_llrdma_frag_t *frag;
     (void)order;
+    MCA_BTL_LLRDMA_LOCK(m);
+    frag = frag_alloc(m, ep, size, flags);
+    MCA_BTL_LLRDMA_UNLOCK(m);
     return NULL == frag ? NULL : &frag->base;
 }
 
 static int llrdma_free(struct mca_btl_base_module_t *btl, mca_btl_base_descriptor_t *des)
 {
-    (void)btl;
+    mca_btl_llrdma_module_t *m = (mca_btl_llrdma_module_t *)btl;
+    MCA_BTL_LLRDMA_LOCK(m);
     mca_btl_llrdma_pool_put((mca_btl_llrdma_frag_t *)des);
+    MCA_BTL_LLRDMA_UNLOCK(m);
     return OPAL_SUCCESS;
 }
 
@@ -476,14 +489,19 @@ static mca_btl_base_descriptor_t *llrdma_prepare_src(struct mca_btl_base_module_
     if (reserve + *size > max) {
         *size = max - reserve;
     }
+    MCA_BTL_LLRDMA_LOCK(m);
     frag = frag_alloc(m, ep, reserve + *size, flags);
+    MCA_BTL_LLRDMA_UNLOCK(m);
     if (NULL == frag) {
         return NULL;
     }
+    /* The fragment is this thread's until it is sent: pack unlocked. */
     iov.iov_base = (char *)mca_btl_llrdma_frag_payload(frag) + reserve;
     iov.iov_len = max_data = *size;
     if (opal_convertor_pack(conv, &iov, &count, &max_data) < 0) {
+        MCA_BTL_LLRDMA_LOCK(m);
         mca_btl_llrdma_pool_put(frag);
+        MCA_BTL_LLRDMA_UNLOCK(m);
         return NULL;
     }
     *size = max_data;
@@ -491,13 +509,50 @@ static mca_btl_base_descriptor_t *llrdma_prepare_src(struct mca_btl_base_module_
     return &frag->base;
 }
 
+static int send_locked(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+                       struct mca_btl_base_descriptor_t *des, mca_btl_base_tag_t tag);
+
+/* ob1 calls these from any thread: each takes the module lock (a branch
+ * only, without threads). */
 static int llrdma_send(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+                       struct mca_btl_base_descriptor_t *des, mca_btl_base_tag_t tag)
+{
+    mca_btl_llrdma_module_t *m = (mca_btl_llrdma_module_t *)btl;
+    int rc;
+
+    MCA_BTL_LLRDMA_LOCK(m);
+    rc = send_locked(btl, ep, des, tag);
+    MCA_BTL_LLRDMA_UNLOCK(m);
+    return rc;
+}
+
+static int llrdma_sendi_locked(struct mca_btl_base_module_t *btl,
+                               struct mca_btl_base_endpoint_t *ep, struct opal_convertor_t *conv,
+                               void *header, size_t header_size, size_t payload_size, uint8_t order,
+                               uint32_t flags, mca_btl_base_tag_t tag,
+                               mca_btl_base_descriptor_t **descriptor);
+
+static int llrdma_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+                        struct opal_convertor_t *conv, void *header, size_t header_size,
+                        size_t payload_size, uint8_t order, uint32_t flags, mca_btl_base_tag_t tag,
+                        mca_btl_base_descriptor_t **descriptor)
+{
+    mca_btl_llrdma_module_t *m = (mca_btl_llrdma_module_t *)btl;
+    int rc;
+
+    MCA_BTL_LLRDMA_LOCK(m);
+    rc = llrdma_sendi_locked(btl, ep, conv, header, header_size, payload_size, order, flags, tag,
+                             descriptor);
+    MCA_BTL_LLRDMA_UNLOCK(m);
+    return rc;
+}
+
+static int send_locked(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
                        struct mca_btl_base_descriptor_t *des, mca_btl_base_tag_t tag)
 {
     mca_btl_llrdma_frag_t *frag = (mca_btl_llrdma_frag_t *)des;
     int rc;
 
-    (void)btl;
     frag->tag = tag;
     rc = mca_btl_llrdma_endpoint_send(ep, frag);
     if (1 == rc) {
@@ -513,10 +568,11 @@ static int llrdma_send(struct mca_btl_base_module_t *btl, struct mca_btl_base_en
     return rc;
 }
 
-static int llrdma_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
-                        struct opal_convertor_t *conv, void *header, size_t header_size,
-                        size_t payload_size, uint8_t order, uint32_t flags, mca_btl_base_tag_t tag,
-                        mca_btl_base_descriptor_t **descriptor)
+static int llrdma_sendi_locked(struct mca_btl_base_module_t *btl,
+                               struct mca_btl_base_endpoint_t *ep, struct opal_convertor_t *conv,
+                               void *header, size_t header_size, size_t payload_size, uint8_t order,
+                               uint32_t flags, mca_btl_base_tag_t tag,
+                               mca_btl_base_descriptor_t **descriptor)
 {
     mca_btl_llrdma_module_t *m = (mca_btl_llrdma_module_t *)btl;
     size_t total = header_size + payload_size;
@@ -621,6 +677,8 @@ static void module_destroy(mca_btl_llrdma_module_t *m)
     OBJ_DESTRUCT(&m->by_qp);
     OBJ_DESTRUCT(&m->conns);
     OBJ_DESTRUCT(&m->endpoints);
+    OBJ_DESTRUCT(&m->ep_lock);
+    OBJ_DESTRUCT(&m->lock);
     free(m);
 }
 
@@ -655,6 +713,9 @@ int mca_btl_llrdma_module_create(const mca_btl_llrdma_port_t *port, const llrdma
     m->profile = prof;
     m->path_used[LLRDMA_PATH_LL] = !prof->generic;
     m->path_used[LLRDMA_PATH_BW] = 1;
+    OBJ_CONSTRUCT(&m->lock, opal_recursive_mutex_t);
+    OBJ_CONSTRUCT(&m->ep_lock, opal_mutex_t);
+    m->self = opal_proc_local_get()->proc_name;
     OBJ_CONSTRUCT(&m->endpoints, opal_list_t);
     OBJ_CONSTRUCT(&m->conns, opal_list_t);
     OBJ_CONSTRUCT(&m->by_qp, opal_hash_table_t);
@@ -728,6 +789,8 @@ fail_free_module:
     OBJ_DESTRUCT(&m->by_qp);
     OBJ_DESTRUCT(&m->conns);
     OBJ_DESTRUCT(&m->endpoints);
+    OBJ_DESTRUCT(&m->ep_lock);
+    OBJ_DESTRUCT(&m->lock);
     free(m);
     return rc;
 }

@@ -160,7 +160,7 @@ static int poll_path(mca_btl_llrdma_module_t *m, int p)
     return count;
 }
 
-int mca_btl_llrdma_module_progress(mca_btl_llrdma_module_t *m)
+static int progress_locked(mca_btl_llrdma_module_t *m)
 {
     int count = 0;
 
@@ -185,5 +185,20 @@ int mca_btl_llrdma_module_progress(mca_btl_llrdma_module_t *m)
     if (m->waiting > 0) {
         count += mca_btl_llrdma_endpoint_unstall(m);
     }
+    return count;
+}
+
+/* Any thread may progress; one at a time per module.  A thread that finds
+ * another one progressing this module leaves: what it waits for is being
+ * polled (btl/uct does the same). */
+int mca_btl_llrdma_module_progress(mca_btl_llrdma_module_t *m)
+{
+    int count;
+
+    if (0 != OPAL_THREAD_TRYLOCK(&m->lock)) {
+        return 0;
+    }
+    count = progress_locked(m);
+    MCA_BTL_LLRDMA_UNLOCK(m);
     return count;
 }
