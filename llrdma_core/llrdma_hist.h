@@ -37,6 +37,11 @@ typedef struct {
     uint64_t count[LLRDMA_HIST_NPATHS][LLRDMA_HIST_BUCKETS]; /* fragments posted */
     uint64_t bytes[LLRDMA_HIST_NPATHS][LLRDMA_HIST_BUCKETS]; /* their fragment bytes */
     uint64_t waits[LLRDMA_HIST_NPATHS]; /* sends queued for a send-queue slot or a credit */
+    /* Completion queues of the LL and BW paths (index LLRDMA_HIST_LL/BW):
+     * work completions polled, and completion events taken (the progress
+     * thread's wake-ups; 0 on a polled path).  Events per completion show
+     * the moderation working. */
+    uint64_t cq_completions[2], cq_events[2];
 } llrdma_hist_t;
 
 /* Hot path: inline, one count and one sum per fragment, no branch beyond the

@@ -14,6 +14,7 @@
 #include "opal_config.h"
 
 #include <netinet/in.h>
+#include <pthread.h>
 
 #include "opal/class/opal_hash_table.h"
 #include "opal/mca/btl/base/base.h"
@@ -116,8 +117,16 @@ typedef struct mca_btl_llrdma_module_t {
     char gpu_report[160];   /* "dmabuf", "peermem", "none (why)"; why, when gpu_error */
     int gpu_error;          /* btl_llrdma_gpu_rdma forced a mode the device lacks */
     uint64_t gpu_buffer_id; /* of the device buffer being registered (for reg_mem_cb) */
-    int failed;             /* a module-wide fatal error was reported */
-    int running;            /* creation finished: errors now go to ob1 */
+    /* Completion events and the progress thread (btl_llrdma_thread.c) */
+    struct ibv_comp_channel *channel; /* the BW path's CQs report here; NULL: polled only */
+    char thread_why[96];              /* why there is no progress thread ("" when there is) */
+    int wake_fd;                      /* eventfd that stops the thread; -1 none */
+    int thread_running;
+    pthread_t thread;
+    uint64_t completions[LLRDMA_NPATHS]; /* work completions polled per path */
+    uint64_t events[LLRDMA_NPATHS];      /* completion events taken per path */
+    int failed;                          /* a module-wide fatal error was reported */
+    int running;                         /* creation finished: errors now go to ob1 */
     mca_btl_base_module_error_cb_fn_t error_cb;
 } mca_btl_llrdma_module_t;
 
@@ -148,6 +157,7 @@ typedef struct mca_btl_llrdma_component_t {
     size_t recv_mem_max;    /* bytes of receive buffers per path before allotments shrink */
     int stall_warn_ms;      /* a peer without credits this long is reported (verbose 1) */
     int coalesce;           /* pack messages behind a queued fragment (docs/btl-design.md) */
+    int progress_thread;    /* a thread per module sleeps on the BW CQs' events */
     char *fork_safe;        /* auto | yes | no */
     char *rdma;             /* get | put | off: ob1's RDMA protocol (btl_llrdma_rdma.c) */
     char *gpu_rdma;         /* auto | dmabuf | peermem | off (btl_llrdma_gpu.c) */
@@ -217,6 +227,23 @@ int mca_btl_llrdma_module_repost(mca_btl_llrdma_module_t *m, int path, mca_btl_l
 /* QP attributes for a path (shared by the probe QP and real connections). */
 void mca_btl_llrdma_module_qp_attr(const mca_btl_llrdma_module_t *m, int path, struct ibv_cq *cq,
                                    struct ibv_qp_init_attr *attr);
+
+/* btl_llrdma_progress.c: poll path p's CQs until they are empty (or
+ * `rounds` batches), with the module lock held; returns completions. */
+int mca_btl_llrdma_module_poll_path(mca_btl_llrdma_module_t *m, int p, int rounds);
+/* Connection set-up, retries and credit waits (progress minus the CQs). */
+int mca_btl_llrdma_module_progress_control(mca_btl_llrdma_module_t *m);
+
+/* btl_llrdma_thread.c: the completion channel (before the BW CQs exist),
+ * the thread (once the module is complete), and stopping it (before the
+ * CQs go).  A channel or thread that cannot be had leaves the path polled,
+ * with the reason in m->thread_why. */
+void mca_btl_llrdma_thread_channel(mca_btl_llrdma_module_t *m);
+void mca_btl_llrdma_thread_start(mca_btl_llrdma_module_t *m);
+void mca_btl_llrdma_thread_stop(mca_btl_llrdma_module_t *m);
+/* Arm a CQ of path p for its next event (BW CQs on the channel only). */
+void mca_btl_llrdma_thread_arm(mca_btl_llrdma_module_t *m, int p, struct ibv_cq *cq);
+void mca_btl_llrdma_thread_channel_destroy(mca_btl_llrdma_module_t *m);
 
 /* btl_llrdma_rdma.c: registration, put/get/flush (docs/btl-design.md "RDMA"). */
 void mca_btl_llrdma_rdma_init(mca_btl_llrdma_module_t *m);

@@ -96,7 +96,10 @@ static int cq_add(mca_btl_llrdma_module_t *m, int p)
         cqe = m->port.max_cqe;
     }
     slab = &path->cqs[path->ncq];
-    slab->cq = mca_btl_llrdma_verbs.create_cq(m->ctx, (int)cqe, NULL, NULL, 0);
+    /* BW CQs report events on the module's channel when it has one (the
+     * progress thread); LL CQs never: they are busy-polled. */
+    slab->cq = mca_btl_llrdma_verbs.create_cq(m->ctx, (int)cqe, NULL,
+                                              LLRDMA_PATH_BW == p ? m->channel : NULL, 0);
     if (NULL == slab->cq) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
@@ -108,6 +111,7 @@ static int cq_add(mca_btl_llrdma_module_t *m, int p)
                                                      .cq_period = (uint16_t)pp->cq_mod_usec}};
         path->cq_moderation = 0 == mca_btl_llrdma_verbs.modify_cq(slab->cq, &ma) ? 1 : 0;
     }
+    mca_btl_llrdma_thread_arm(m, p, slab->cq);
     ++path->ncq;
     return OPAL_SUCCESS;
 }
@@ -652,6 +656,14 @@ static int llrdma_register_error(struct mca_btl_base_module_t *btl,
 static void module_destroy(mca_btl_llrdma_module_t *m)
 {
     opal_list_item_t *item;
+    llrdma_hist_t *h = &mca_btl_llrdma_component.hist;
+
+    /* The thread first: it takes the module lock and polls the CQs. */
+    mca_btl_llrdma_thread_stop(m);
+    for (int p = 0; p < LLRDMA_NPATHS; ++p) {
+        h->cq_completions[p] += m->completions[p];
+        h->cq_events[p] += m->events[p];
+    }
 
     /* QPs before the CQs and SRQs they use; ids after their QPs. */
     while (NULL != (item = opal_list_remove_first(&m->conns))) {
@@ -673,6 +685,7 @@ static void module_destroy(mca_btl_llrdma_module_t *m)
             path_destroy(m, p);
         }
     }
+    mca_btl_llrdma_thread_channel_destroy(m); /* after its CQs */
     (void)mca_btl_llrdma_verbs.dealloc_pd(m->pd);
     OBJ_DESTRUCT(&m->by_qp);
     OBJ_DESTRUCT(&m->conns);
@@ -734,6 +747,7 @@ int mca_btl_llrdma_module_create(const mca_btl_llrdma_port_t *port, const llrdma
         goto fail_free_module;
     }
     (void)mca_btl_llrdma_gpu_probe(m); /* the component reports m->gpu_error */
+    mca_btl_llrdma_thread_channel(m);  /* before the BW CQs, which report to it */
     for (created = 0; created < LLRDMA_NPATHS; ++created) {
         if (!m->path_used[created]) {
             continue;
@@ -775,6 +789,7 @@ int mca_btl_llrdma_module_create(const mca_btl_llrdma_port_t *port, const llrdma
     m->super.btl_register_error = llrdma_register_error;
     mca_btl_llrdma_rdma_init(m); /* cannot fail: without grdma, send/receive only */
     m->running = 1;
+    mca_btl_llrdma_thread_start(m); /* without it, the BW path is polled as the LL path */
     *out = m;
     return OPAL_SUCCESS;
 
@@ -784,6 +799,7 @@ fail_destroy_paths:
             path_destroy(m, created);
         }
     }
+    mca_btl_llrdma_thread_channel_destroy(m);
     (void)mca_btl_llrdma_verbs.dealloc_pd(m->pd);
 fail_free_module:
     OBJ_DESTRUCT(&m->by_qp);
@@ -809,6 +825,27 @@ int mca_btl_llrdma_module_granted(const mca_btl_llrdma_module_t *m, llrdma_devic
     dev->sq_depth_granted_ll = m->granted.sq_depth[LLRDMA_PATH_LL];
     dev->sq_depth_granted_bw = m->granted.sq_depth[LLRDMA_PATH_BW];
     dev->cq_moderation_supported = m->path[LLRDMA_PATH_BW].cq_moderation;
+    /* How each path's completions are found (docs/btl-design.md "Threads"). */
+    snprintf(dev->progress_ll, sizeof(dev->progress_ll), "%s",
+             m->path_used[LLRDMA_PATH_LL] ? "poll" : "");
+    snprintf(dev->progress_bw, sizeof(dev->progress_bw), "%s",
+             m->thread_running ? "event" : "poll");
+    if (1 == m->path[LLRDMA_PATH_BW].cq_moderation) {
+        dev->cq_mod_count_granted = m->profile->bw.cq_mod_count;
+        dev->cq_mod_usec_granted = m->profile->bw.cq_mod_usec;
+    }
+    if (!m->thread_running) {
+        snprintf(dev->progress_note, sizeof(dev->progress_note), "no progress thread (%s)",
+                 m->thread_why);
+    } else if (1 != m->path[LLRDMA_PATH_BW].cq_moderation) {
+        snprintf(dev->progress_note, sizeof(dev->progress_note), "one event per completion (%s)",
+                 0 == m->path[LLRDMA_PATH_BW].cq_moderation ? "the device has no CQ moderation"
+                                                            : "no moderation requested");
+    } else {
+        snprintf(dev->progress_note, sizeof(dev->progress_note),
+                 "one event per %u completions or %u us", dev->cq_mod_count_granted,
+                 dev->cq_mod_usec_granted);
+    }
     dev->gid_index = m->port.gid_index;
     dev->min_rnr_timer = mca_btl_llrdma_component.min_rnr_timer;
     dev->rnr_retry = mca_btl_llrdma_component.rnr_retry;

@@ -133,6 +133,9 @@ static int poll_cq(mca_btl_llrdma_module_t *m, int p, struct ibv_cq *cq)
     struct ibv_wc wc[LLRDMA_POLL_BATCH];
     int n = mca_btl_llrdma_verbs.poll_cq(cq, LLRDMA_POLL_BATCH, wc);
 
+    if (n > 0) {
+        m->completions[p] += (uint64_t)n;
+    }
     if (n < 0) {
         char detail[160];
         snprintf(detail, sizeof(detail), "btl/llrdma: ibv_poll_cq failed on %s:%d (%d)",
@@ -160,6 +163,16 @@ static int poll_path(mca_btl_llrdma_module_t *m, int p)
     return count;
 }
 
+int mca_btl_llrdma_module_poll_path(mca_btl_llrdma_module_t *m, int p, int rounds)
+{
+    int count = 0, n;
+    do {
+        n = poll_path(m, p);
+        count += n;
+    } while (n > 0 && --rounds > 0);
+    return count;
+}
+
 static int progress_locked(mca_btl_llrdma_module_t *m)
 {
     int count = 0;
@@ -169,6 +182,13 @@ static int progress_locked(mca_btl_llrdma_module_t *m)
             count += poll_path(m, p);
         }
     }
+    return count + mca_btl_llrdma_module_progress_control(m);
+}
+
+int mca_btl_llrdma_module_progress_control(mca_btl_llrdma_module_t *m)
+{
+    int count = 0;
+
     /* The CM channel costs a system call: every call while connections are
      * being set up, otherwise every cm_poll_every calls (a peer's first
      * connection request waits at most that long). */

@@ -94,6 +94,17 @@ static void print_row(const llrdma_rank_config_t *c)
                c->profile.bw.inline_bytes, c->device.max_inline_granted_bw, c->profile.bw.sq_depth,
                c->device.sq_depth_granted_bw, c->profile.bw.rq_depth, c->device.rq_depth_granted_bw,
                c->profile.bw.cq_mod_count, c->profile.bw.cq_mod_usec, mod);
+        /* Progress per path: who finds the completions, and what moderation
+         * the event path got (docs/btl-design.md "Threads"). */
+        if (!c->profile.generic) {
+            printf("      ll progress: %s (no moderation: every completion at once)\n",
+                   c->device.progress_ll[0] ? c->device.progress_ll : "poll");
+        }
+        printf("      bw progress: %s  moderation requested/granted %u/%uus %u/%uus  %s\n",
+               c->device.progress_bw[0] ? c->device.progress_bw : "poll",
+               c->profile.bw.cq_mod_count, c->profile.bw.cq_mod_usec,
+               c->device.cq_mod_count_granted, c->device.cq_mod_usec_granted,
+               c->device.progress_note);
         if (0 != c->device.rdma_limit_granted) {
             char a[32], b[32];
             llrdma_format_size(c->profile.bw.rdma_frag_bytes, a, sizeof(a));
@@ -306,6 +317,15 @@ static int show_stats(int argc, char **argv)
                    (unsigned long long)path_sum(r->hist.count[p]),
                    (unsigned long long)path_sum(r->hist.bytes[p]),
                    (unsigned long long)r->hist.waits[p], p + 1 < LLRDMA_HIST_NPATHS ? ";" : "\n");
+        }
+        for (int p = 0; p < 2; ++p) {
+            uint64_t n = r->hist.cq_completions[p], e = r->hist.cq_events[p];
+            printf("  %s cq: %llu completions, %llu events", names[p], (unsigned long long)n,
+                   (unsigned long long)e);
+            if (0 != n && 0 != e) {
+                printf(" (%.3f events per completion)", (double)e / (double)n);
+            }
+            printf("%s", 0 == p ? ";" : "\n");
         }
         printf("  %-18s %12s %12s %12s\n", "payload", "ll", "bw", "rdma");
         for (unsigned b = 0; b < LLRDMA_HIST_BUCKETS; ++b) {

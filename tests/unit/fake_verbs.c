@@ -263,8 +263,6 @@ static struct ibv_cq *f_create_cq(struct ibv_context *c, int cqe, void *ctx,
                                   struct ibv_comp_channel *ch, int vec)
 {
     fake_cq_t *f;
-    (void)ctx;
-    (void)ch;
     (void)vec;
     if (FAIL_POINT()) {
         errno = ENOMEM;
@@ -277,6 +275,10 @@ static struct ibv_cq *f_create_cq(struct ibv_context *c, int cqe, void *ctx,
     f = calloc(1, sizeof(*f));
     f->cq.context = c;
     f->cq.cqe = cqe;
+    f->cq.cq_context = ctx;
+    f->cq.channel = ch;
+    f->channel = (struct fake_channel *)ch;
+    fake_cq_channel_attach(f);
     f->cap = (uint32_t)cqe;
     f->e = calloc(f->cap, sizeof(*f->e));
     ++fake.live_cq;
@@ -286,6 +288,9 @@ static struct ibv_cq *f_create_cq(struct ibv_context *c, int cqe, void *ctx,
 static int f_destroy_cq(struct ibv_cq *cq)
 {
     fake_cq_t *f = (fake_cq_t *)cq;
+    if (0 != fake_cq_destroy_check(f)) {
+        return EBUSY; /* a real ibv_destroy_cq would wait for the acknowledgements forever */
+    }
     for (fake_qp_t *q = qps; NULL != q; q = q->next) {
         if (q->qp.send_cq == cq || q->qp.recv_cq == cq) {
             fake_fault(&fake.misuse, "ibv_destroy_cq while qp %u uses it (EBUSY)", q->qp.qp_num);
@@ -335,6 +340,7 @@ static void cq_push(fake_cq_t *f, const fake_cqe_t *e)
     if (f->count > f->high) {
         f->high = f->count;
     }
+    fake_cq_completion_added(f);
 }
 
 /* Drop the completions of a destroyed QP (as mlx5 cleans its CQs). */
@@ -852,6 +858,7 @@ int fake_pump(void)
     for (fake_qp_t *q = qps; NULL != q; q = q->next) {
         ran += run_qp(q);
     }
+    fake_events_tick(); /* moderation periods that ran out */
     return ran;
 }
 
@@ -978,6 +985,7 @@ void fake_install(void)
     fake.max_rd_atom = 16;
     fake.max_msg_sz = 1u << 31;
     fake_cm_install(&fake_ops);
+    fake_events_install(&fake_ops);
     mca_btl_llrdma_verbs = fake_ops;
 }
 
@@ -989,7 +997,7 @@ void fake_uninstall(void)
 int fake_live_objects(void)
 {
     return fake.live_pd + fake.live_mr + fake.live_cq + fake.live_srq + fake.live_qp +
-           fake.live_id + fake.live_channel + fake.live_event;
+           fake.live_id + fake.live_channel + fake.live_event + fake.live_comp_channel;
 }
 
 int fake_faults(void)
