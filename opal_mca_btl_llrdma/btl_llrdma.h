@@ -122,6 +122,7 @@ typedef struct mca_btl_llrdma_module_t {
     char thread_why[96];              /* why there is no progress thread ("" when there is) */
     int wake_fd;                      /* eventfd that stops the thread; -1 none */
     int thread_running;
+    int thread_stop; /* finalize asks the thread to end (under the lock) */
     pthread_t thread;
     uint64_t completions[LLRDMA_NPATHS]; /* work completions polled per path */
     uint64_t events[LLRDMA_NPATHS];      /* completion events taken per path */
@@ -241,6 +242,9 @@ int mca_btl_llrdma_module_progress_control(mca_btl_llrdma_module_t *m);
 void mca_btl_llrdma_thread_channel(mca_btl_llrdma_module_t *m);
 void mca_btl_llrdma_thread_start(mca_btl_llrdma_module_t *m);
 void mca_btl_llrdma_thread_stop(mca_btl_llrdma_module_t *m);
+/* Wake the thread to look again (sends now wait for credits, a retry was
+ * scheduled): those come without a CQ or CM event. */
+void mca_btl_llrdma_thread_kick(mca_btl_llrdma_module_t *m);
 /* Arm a CQ of path p for its next event (BW CQs on the channel only). */
 void mca_btl_llrdma_thread_arm(mca_btl_llrdma_module_t *m, int p, struct ibv_cq *cq);
 void mca_btl_llrdma_thread_channel_destroy(mca_btl_llrdma_module_t *m);

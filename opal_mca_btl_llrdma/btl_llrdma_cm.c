@@ -233,7 +233,9 @@ int mca_btl_llrdma_conn_start_active(mca_btl_llrdma_endpoint_t *ep, int p)
         goto fail_destroy_id;
     }
     opal_list_append(&m->conns, &conn->super);
-    ++m->connecting;
+    if (0 == m->connecting++) {
+        mca_btl_llrdma_thread_kick(m); /* it now watches set-up timers */
+    }
     ep->conn[p] = conn;
     if (0 == ep->first_try_ms[p]) {
         ep->first_try_ms[p] = mca_btl_llrdma_now_ms();
@@ -287,8 +289,8 @@ static void conn_setup_over(mca_btl_llrdma_conn_t *conn)
 
 static void schedule_retry(mca_btl_llrdma_endpoint_t *ep, int p, uint64_t at)
 {
-    if (0 == ep->retry_at_ms[p]) {
-        ++ep->module->retrying;
+    if (0 == ep->retry_at_ms[p] && 0 == ep->module->retrying++) {
+        mca_btl_llrdma_thread_kick(ep->module); /* a timer, not an event */
     }
     ep->retry_at_ms[p] = at;
 }

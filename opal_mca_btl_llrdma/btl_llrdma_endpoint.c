@@ -452,7 +452,9 @@ static void set_waiting(mca_btl_llrdma_endpoint_t *ep, int p, int waiting)
     }
     if (waiting && 0 == conn->stall_since) {
         conn->stall_since = mca_btl_llrdma_now_ms();
-        ++ep->module->waiting;
+        if (0 == ep->module->waiting++) {
+            mca_btl_llrdma_thread_kick(ep->module); /* credits come without an event */
+        }
     } else if (!waiting && 0 != conn->stall_since) {
         if (conn->stall_reported) {
             opal_output_verbose(1, mca_btl_llrdma_component.output,

@@ -101,22 +101,30 @@ static void *progress_main(void *arg)
     mca_btl_llrdma_module_t *m = (mca_btl_llrdma_module_t *)arg;
 
     for (;;) {
-        struct pollfd fds[2] = {{.fd = m->channel->fd, .events = POLLIN},
-                                {.fd = m->wake_fd, .events = POLLIN}};
-        int timeout, rc;
+        /* CQ events, kicks, and connection events (a peer's request is
+         * answered while the application computes). */
+        struct pollfd fds[3] = {{.fd = m->channel->fd, .events = POLLIN},
+                                {.fd = m->wake_fd, .events = POLLIN},
+                                {.fd = m->cm_channel->fd, .events = POLLIN}};
+        uint64_t kicks;
+        int timeout, rc, stop;
 
         MCA_BTL_LLRDMA_LOCK(m);
+        stop = m->thread_stop;
         timeout =
             m->connecting > 0 || m->retrying > 0 || m->waiting > 0 ? LLRDMA_THREAD_TICK_MS : -1;
         MCA_BTL_LLRDMA_UNLOCK(m);
-        rc = poll(fds, 2, timeout);
+        if (stop) {
+            break; /* finalize */
+        }
+        rc = poll(fds, 3, timeout);
         if (rc < 0 && EINTR != errno) {
             opal_output(0, "btl:llrdma: %s:%d: the progress thread stops: poll failed: %s",
                         m->port.dev, m->port.port, strerror(errno));
             break;
         }
         if (rc > 0 && 0 != fds[1].revents) {
-            break; /* finalize */
+            (void)!read(m->wake_fd, &kicks, sizeof(kicks));
         }
         MCA_BTL_LLRDMA_LOCK(m);
         (void)take_events(m);
@@ -132,7 +140,8 @@ void mca_btl_llrdma_thread_start(mca_btl_llrdma_module_t *m)
     if (NULL == m->channel) {
         return;
     }
-    m->wake_fd = eventfd(0, EFD_CLOEXEC);
+    m->thread_stop = 0;
+    m->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (m->wake_fd < 0) {
         snprintf(m->thread_why, sizeof(m->thread_why), "eventfd failed: %s", strerror(errno));
         return;
@@ -149,6 +158,14 @@ void mca_btl_llrdma_thread_start(mca_btl_llrdma_module_t *m)
     m->thread_running = 1;
 }
 
+void mca_btl_llrdma_thread_kick(mca_btl_llrdma_module_t *m)
+{
+    uint64_t one = 1;
+    if (m->thread_running) {
+        (void)!write(m->wake_fd, &one, sizeof(one));
+    }
+}
+
 void mca_btl_llrdma_thread_stop(mca_btl_llrdma_module_t *m)
 {
     struct ibv_cq *cq;
@@ -156,6 +173,9 @@ void mca_btl_llrdma_thread_stop(mca_btl_llrdma_module_t *m)
     uint64_t one = 1;
 
     if (m->thread_running) {
+        MCA_BTL_LLRDMA_LOCK(m);
+        m->thread_stop = 1;
+        MCA_BTL_LLRDMA_UNLOCK(m);
         if (sizeof(one) != write(m->wake_fd, &one, sizeof(one))) {
             opal_output(0, "btl:llrdma: cannot wake the progress thread: %s", strerror(errno));
         }
