@@ -66,6 +66,31 @@ static inline void llrdma_hist_wait(llrdma_hist_t *h, int path)
     h->waits[path] += 1;
 }
 
+/* The same for a histogram several threads update at once, each under its
+ * own lock (btl/llrdma: one per port, the histogram per process): relaxed
+ * atomic adds when `shared`, the plain ones otherwise. */
+static inline void llrdma_hist_add_mt(llrdma_hist_t *h, int path, uint64_t frag_bytes,
+                                      uint64_t counted_bytes, int shared)
+{
+    unsigned b = llrdma_hist_bucket(frag_bytes);
+    if (shared) {
+        __atomic_fetch_add(&h->count[path][b], 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&h->bytes[path][b], counted_bytes, __ATOMIC_RELAXED);
+    } else {
+        h->count[path][b] += 1;
+        h->bytes[path][b] += counted_bytes;
+    }
+}
+
+static inline void llrdma_hist_wait_mt(llrdma_hist_t *h, int path, int shared)
+{
+    if (shared) {
+        __atomic_fetch_add(&h->waits[path], 1, __ATOMIC_RELAXED);
+    } else {
+        h->waits[path] += 1;
+    }
+}
+
 /* Largest payload of bucket b (2^b; bucket 0: 1); UINT64_MAX for the last. */
 uint64_t llrdma_hist_bucket_max(unsigned b);
 /* dst += src. */

@@ -612,15 +612,17 @@ int mca_btl_llrdma_endpoint_send(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_f
         return OPAL_ERR_BAD_PARAM; /* larger than the peer receives: ob1 never asks this */
     }
     frag->endpoint = ep;
-    llrdma_hist_add(&mca_btl_llrdma_component.hist, p,
-                    sizeof(mca_btl_llrdma_hdr_t) + frag->segment.seg_len);
+    llrdma_hist_add_mt(&mca_btl_llrdma_component.hist, p,
+                       sizeof(mca_btl_llrdma_hdr_t) + frag->segment.seg_len,
+                       sizeof(mca_btl_llrdma_hdr_t) + frag->segment.seg_len, opal_using_threads());
     conn = ep->conn[p];
     if (mca_btl_llrdma_conn_up(conn) && opal_list_is_empty(&ep->pending[p]) &&
         llrdma_sq_free_slots(&conn->sq) > 0 && conn_credits(conn) > 0) {
         return post_frag(ep, conn, frag, 0);
     }
     if (mca_btl_llrdma_conn_up(conn)) {
-        llrdma_hist_wait(&mca_btl_llrdma_component.hist, p); /* no slot or credit, or behind one */
+        llrdma_hist_wait_mt(&mca_btl_llrdma_component.hist, p,
+                            opal_using_threads()); /* no slot or credit, or behind one */
     }
     /* Queue full, no credit, not connected yet, or older fragments waiting:
      * keep the order, by packing behind the last one when it has room. */

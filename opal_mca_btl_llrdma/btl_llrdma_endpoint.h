@@ -160,7 +160,8 @@ int mca_btl_llrdma_endpoint_path_for(const mca_btl_llrdma_endpoint_t *ep, uint64
  * by RDMA: it is read as memory that changes under us. */
 static inline uint32_t mca_btl_llrdma_conn_credits(mca_btl_llrdma_conn_t *conn)
 {
-    return llrdma_credit_avail(&conn->credit, *(volatile uint64_t *)&conn->credit_buf[0]);
+    return llrdma_credit_avail(&conn->credit,
+                               __atomic_load_n(&conn->credit_buf[0], __ATOMIC_ACQUIRE));
 }
 
 /* Milliseconds of a monotonic clock. */

@@ -607,9 +607,10 @@ static int llrdma_sendi_locked(struct mca_btl_base_module_t *btl,
             }
             mca_btl_llrdma_endpoint_pack_commit(ep, p, tag, total);
             /* Bypasses endpoint_send, which counts every other message. */
-            llrdma_hist_add(&mca_btl_llrdma_component.hist, p,
-                            sizeof(mca_btl_llrdma_hdr_t) + total);
-            llrdma_hist_wait(&mca_btl_llrdma_component.hist, p);
+            llrdma_hist_add_mt(&mca_btl_llrdma_component.hist, p,
+                               sizeof(mca_btl_llrdma_hdr_t) + total,
+                               sizeof(mca_btl_llrdma_hdr_t) + total, opal_using_threads());
+            llrdma_hist_wait_mt(&mca_btl_llrdma_component.hist, p, opal_using_threads());
             return OPAL_SUCCESS;
         }
     }

@@ -245,9 +245,8 @@ static int rdma_start(mca_btl_llrdma_module_t *m, mca_btl_llrdma_endpoint_t *ep,
     {
         /* Counted by payload: no BTL header travels with a put or get. */
         llrdma_hist_t *h = &mca_btl_llrdma_component.hist;
-        unsigned b = llrdma_hist_bucket(size + LLRDMA_HIST_HDR_ALLOWANCE);
-        h->count[LLRDMA_HIST_RDMA][b] += 1;
-        h->bytes[LLRDMA_HIST_RDMA][b] += size;
+        llrdma_hist_add_mt(h, LLRDMA_HIST_RDMA, size + LLRDMA_HIST_HDR_ALLOWANCE, size,
+                           opal_using_threads());
     }
 
     if (conn_up(conn) && opal_list_is_empty(&ep->rdma_pending) &&

@@ -105,13 +105,13 @@ static void test_fake_moderation(void)
 
     /* The period: one completion, then the period runs out. */
     ma.moderate.cq_count = 100;
-    ma.moderate.cq_period = 2000; /* us */
+    ma.moderate.cq_period = 50000; /* us */
     CHECK(0 == mca_btl_llrdma_verbs.modify_cq(cq, &ma));
     CHECK(0 == mca_btl_llrdma_verbs.req_notify_cq(cq, 0));
     fake_push_wc(cq, 2, IBV_WC_SUCCESS, 0, 1, IBV_WC_SEND);
     (void)fake_pump();
     CHECK(1 == fake_cq_events(cq));
-    usleep(5000);
+    usleep(60000);
     (void)fake_pump();
     CHECK(2 == fake_cq_events(cq));
     CHECK(0 == mca_btl_llrdma_verbs.get_cq_event(ch, &got, &ctx));
