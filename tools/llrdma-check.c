@@ -24,7 +24,7 @@
 
 static void usage(FILE *fp)
 {
-    fprintf(fp, "Usage: mpirun [mpirun options] llrdma-check [--json] [--quiet]\n"
+    fprintf(fp, "Usage: mpirun [mpirun options] llrdma-check [--json] [--quiet] [--threads]\n"
                 "       llrdma-check --stats DUMP|DIR...\n"
                 "\n"
                 "Prints every rank's effective llrdma configuration (size hint, its source,\n"
@@ -40,6 +40,8 @@ static void usage(FILE *fp)
                 "  --json   one JSON object per rank per line (keys include rank, host,\n"
                 "           size_hint, source, origin), rank order, then no table\n"
                 "  --quiet  print only the verdict line\n"
+                "  --threads  initialise with MPI_THREAD_MULTIPLE, as mpi4py and Horovod\n"
+                "           do (the thread level is part of what a rank uses)\n"
                 "  --help   this text\n"
                 "\n"
                 "--stats (a plain program, no mpirun): per rank of a finished job, the\n"
@@ -355,7 +357,7 @@ static int show_stats(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-    int json = 0, quiet = 0, rank, size, rc = 0, len, key, provided;
+    int json = 0, quiet = 0, threads = 0, rank, size, rc = 0, len, key, provided;
     char *mine, *all = NULL;
     int *lens = NULL, *displs = NULL, *keys = NULL;
     char tr[TRANSPORT_MAX], *trs = NULL;
@@ -368,6 +370,8 @@ int main(int argc, char **argv)
             json = 1;
         } else if (0 == strcmp(argv[i], "--quiet")) {
             quiet = 1;
+        } else if (0 == strcmp(argv[i], "--threads")) {
+            threads = 1;
         } else if (0 == strcmp(argv[i], "--help") || 0 == strcmp(argv[i], "-h")) {
             usage(stdout);
             return 0;
@@ -380,8 +384,16 @@ int main(int argc, char **argv)
     /* Report a mismatch here rather than abort in MPI_Init. */
     setenv("OMPI_MCA_coll_llrdma_mismatch_action", "warn", 1);
 
-    MPI_Init(&argc, &argv);
+    if (threads) {
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    } else {
+        MPI_Init(&argc, &argv);
+    }
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (threads && 0 == rank) {
+        printf("thread level: %s\n", MPI_THREAD_MULTIPLE == provided ? "MPI_THREAD_MULTIPLE"
+                                                                     : "below MPI_THREAD_MULTIPLE");
+    }
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     /* The node layout of MPI_COMM_WORLD, as coll/llrdma sees it. */
     MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
