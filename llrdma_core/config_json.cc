@@ -129,6 +129,11 @@ std::string to_json(const llrdma_rank_config_t &c)
     put_u64(o, "dest_rd_atomic_granted", d.dest_rd_atomic_granted);
     put_u64(o, "rdma_limit_granted", d.rdma_limit_granted);
     put_str(o, "gpu_rdma", from_fixed(d.gpu_rdma, sizeof d.gpu_rdma));
+    put_str(o, "progress_ll", from_fixed(d.progress_ll, sizeof d.progress_ll));
+    put_str(o, "progress_bw", from_fixed(d.progress_bw, sizeof d.progress_bw));
+    put_u64(o, "cq_mod_count_granted", d.cq_mod_count_granted);
+    put_u64(o, "cq_mod_usec_granted", d.cq_mod_usec_granted);
+    put_str(o, "progress_note", from_fixed(d.progress_note, sizeof d.progress_note));
     o += "}}";
     return o;
 }
@@ -315,6 +320,11 @@ bool from_json(const char *json, llrdma_rank_config_t &c)
         dr.unsig("dest_rd_atomic_granted", d.dest_rd_atomic_granted, UINT32_MAX);
         dr.unsig("rdma_limit_granted", d.rdma_limit_granted, UINT64_MAX);
         dr.str("gpu_rdma", d.gpu_rdma, sizeof d.gpu_rdma);
+        dr.str("progress_ll", d.progress_ll, sizeof d.progress_ll);
+        dr.str("progress_bw", d.progress_bw, sizeof d.progress_bw);
+        dr.unsig("cq_mod_count_granted", d.cq_mod_count_granted, UINT32_MAX);
+        dr.unsig("cq_mod_usec_granted", d.cq_mod_usec_granted, UINT32_MAX);
+        dr.str("progress_note", d.progress_note, sizeof d.progress_note);
         if (!dr.ok)
             return false;
     }

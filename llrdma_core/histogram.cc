@@ -49,6 +49,12 @@ std::string stats_json(const llrdma_hist_t &h)
         put_array(o, h.bytes[p]);
         o += ",\"waits\":";
         o += std::to_string(h.waits[p]);
+        if (p < 2) {
+            o += ",\"cq_completions\":";
+            o += std::to_string(h.cq_completions[p]);
+            o += ",\"cq_events\":";
+            o += std::to_string(h.cq_events[p]);
+        }
         o += '}';
     }
     o += '}';
@@ -162,6 +168,17 @@ int parse(const char *text, llrdma_rank_stats_t &r, std::string &why)
             why = name + ".waits: missing or not a non-negative integer";
             return LLRDMA_ERR_INVALID;
         }
+        // CQ counters: absent in dumps written before they existed (0 then).
+        for (int k = 0; k < 2 && p < 2; ++k) {
+            const char *key = k == 0 ? "cq_completions" : "cq_events";
+            const JValue *v = path->get(key);
+            if (v == nullptr)
+                continue;
+            if (!u64_of(v, k == 0 ? r.hist.cq_completions[p] : r.hist.cq_events[p])) {
+                why = name + "." + key + ": not a non-negative integer";
+                return LLRDMA_ERR_INVALID;
+            }
+        }
     }
     return LLRDMA_OK;
 }
@@ -184,6 +201,10 @@ extern "C" void llrdma_hist_merge(llrdma_hist_t *dst, const llrdma_hist_t *src)
             dst->bytes[p][b] += src->bytes[p][b];
         }
         dst->waits[p] += src->waits[p];
+    }
+    for (int p = 0; p < 2; ++p) {
+        dst->cq_completions[p] += src->cq_completions[p];
+        dst->cq_events[p] += src->cq_events[p];
     }
 }
 

@@ -162,6 +162,15 @@ typedef struct {
     uint64_t rdma_limit_granted;
     /* How GPU memory is registered: "dmabuf", "peermem", "none (why)". */
     char gpu_rdma[160];
+    /* How each path's completions are found: "poll" (the application's
+     * threads busy-poll its CQs) or "event" (btl_llrdma_progress_thread
+     * sleeps on its completion channel); "" for a path not used. */
+    char progress_ll[8], progress_bw[8];
+    /* CQ moderation the BW CQs got (the profile's request when the device
+     * took it; 0/0 when it has none or none was asked). */
+    uint32_t cq_mod_count_granted, cq_mod_usec_granted;
+    /* What that means, or why there is no progress thread. */
+    char progress_note[128];
 } llrdma_device_info_t;
 
 typedef struct {

@@ -37,6 +37,11 @@ typedef struct {
     uint64_t count[LLRDMA_HIST_NPATHS][LLRDMA_HIST_BUCKETS]; /* fragments posted */
     uint64_t bytes[LLRDMA_HIST_NPATHS][LLRDMA_HIST_BUCKETS]; /* their fragment bytes */
     uint64_t waits[LLRDMA_HIST_NPATHS]; /* sends queued for a send-queue slot or a credit */
+    /* Completion queues of the LL and BW paths (index LLRDMA_HIST_LL/BW):
+     * work completions polled, and completion events taken (the progress
+     * thread's wake-ups; 0 on a polled path).  Events per completion show
+     * the moderation working. */
+    uint64_t cq_completions[2], cq_events[2];
 } llrdma_hist_t;
 
 /* Hot path: inline, one count and one sum per fragment, no branch beyond the
@@ -59,6 +64,31 @@ static inline void llrdma_hist_add(llrdma_hist_t *h, int path, uint64_t frag_byt
 static inline void llrdma_hist_wait(llrdma_hist_t *h, int path)
 {
     h->waits[path] += 1;
+}
+
+/* The same for a histogram several threads update at once, each under its
+ * own lock (btl/llrdma: one per port, the histogram per process): relaxed
+ * atomic adds when `shared`, the plain ones otherwise. */
+static inline void llrdma_hist_add_mt(llrdma_hist_t *h, int path, uint64_t frag_bytes,
+                                      uint64_t counted_bytes, int shared)
+{
+    unsigned b = llrdma_hist_bucket(frag_bytes);
+    if (shared) {
+        __atomic_fetch_add(&h->count[path][b], 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&h->bytes[path][b], counted_bytes, __ATOMIC_RELAXED);
+    } else {
+        h->count[path][b] += 1;
+        h->bytes[path][b] += counted_bytes;
+    }
+}
+
+static inline void llrdma_hist_wait_mt(llrdma_hist_t *h, int path, int shared)
+{
+    if (shared) {
+        __atomic_fetch_add(&h->waits[path], 1, __ATOMIC_RELAXED);
+    } else {
+        h->waits[path] += 1;
+    }
 }
 
 /* Largest payload of bucket b (2^b; bucket 0: 1); UINT64_MAX for the last. */

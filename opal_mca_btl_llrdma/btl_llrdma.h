@@ -14,11 +14,13 @@
 #include "opal_config.h"
 
 #include <netinet/in.h>
+#include <pthread.h>
 
 #include "opal/class/opal_hash_table.h"
 #include "opal/mca/btl/base/base.h"
 #include "opal/mca/btl/btl.h"
 #include "opal/mca/rcache/rcache.h"
+#include "opal/threads/mutex.h"
 
 #include "btl_llrdma_endpoint.h"
 #include "btl_llrdma_frag.h"
@@ -72,6 +74,16 @@ typedef struct mca_btl_llrdma_path_t {
 
 typedef struct mca_btl_llrdma_module_t {
     mca_btl_base_module_t super;
+    /* Threads (docs/btl-design.md "Threads"): `lock` guards everything of the
+     * module but its endpoint list, and is held while ob1's callbacks run
+     * (recursive: they call back in); `ep_lock` guards the endpoint list
+     * only and is a leaf (nothing is called with it held but the modex), so
+     * add_procs, which ob1 calls holding its proc lock, never waits for the
+     * module lock.  Order: lock, then ep_lock.  Both are taken only when
+     * opal_using_threads(). */
+    opal_recursive_mutex_t lock;
+    opal_mutex_t ep_lock;
+    opal_process_name_t self; /* this process, as it names itself to peers */
     mca_btl_llrdma_port_t port;
     struct ibv_context *ctx; /* librdmacm's context for the device: not owned */
     struct ibv_pd *pd;
@@ -105,8 +117,17 @@ typedef struct mca_btl_llrdma_module_t {
     char gpu_report[160];   /* "dmabuf", "peermem", "none (why)"; why, when gpu_error */
     int gpu_error;          /* btl_llrdma_gpu_rdma forced a mode the device lacks */
     uint64_t gpu_buffer_id; /* of the device buffer being registered (for reg_mem_cb) */
-    int failed;             /* a module-wide fatal error was reported */
-    int running;            /* creation finished: errors now go to ob1 */
+    /* Completion events and the progress thread (btl_llrdma_thread.c) */
+    struct ibv_comp_channel *channel; /* the BW path's CQs report here; NULL: polled only */
+    char thread_why[96];              /* why there is no progress thread ("" when there is) */
+    int wake_fd;                      /* eventfd that stops the thread; -1 none */
+    int thread_running;
+    int thread_stop; /* finalize asks the thread to end (under the lock) */
+    pthread_t thread;
+    uint64_t completions[LLRDMA_NPATHS]; /* work completions polled per path */
+    uint64_t events[LLRDMA_NPATHS];      /* completion events taken per path */
+    int failed;                          /* a module-wide fatal error was reported */
+    int running;                         /* creation finished: errors now go to ob1 */
     mca_btl_base_module_error_cb_fn_t error_cb;
 } mca_btl_llrdma_module_t;
 
@@ -137,6 +158,7 @@ typedef struct mca_btl_llrdma_component_t {
     size_t recv_mem_max;    /* bytes of receive buffers per path before allotments shrink */
     int stall_warn_ms;      /* a peer without credits this long is reported (verbose 1) */
     int coalesce;           /* pack messages behind a queued fragment (docs/btl-design.md) */
+    int progress_thread;    /* a thread per module sleeps on the BW CQs' events */
     char *fork_safe;        /* auto | yes | no */
     char *rdma;             /* get | put | off: ob1's RDMA protocol (btl_llrdma_rdma.c) */
     char *gpu_rdma;         /* auto | dmabuf | peermem | off (btl_llrdma_gpu.c) */
@@ -152,6 +174,9 @@ typedef struct mca_btl_llrdma_component_t {
 } mca_btl_llrdma_component_t;
 
 OPAL_MODULE_DECLSPEC extern mca_btl_llrdma_component_t mca_btl_llrdma_component;
+
+#define MCA_BTL_LLRDMA_LOCK(m) OPAL_THREAD_LOCK(&(m)->lock)
+#define MCA_BTL_LLRDMA_UNLOCK(m) OPAL_THREAD_UNLOCK(&(m)->lock)
 
 /* Template for every module; its limits are registered as btl_llrdma_* too. */
 extern mca_btl_base_module_t mca_btl_llrdma_module_template;
@@ -204,10 +229,35 @@ int mca_btl_llrdma_module_repost(mca_btl_llrdma_module_t *m, int path, mca_btl_l
 void mca_btl_llrdma_module_qp_attr(const mca_btl_llrdma_module_t *m, int path, struct ibv_cq *cq,
                                    struct ibv_qp_init_attr *attr);
 
+/* btl_llrdma_progress.c: poll path p's CQs until they are empty (or
+ * `rounds` batches), with the module lock held; returns completions. */
+int mca_btl_llrdma_module_poll_path(mca_btl_llrdma_module_t *m, int p, int rounds);
+/* Connection set-up, retries and credit waits (progress minus the CQs). */
+int mca_btl_llrdma_module_progress_control(mca_btl_llrdma_module_t *m);
+
+/* btl_llrdma_thread.c: the completion channel (before the BW CQs exist),
+ * the thread (once the module is complete), and stopping it (before the
+ * CQs go).  A channel or thread that cannot be had leaves the path polled,
+ * with the reason in m->thread_why. */
+void mca_btl_llrdma_thread_channel(mca_btl_llrdma_module_t *m);
+void mca_btl_llrdma_thread_start(mca_btl_llrdma_module_t *m);
+void mca_btl_llrdma_thread_stop(mca_btl_llrdma_module_t *m);
+/* Wake the thread to look again (sends now wait for credits, a retry was
+ * scheduled): those come without a CQ or CM event. */
+void mca_btl_llrdma_thread_kick(mca_btl_llrdma_module_t *m);
+/* Arm a CQ of path p for its next event (BW CQs on the channel only). */
+void mca_btl_llrdma_thread_arm(mca_btl_llrdma_module_t *m, int p, struct ibv_cq *cq);
+void mca_btl_llrdma_thread_channel_destroy(mca_btl_llrdma_module_t *m);
+
 /* btl_llrdma_rdma.c: registration, put/get/flush (docs/btl-design.md "RDMA"). */
 void mca_btl_llrdma_rdma_init(mca_btl_llrdma_module_t *m);
 void mca_btl_llrdma_rdma_fini(mca_btl_llrdma_module_t *m);
 
+/* The endpoint after `prev` in the module's list (the first when prev is
+ * NULL; NULL at the end).  Endpoints are removed only at finalize, so a
+ * walk that holds the module lock (not the list's) stays valid. */
+mca_btl_llrdma_endpoint_t *mca_btl_llrdma_endpoint_next(mca_btl_llrdma_module_t *m,
+                                                        mca_btl_llrdma_endpoint_t *prev);
 /* Endpoint lookup by process name, creating it for a connection request from
  * a process ob1 has not added (yet). */
 mca_btl_llrdma_endpoint_t *mca_btl_llrdma_endpoint_lookup(mca_btl_llrdma_module_t *m,

@@ -210,6 +210,8 @@ static mca_btl_base_module_t **llrdma_component_init(int *num_btls, bool enable_
     char err[1024];
     int rc;
 
+    /* Any thread level: the module lock is taken when opal_using_threads()
+     * (MPI_THREAD_MULTIPLE), docs/btl-design.md "Threads". */
     (void)enable_progress_threads;
     (void)enable_mpi_threads;
     *num_btls = 0;
@@ -244,11 +246,7 @@ static mca_btl_base_module_t **llrdma_component_init(int *num_btls, bool enable_
     llrdma_state_freeze();
 
     (void)mca_btl_llrdma_discover(cfg);
-    if (cfg->ndevices > 0 && enable_mpi_threads) {
-        snprintf(cfg->btl_status, sizeof(cfg->btl_status),
-                 "disqualified: MPI_THREAD_MULTIPLE is not supported yet");
-        c->nports = 0;
-    } else if (cfg->ndevices > 0) {
+    if (cfg->ndevices > 0) {
         char why[512] = "";
         create_modules(c, cfg, why, sizeof(why));
         if (0 == c->nmodules) {

@@ -124,6 +124,16 @@ int mca_btl_llrdma_conn_post_rdma(mca_btl_llrdma_endpoint_t *ep, struct mca_btl_
                                   int more_queued);
 /* Post queued fragments of every path while slots are free. */
 void mca_btl_llrdma_endpoint_drain(mca_btl_llrdma_endpoint_t *ep);
+/* The same for path p only. */
+void mca_btl_llrdma_endpoint_drain_path(mca_btl_llrdma_endpoint_t *ep, int p);
+/* Fragments, or on the BW path puts and gets, wait for path p. */
+int mca_btl_llrdma_endpoint_has_waiting(mca_btl_llrdma_endpoint_t *ep, int p);
+/* btl_llrdma_cm.c: start this side's rdma_cm attempt for path p. */
+int mca_btl_llrdma_conn_start_active(mca_btl_llrdma_endpoint_t *ep, int p);
+static inline int mca_btl_llrdma_conn_up(const struct mca_btl_llrdma_conn_t *conn)
+{
+    return NULL != conn && LLRDMA_CONN_ESTABLISHED == conn->state;
+}
 /* Report a fatal error with this peer once, fail every queued and posted
  * fragment, and mark the endpoint FAILED. */
 void mca_btl_llrdma_endpoint_fail(mca_btl_llrdma_endpoint_t *ep, const char *what,
@@ -150,7 +160,8 @@ int mca_btl_llrdma_endpoint_path_for(const mca_btl_llrdma_endpoint_t *ep, uint64
  * by RDMA: it is read as memory that changes under us. */
 static inline uint32_t mca_btl_llrdma_conn_credits(mca_btl_llrdma_conn_t *conn)
 {
-    return llrdma_credit_avail(&conn->credit, *(volatile uint64_t *)&conn->credit_buf[0]);
+    return llrdma_credit_avail(&conn->credit,
+                               __atomic_load_n(&conn->credit_buf[0], __ATOMIC_ACQUIRE));
 }
 
 /* Milliseconds of a monotonic clock. */

@@ -233,6 +233,15 @@ int mca_btl_llrdma_register_params(void)
                   "Experimental; off until an unrelated intermittent hang is understood "
                   "(docs/btl-design.md)",
                   OPAL_INFO_LVL_6, &c->coalesce, 0);
+    (void)reg_int("progress_thread",
+                  "An asynchronous progress thread per port that sleeps on the bandwidth "
+                  "path's completion channel (CQ armed, the profile's CQ moderation) and "
+                  "advances that path's completions, RDMA operations and waiting fragments "
+                  "while the application computes (1 on, 0 off).  The low-latency path stays "
+                  "busy-polled by the application's threads.  Turns on Open MPI's thread "
+                  "safety (as MPI_THREAD_MULTIPLE does) because ob1's callbacks then run on "
+                  "that thread",
+                  OPAL_INFO_LVL_4, &c->progress_thread, 0);
     (void)reg_string("rdma",
                      "RDMA protocol offered to ob1 for large contiguous messages: get (the "
                      "receiver reads the sender's buffer, RGET), put (the sender writes into "

@@ -96,7 +96,10 @@ static int cq_add(mca_btl_llrdma_module_t *m, int p)
         cqe = m->port.max_cqe;
     }
     slab = &path->cqs[path->ncq];
-    slab->cq = mca_btl_llrdma_verbs.create_cq(m->ctx, (int)cqe, NULL, NULL, 0);
+    /* BW CQs report events on the module's channel when it has one (the
+     * progress thread); LL CQs never: they are busy-polled. */
+    slab->cq = mca_btl_llrdma_verbs.create_cq(m->ctx, (int)cqe, NULL,
+                                              LLRDMA_PATH_BW == p ? m->channel : NULL, 0);
     if (NULL == slab->cq) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
@@ -108,6 +111,7 @@ static int cq_add(mca_btl_llrdma_module_t *m, int p)
                                                      .cq_period = (uint16_t)pp->cq_mod_usec}};
         path->cq_moderation = 0 == mca_btl_llrdma_verbs.modify_cq(slab->cq, &ma) ? 1 : 0;
     }
+    mca_btl_llrdma_thread_arm(m, p, slab->cq);
     ++path->ncq;
     return OPAL_SUCCESS;
 }
@@ -383,20 +387,25 @@ static int llrdma_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
                             opal_bitmap_t *reachable)
 {
     mca_btl_llrdma_module_t *m = (mca_btl_llrdma_module_t *)btl;
-    opal_proc_t *me = opal_proc_local_get();
 
+    /* Only the endpoint list's lock (in lookup, and here for the module's
+     * limits): ob1 holds its proc lock around this call, and a thread in one
+     * of our callbacks, holding the module lock, may be waiting for it. */
     for (size_t i = 0; i < nprocs; ++i) {
         mca_btl_llrdma_endpoint_t *ep;
-        if (procs[i] == me) {
+        if (procs[i]->proc_name.jobid == m->self.jobid &&
+            procs[i]->proc_name.vpid == m->self.vpid) {
             continue; /* btl/self */
         }
         ep = mca_btl_llrdma_endpoint_lookup(m, &procs[i]->proc_name, 1);
         if (NULL == ep) {
             continue; /* the peer published no llrdma address we can reach */
         }
+        OPAL_THREAD_LOCK(&m->ep_lock);
         ep->in_add_procs = 1;
-        peers[i] = ep;
         fit_limits_to_peer(m, ep);
+        OPAL_THREAD_UNLOCK(&m->ep_lock);
+        peers[i] = ep;
         if (NULL != reachable) {
             opal_bitmap_set_bit(reachable, (int)i);
         }
@@ -411,13 +420,15 @@ static int llrdma_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
 static int llrdma_del_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
                             struct opal_proc_t **procs, struct mca_btl_base_endpoint_t **peers)
 {
-    (void)btl;
+    mca_btl_llrdma_module_t *m = (mca_btl_llrdma_module_t *)btl;
     (void)procs;
+    OPAL_THREAD_LOCK(&m->ep_lock);
     for (size_t i = 0; i < nprocs; ++i) {
         if (NULL != peers[i]) {
             peers[i]->in_add_procs = 0;
         }
     }
+    OPAL_THREAD_UNLOCK(&m->ep_lock);
     return OPAL_SUCCESS;
 }
 
@@ -443,15 +454,21 @@ static mca_btl_base_descriptor_t *llrdma_alloc(struct mca_btl_base_module_t *btl
                                                struct mca_btl_base_endpoint_t *ep, uint8_t order,
                                                size_t size, uint32_t flags)
 {
-    mca_btl_llrdma_frag_t *frag = frag_alloc((mca_btl_llrdma_module_t *)btl, ep, size, flags);
+    mca_btl_llrdma_module_t *m = (mca_btl_llrdma_module_t *)btl;
+    mca_btl_llrdma_frag_t *frag;
     (void)order;
+    MCA_BTL_LLRDMA_LOCK(m);
+    frag = frag_alloc(m, ep, size, flags);
+    MCA_BTL_LLRDMA_UNLOCK(m);
     return NULL == frag ? NULL : &frag->base;
 }
 
 static int llrdma_free(struct mca_btl_base_module_t *btl, mca_btl_base_descriptor_t *des)
 {
-    (void)btl;
+    mca_btl_llrdma_module_t *m = (mca_btl_llrdma_module_t *)btl;
+    MCA_BTL_LLRDMA_LOCK(m);
     mca_btl_llrdma_pool_put((mca_btl_llrdma_frag_t *)des);
+    MCA_BTL_LLRDMA_UNLOCK(m);
     return OPAL_SUCCESS;
 }
 
@@ -476,14 +493,19 @@ static mca_btl_base_descriptor_t *llrdma_prepare_src(struct mca_btl_base_module_
     if (reserve + *size > max) {
         *size = max - reserve;
     }
+    MCA_BTL_LLRDMA_LOCK(m);
     frag = frag_alloc(m, ep, reserve + *size, flags);
+    MCA_BTL_LLRDMA_UNLOCK(m);
     if (NULL == frag) {
         return NULL;
     }
+    /* The fragment is this thread's until it is sent: pack unlocked. */
     iov.iov_base = (char *)mca_btl_llrdma_frag_payload(frag) + reserve;
     iov.iov_len = max_data = *size;
     if (opal_convertor_pack(conv, &iov, &count, &max_data) < 0) {
+        MCA_BTL_LLRDMA_LOCK(m);
         mca_btl_llrdma_pool_put(frag);
+        MCA_BTL_LLRDMA_UNLOCK(m);
         return NULL;
     }
     *size = max_data;
@@ -491,13 +513,50 @@ static mca_btl_base_descriptor_t *llrdma_prepare_src(struct mca_btl_base_module_
     return &frag->base;
 }
 
+static int send_locked(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+                       struct mca_btl_base_descriptor_t *des, mca_btl_base_tag_t tag);
+
+/* ob1 calls these from any thread: each takes the module lock (a branch
+ * only, without threads). */
 static int llrdma_send(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+                       struct mca_btl_base_descriptor_t *des, mca_btl_base_tag_t tag)
+{
+    mca_btl_llrdma_module_t *m = (mca_btl_llrdma_module_t *)btl;
+    int rc;
+
+    MCA_BTL_LLRDMA_LOCK(m);
+    rc = send_locked(btl, ep, des, tag);
+    MCA_BTL_LLRDMA_UNLOCK(m);
+    return rc;
+}
+
+static int llrdma_sendi_locked(struct mca_btl_base_module_t *btl,
+                               struct mca_btl_base_endpoint_t *ep, struct opal_convertor_t *conv,
+                               void *header, size_t header_size, size_t payload_size, uint8_t order,
+                               uint32_t flags, mca_btl_base_tag_t tag,
+                               mca_btl_base_descriptor_t **descriptor);
+
+static int llrdma_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+                        struct opal_convertor_t *conv, void *header, size_t header_size,
+                        size_t payload_size, uint8_t order, uint32_t flags, mca_btl_base_tag_t tag,
+                        mca_btl_base_descriptor_t **descriptor)
+{
+    mca_btl_llrdma_module_t *m = (mca_btl_llrdma_module_t *)btl;
+    int rc;
+
+    MCA_BTL_LLRDMA_LOCK(m);
+    rc = llrdma_sendi_locked(btl, ep, conv, header, header_size, payload_size, order, flags, tag,
+                             descriptor);
+    MCA_BTL_LLRDMA_UNLOCK(m);
+    return rc;
+}
+
+static int send_locked(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
                        struct mca_btl_base_descriptor_t *des, mca_btl_base_tag_t tag)
 {
     mca_btl_llrdma_frag_t *frag = (mca_btl_llrdma_frag_t *)des;
     int rc;
 
-    (void)btl;
     frag->tag = tag;
     rc = mca_btl_llrdma_endpoint_send(ep, frag);
     if (1 == rc) {
@@ -513,10 +572,11 @@ static int llrdma_send(struct mca_btl_base_module_t *btl, struct mca_btl_base_en
     return rc;
 }
 
-static int llrdma_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
-                        struct opal_convertor_t *conv, void *header, size_t header_size,
-                        size_t payload_size, uint8_t order, uint32_t flags, mca_btl_base_tag_t tag,
-                        mca_btl_base_descriptor_t **descriptor)
+static int llrdma_sendi_locked(struct mca_btl_base_module_t *btl,
+                               struct mca_btl_base_endpoint_t *ep, struct opal_convertor_t *conv,
+                               void *header, size_t header_size, size_t payload_size, uint8_t order,
+                               uint32_t flags, mca_btl_base_tag_t tag,
+                               mca_btl_base_descriptor_t **descriptor)
 {
     mca_btl_llrdma_module_t *m = (mca_btl_llrdma_module_t *)btl;
     size_t total = header_size + payload_size;
@@ -547,9 +607,10 @@ static int llrdma_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_e
             }
             mca_btl_llrdma_endpoint_pack_commit(ep, p, tag, total);
             /* Bypasses endpoint_send, which counts every other message. */
-            llrdma_hist_add(&mca_btl_llrdma_component.hist, p,
-                            sizeof(mca_btl_llrdma_hdr_t) + total);
-            llrdma_hist_wait(&mca_btl_llrdma_component.hist, p);
+            llrdma_hist_add_mt(&mca_btl_llrdma_component.hist, p,
+                               sizeof(mca_btl_llrdma_hdr_t) + total,
+                               sizeof(mca_btl_llrdma_hdr_t) + total, opal_using_threads());
+            llrdma_hist_wait_mt(&mca_btl_llrdma_component.hist, p, opal_using_threads());
             return OPAL_SUCCESS;
         }
     }
@@ -596,6 +657,14 @@ static int llrdma_register_error(struct mca_btl_base_module_t *btl,
 static void module_destroy(mca_btl_llrdma_module_t *m)
 {
     opal_list_item_t *item;
+    llrdma_hist_t *h = &mca_btl_llrdma_component.hist;
+
+    /* The thread first: it takes the module lock and polls the CQs. */
+    mca_btl_llrdma_thread_stop(m);
+    for (int p = 0; p < LLRDMA_NPATHS; ++p) {
+        h->cq_completions[p] += m->completions[p];
+        h->cq_events[p] += m->events[p];
+    }
 
     /* QPs before the CQs and SRQs they use; ids after their QPs. */
     while (NULL != (item = opal_list_remove_first(&m->conns))) {
@@ -617,10 +686,13 @@ static void module_destroy(mca_btl_llrdma_module_t *m)
             path_destroy(m, p);
         }
     }
+    mca_btl_llrdma_thread_channel_destroy(m); /* after its CQs */
     (void)mca_btl_llrdma_verbs.dealloc_pd(m->pd);
     OBJ_DESTRUCT(&m->by_qp);
     OBJ_DESTRUCT(&m->conns);
     OBJ_DESTRUCT(&m->endpoints);
+    OBJ_DESTRUCT(&m->ep_lock);
+    OBJ_DESTRUCT(&m->lock);
     free(m);
 }
 
@@ -655,6 +727,9 @@ int mca_btl_llrdma_module_create(const mca_btl_llrdma_port_t *port, const llrdma
     m->profile = prof;
     m->path_used[LLRDMA_PATH_LL] = !prof->generic;
     m->path_used[LLRDMA_PATH_BW] = 1;
+    OBJ_CONSTRUCT(&m->lock, opal_recursive_mutex_t);
+    OBJ_CONSTRUCT(&m->ep_lock, opal_mutex_t);
+    m->self = opal_proc_local_get()->proc_name;
     OBJ_CONSTRUCT(&m->endpoints, opal_list_t);
     OBJ_CONSTRUCT(&m->conns, opal_list_t);
     OBJ_CONSTRUCT(&m->by_qp, opal_hash_table_t);
@@ -673,6 +748,7 @@ int mca_btl_llrdma_module_create(const mca_btl_llrdma_port_t *port, const llrdma
         goto fail_free_module;
     }
     (void)mca_btl_llrdma_gpu_probe(m); /* the component reports m->gpu_error */
+    mca_btl_llrdma_thread_channel(m);  /* before the BW CQs, which report to it */
     for (created = 0; created < LLRDMA_NPATHS; ++created) {
         if (!m->path_used[created]) {
             continue;
@@ -714,6 +790,7 @@ int mca_btl_llrdma_module_create(const mca_btl_llrdma_port_t *port, const llrdma
     m->super.btl_register_error = llrdma_register_error;
     mca_btl_llrdma_rdma_init(m); /* cannot fail: without grdma, send/receive only */
     m->running = 1;
+    mca_btl_llrdma_thread_start(m); /* without it, the BW path is polled as the LL path */
     *out = m;
     return OPAL_SUCCESS;
 
@@ -723,11 +800,14 @@ fail_destroy_paths:
             path_destroy(m, created);
         }
     }
+    mca_btl_llrdma_thread_channel_destroy(m);
     (void)mca_btl_llrdma_verbs.dealloc_pd(m->pd);
 fail_free_module:
     OBJ_DESTRUCT(&m->by_qp);
     OBJ_DESTRUCT(&m->conns);
     OBJ_DESTRUCT(&m->endpoints);
+    OBJ_DESTRUCT(&m->ep_lock);
+    OBJ_DESTRUCT(&m->lock);
     free(m);
     return rc;
 }
@@ -746,6 +826,27 @@ int mca_btl_llrdma_module_granted(const mca_btl_llrdma_module_t *m, llrdma_devic
     dev->sq_depth_granted_ll = m->granted.sq_depth[LLRDMA_PATH_LL];
     dev->sq_depth_granted_bw = m->granted.sq_depth[LLRDMA_PATH_BW];
     dev->cq_moderation_supported = m->path[LLRDMA_PATH_BW].cq_moderation;
+    /* How each path's completions are found (docs/btl-design.md "Threads"). */
+    snprintf(dev->progress_ll, sizeof(dev->progress_ll), "%s",
+             m->path_used[LLRDMA_PATH_LL] ? "poll" : "");
+    snprintf(dev->progress_bw, sizeof(dev->progress_bw), "%s",
+             m->thread_running ? "event" : "poll");
+    if (1 == m->path[LLRDMA_PATH_BW].cq_moderation) {
+        dev->cq_mod_count_granted = m->profile->bw.cq_mod_count;
+        dev->cq_mod_usec_granted = m->profile->bw.cq_mod_usec;
+    }
+    if (!m->thread_running) {
+        snprintf(dev->progress_note, sizeof(dev->progress_note), "no progress thread (%s)",
+                 m->thread_why);
+    } else if (1 != m->path[LLRDMA_PATH_BW].cq_moderation) {
+        snprintf(dev->progress_note, sizeof(dev->progress_note), "one event per completion (%s)",
+                 0 == m->path[LLRDMA_PATH_BW].cq_moderation ? "the device has no CQ moderation"
+                                                            : "no moderation requested");
+    } else {
+        snprintf(dev->progress_note, sizeof(dev->progress_note),
+                 "one event per %u completions or %u us", dev->cq_mod_count_granted,
+                 dev->cq_mod_usec_granted);
+    }
     dev->gid_index = m->port.gid_index;
     dev->min_rnr_timer = mca_btl_llrdma_component.min_rnr_timer;
     dev->rnr_retry = mca_btl_llrdma_component.rnr_retry;

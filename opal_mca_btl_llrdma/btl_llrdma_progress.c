@@ -133,6 +133,9 @@ static int poll_cq(mca_btl_llrdma_module_t *m, int p, struct ibv_cq *cq)
     struct ibv_wc wc[LLRDMA_POLL_BATCH];
     int n = mca_btl_llrdma_verbs.poll_cq(cq, LLRDMA_POLL_BATCH, wc);
 
+    if (n > 0) {
+        m->completions[p] += (uint64_t)n;
+    }
     if (n < 0) {
         char detail[160];
         snprintf(detail, sizeof(detail), "btl/llrdma: ibv_poll_cq failed on %s:%d (%d)",
@@ -160,7 +163,17 @@ static int poll_path(mca_btl_llrdma_module_t *m, int p)
     return count;
 }
 
-int mca_btl_llrdma_module_progress(mca_btl_llrdma_module_t *m)
+int mca_btl_llrdma_module_poll_path(mca_btl_llrdma_module_t *m, int p, int rounds)
+{
+    int count = 0, n;
+    do {
+        n = poll_path(m, p);
+        count += n;
+    } while (n > 0 && --rounds > 0);
+    return count;
+}
+
+static int progress_locked(mca_btl_llrdma_module_t *m)
 {
     int count = 0;
 
@@ -169,6 +182,13 @@ int mca_btl_llrdma_module_progress(mca_btl_llrdma_module_t *m)
             count += poll_path(m, p);
         }
     }
+    return count + mca_btl_llrdma_module_progress_control(m);
+}
+
+int mca_btl_llrdma_module_progress_control(mca_btl_llrdma_module_t *m)
+{
+    int count = 0;
+
     /* The CM channel costs a system call: every call while connections are
      * being set up, otherwise every cm_poll_every calls (a peer's first
      * connection request waits at most that long). */
@@ -185,5 +205,20 @@ int mca_btl_llrdma_module_progress(mca_btl_llrdma_module_t *m)
     if (m->waiting > 0) {
         count += mca_btl_llrdma_endpoint_unstall(m);
     }
+    return count;
+}
+
+/* Any thread may progress; one at a time per module.  A thread that finds
+ * another one progressing this module leaves: what it waits for is being
+ * polled (btl/uct does the same). */
+int mca_btl_llrdma_module_progress(mca_btl_llrdma_module_t *m)
+{
+    int count;
+
+    if (0 != OPAL_THREAD_TRYLOCK(&m->lock)) {
+        return 0;
+    }
+    count = progress_locked(m);
+    MCA_BTL_LLRDMA_UNLOCK(m);
     return count;
 }

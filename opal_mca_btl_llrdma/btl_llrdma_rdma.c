@@ -70,18 +70,33 @@ static int dereg_mem_cb(void *reg_data, mca_rcache_base_registration_t *reg)
     return OPAL_SUCCESS;
 }
 
+static mca_rcache_base_registration_t *register_locked(mca_btl_llrdma_module_t *m, void *base,
+                                                       size_t size, int32_t access);
+
 mca_btl_base_registration_handle_t *mca_btl_llrdma_register_mem(struct mca_btl_base_module_t *btl,
                                                                 struct mca_btl_base_endpoint_t *ep,
                                                                 void *base, size_t size,
                                                                 uint32_t flags)
 {
     mca_btl_llrdma_module_t *m = (mca_btl_llrdma_module_t *)btl;
-    mca_rcache_base_registration_t *reg = NULL;
+    mca_rcache_base_registration_t *reg;
     int32_t access = (int32_t)(flags & MCA_BTL_REG_FLAG_ACCESS_ANY);
+
+    (void)ep;
+    /* The module lock: gpu_buffer_id hands the buffer id to reg_mem_cb. */
+    MCA_BTL_LLRDMA_LOCK(m);
+    reg = register_locked(m, base, size, access);
+    MCA_BTL_LLRDMA_UNLOCK(m);
+    return NULL == reg ? NULL : &((mca_btl_llrdma_reg_t *)reg)->handle;
+}
+
+static mca_rcache_base_registration_t *register_locked(mca_btl_llrdma_module_t *m, void *base,
+                                                       size_t size, int32_t access)
+{
+    mca_rcache_base_registration_t *reg = NULL;
     uint32_t rflags = 0;
     uint64_t id = 0;
 
-    (void)ep;
     /* Only a module with a GPU mode looks at where memory lives (and loads
      * libcuda for it): host-only jobs never do. */
     if (LLRDMA_GPU_NONE != m->gpu_mode && mca_btl_llrdma_gpu_classify(base, &id)) {
@@ -104,7 +119,7 @@ mca_btl_base_registration_handle_t *mca_btl_llrdma_register_mem(struct mca_btl_b
             return NULL;
         }
     }
-    return &((mca_btl_llrdma_reg_t *)reg)->handle;
+    return reg;
 }
 
 int mca_btl_llrdma_deregister_mem(struct mca_btl_base_module_t *btl,
@@ -230,9 +245,8 @@ static int rdma_start(mca_btl_llrdma_module_t *m, mca_btl_llrdma_endpoint_t *ep,
     {
         /* Counted by payload: no BTL header travels with a put or get. */
         llrdma_hist_t *h = &mca_btl_llrdma_component.hist;
-        unsigned b = llrdma_hist_bucket(size + LLRDMA_HIST_HDR_ALLOWANCE);
-        h->count[LLRDMA_HIST_RDMA][b] += 1;
-        h->bytes[LLRDMA_HIST_RDMA][b] += size;
+        llrdma_hist_add_mt(h, LLRDMA_HIST_RDMA, size + LLRDMA_HIST_HDR_ALLOWANCE, size,
+                           opal_using_threads());
     }
 
     if (conn_up(conn) && opal_list_is_empty(&ep->rdma_pending) &&
@@ -261,10 +275,14 @@ static int llrdma_put(struct mca_btl_base_module_t *btl, struct mca_btl_base_end
                       mca_btl_base_registration_handle_t *rh, size_t size, int flags, int order,
                       mca_btl_base_rdma_completion_fn_t cb, void *ctx, void *data)
 {
+    mca_btl_llrdma_module_t *m = (mca_btl_llrdma_module_t *)btl;
+    int rc;
     (void)flags;
     (void)order;
-    return rdma_start((mca_btl_llrdma_module_t *)btl, ep, IBV_WR_RDMA_WRITE, local, remote, lh, rh,
-                      size, cb, ctx, data);
+    MCA_BTL_LLRDMA_LOCK(m);
+    rc = rdma_start(m, ep, IBV_WR_RDMA_WRITE, local, remote, lh, rh, size, cb, ctx, data);
+    MCA_BTL_LLRDMA_UNLOCK(m);
+    return rc;
 }
 
 static int llrdma_get(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
@@ -272,10 +290,14 @@ static int llrdma_get(struct mca_btl_base_module_t *btl, struct mca_btl_base_end
                       mca_btl_base_registration_handle_t *rh, size_t size, int flags, int order,
                       mca_btl_base_rdma_completion_fn_t cb, void *ctx, void *data)
 {
+    mca_btl_llrdma_module_t *m = (mca_btl_llrdma_module_t *)btl;
+    int rc;
     (void)flags;
     (void)order;
-    return rdma_start((mca_btl_llrdma_module_t *)btl, ep, IBV_WR_RDMA_READ, local, remote, lh, rh,
-                      size, cb, ctx, data);
+    MCA_BTL_LLRDMA_LOCK(m);
+    rc = rdma_start(m, ep, IBV_WR_RDMA_READ, local, remote, lh, rh, size, cb, ctx, data);
+    MCA_BTL_LLRDMA_UNLOCK(m);
+    return rc;
 }
 
 /* Every put and get started before returns complete (for any endpoint: the
@@ -284,13 +306,21 @@ static int llrdma_flush(struct mca_btl_base_module_t *btl, struct mca_btl_base_e
 {
     mca_btl_llrdma_module_t *m = (mca_btl_llrdma_module_t *)btl;
 
-    while (m->rdma_outstanding > 0) {
-        if (m->failed || (NULL != ep && LLRDMA_EP_FAILED == ep->state)) {
+    for (;;) {
+        uint64_t left;
+        int failed;
+        MCA_BTL_LLRDMA_LOCK(m);
+        left = m->rdma_outstanding;
+        failed = m->failed || (NULL != ep && LLRDMA_EP_FAILED == ep->state);
+        MCA_BTL_LLRDMA_UNLOCK(m);
+        if (0 == left) {
+            return OPAL_SUCCESS;
+        }
+        if (failed) {
             return OPAL_ERROR;
         }
         (void)mca_btl_llrdma_module_progress(m);
     }
-    return OPAL_SUCCESS;
 }
 
 void mca_btl_llrdma_rdma_conn_up(mca_btl_llrdma_conn_t *conn)

@@ -91,6 +91,32 @@ static int real_modify_cq(struct ibv_cq *cq, struct ibv_modify_cq_attr *a)
     return ibv_modify_cq(cq, a);
 }
 
+/* Completion events (the progress thread, btl_llrdma_thread.c). */
+static struct ibv_comp_channel *real_create_comp_channel(struct ibv_context *c)
+{
+    return ibv_create_comp_channel(c);
+}
+
+static int real_destroy_comp_channel(struct ibv_comp_channel *ch)
+{
+    return ibv_destroy_comp_channel(ch);
+}
+
+static int real_req_notify_cq(struct ibv_cq *cq, int solicited_only)
+{
+    return ibv_req_notify_cq(cq, solicited_only);
+}
+
+static int real_get_cq_event(struct ibv_comp_channel *ch, struct ibv_cq **cq, void **ctx)
+{
+    return ibv_get_cq_event(ch, cq, ctx);
+}
+
+static void real_ack_cq_events(struct ibv_cq *cq, unsigned int n)
+{
+    ibv_ack_cq_events(cq, n);
+}
+
 static int real_resize_cq(struct ibv_cq *cq, int cqe)
 {
     return ibv_resize_cq(cq, cqe);
@@ -293,6 +319,9 @@ static struct ibv_mr *real_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, siz
         .query_gid_type = real_query_gid_type, .alloc_pd = real_alloc_pd,                          \
         .dealloc_pd = real_dealloc_pd, .reg_mr = real_reg_mr, .dereg_mr = real_dereg_mr,           \
         .create_cq = real_create_cq, .destroy_cq = real_destroy_cq, .modify_cq = real_modify_cq,   \
+        .create_comp_channel = real_create_comp_channel,                                           \
+        .destroy_comp_channel = real_destroy_comp_channel, .req_notify_cq = real_req_notify_cq,    \
+        .get_cq_event = real_get_cq_event, .ack_cq_events = real_ack_cq_events,                    \
         .resize_cq = real_resize_cq, .create_srq = real_create_srq, .query_srq = real_query_srq,   \
         .destroy_srq = real_destroy_srq, .create_qp = real_create_qp, .query_qp = real_query_qp,   \
         .destroy_qp = real_destroy_qp, .modify_qp = real_modify_qp, .post_send = real_post_send,   \

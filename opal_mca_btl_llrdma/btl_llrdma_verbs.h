@@ -38,6 +38,16 @@ typedef struct mca_btl_llrdma_verbs_ops_t {
     int (*destroy_cq)(struct ibv_cq *cq);
     int (*modify_cq)(struct ibv_cq *cq, struct ibv_modify_cq_attr *attr);
     int (*resize_cq)(struct ibv_cq *cq, int cqe);
+    /* completion events: a CQ created on a channel reports its next
+     * completion there once armed (req_notify_cq), then must be re-armed;
+     * every event taken must be acknowledged before the CQ is destroyed.
+     * The channel's fd is made non-blocking: get_cq_event then returns -1
+     * with errno EAGAIN when no event waits. */
+    struct ibv_comp_channel *(*create_comp_channel)(struct ibv_context *context);
+    int (*destroy_comp_channel)(struct ibv_comp_channel *channel);
+    int (*req_notify_cq)(struct ibv_cq *cq, int solicited_only);
+    int (*get_cq_event)(struct ibv_comp_channel *channel, struct ibv_cq **cq, void **cq_context);
+    void (*ack_cq_events)(struct ibv_cq *cq, unsigned int nevents);
     struct ibv_srq *(*create_srq)(struct ibv_pd *pd, struct ibv_srq_init_attr *attr);
     int (*query_srq)(struct ibv_srq *srq, struct ibv_srq_attr *attr);
     int (*destroy_srq)(struct ibv_srq *srq);

@@ -24,7 +24,7 @@
 
 static void usage(FILE *fp)
 {
-    fprintf(fp, "Usage: mpirun [mpirun options] llrdma-check [--json] [--quiet]\n"
+    fprintf(fp, "Usage: mpirun [mpirun options] llrdma-check [--json] [--quiet] [--threads]\n"
                 "       llrdma-check --stats DUMP|DIR...\n"
                 "\n"
                 "Prints every rank's effective llrdma configuration (size hint, its source,\n"
@@ -40,6 +40,8 @@ static void usage(FILE *fp)
                 "  --json   one JSON object per rank per line (keys include rank, host,\n"
                 "           size_hint, source, origin), rank order, then no table\n"
                 "  --quiet  print only the verdict line\n"
+                "  --threads  initialise with MPI_THREAD_MULTIPLE, as mpi4py and Horovod\n"
+                "           do (the thread level is part of what a rank uses)\n"
                 "  --help   this text\n"
                 "\n"
                 "--stats (a plain program, no mpirun): per rank of a finished job, the\n"
@@ -94,6 +96,17 @@ static void print_row(const llrdma_rank_config_t *c)
                c->profile.bw.inline_bytes, c->device.max_inline_granted_bw, c->profile.bw.sq_depth,
                c->device.sq_depth_granted_bw, c->profile.bw.rq_depth, c->device.rq_depth_granted_bw,
                c->profile.bw.cq_mod_count, c->profile.bw.cq_mod_usec, mod);
+        /* Progress per path: who finds the completions, and what moderation
+         * the event path got (docs/btl-design.md "Threads"). */
+        if (!c->profile.generic) {
+            printf("      ll progress: %s (no moderation: every completion at once)\n",
+                   c->device.progress_ll[0] ? c->device.progress_ll : "poll");
+        }
+        printf("      bw progress: %s  moderation requested/granted %u/%uus %u/%uus  %s\n",
+               c->device.progress_bw[0] ? c->device.progress_bw : "poll",
+               c->profile.bw.cq_mod_count, c->profile.bw.cq_mod_usec,
+               c->device.cq_mod_count_granted, c->device.cq_mod_usec_granted,
+               c->device.progress_note);
         if (0 != c->device.rdma_limit_granted) {
             char a[32], b[32];
             llrdma_format_size(c->profile.bw.rdma_frag_bytes, a, sizeof(a));
@@ -361,6 +374,15 @@ static int show_stats(int argc, char **argv)
                    (unsigned long long)path_sum(r->hist.bytes[p]),
                    (unsigned long long)r->hist.waits[p], p + 1 < LLRDMA_HIST_NPATHS ? ";" : "\n");
         }
+        for (int p = 0; p < 2; ++p) {
+            uint64_t n = r->hist.cq_completions[p], e = r->hist.cq_events[p];
+            printf("  %s cq: %llu completions, %llu events", names[p], (unsigned long long)n,
+                   (unsigned long long)e);
+            if (0 != n && 0 != e) {
+                printf(" (%.3f events per completion)", (double)e / (double)n);
+            }
+            printf("%s", 0 == p ? ";" : "\n");
+        }
         printf("  %-18s %12s %12s %12s\n", "payload", "ll", "bw", "rdma");
         for (unsigned b = 0; b < LLRDMA_HIST_BUCKETS; ++b) {
             char lo[32], hi[32], range[80];
@@ -389,7 +411,7 @@ static int show_stats(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-    int json = 0, quiet = 0, rank, size, rc = 0, len, key, provided;
+    int json = 0, quiet = 0, threads = 0, rank, size, rc = 0, len, key, provided;
     char *mine, *all = NULL;
     int *lens = NULL, *displs = NULL, *keys = NULL;
     char tr[TRANSPORT_MAX], *trs = NULL;
@@ -402,6 +424,8 @@ int main(int argc, char **argv)
             json = 1;
         } else if (0 == strcmp(argv[i], "--quiet")) {
             quiet = 1;
+        } else if (0 == strcmp(argv[i], "--threads")) {
+            threads = 1;
         } else if (0 == strcmp(argv[i], "--help") || 0 == strcmp(argv[i], "-h")) {
             usage(stdout);
             return 0;
@@ -414,8 +438,16 @@ int main(int argc, char **argv)
     /* Report a mismatch here rather than abort in MPI_Init. */
     setenv("OMPI_MCA_coll_llrdma_mismatch_action", "warn", 1);
 
-    MPI_Init(&argc, &argv);
+    if (threads) {
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    } else {
+        MPI_Init(&argc, &argv);
+    }
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (threads && 0 == rank) {
+        printf("thread level: %s\n", MPI_THREAD_MULTIPLE == provided ? "MPI_THREAD_MULTIPLE"
+                                                                     : "below MPI_THREAD_MULTIPLE");
+    }
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     /* The node layout of MPI_COMM_WORLD, as coll/llrdma sees it. */
     MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);

@@ -129,10 +129,10 @@ static int profile(int n, char **texts)
         printf(" %s |", a);
     }
     /* The profile is a request; say what btl/llrdma does with it today. */
-    printf("\n\nbtl/llrdma busy-polls every completion queue and never waits for completion\n"
-           "events, so the CQ moderation and event polling requested here have no effect\n"
-           "until a blocking progress mode exists (docs/btl-design.md, \"Signalling vs\n"
-           "moderation\").\n");
+    printf("\n\nbtl/llrdma busy-polls both paths from the application's threads by default;\n"
+           "the bw CQ moderation and event polling requested here take effect with\n"
+           "btl_llrdma_progress_thread=1 (a thread sleeps on the bw CQ's events;\n"
+           "docs/btl-design.md, \"Threads\").\n");
     return 0;
 }
 

@@ -215,6 +215,7 @@ void fw_begin(void)
     c->recv_mem_max = 256u << 20;
     c->stall_warn_ms = 2000;
     c->coalesce = 0;
+    c->progress_thread = 0;
     c->rdma = rdma_get;
     c->gpu_rdma = gpu_auto;
     /* No libcuda: every buffer is host memory unless a test says otherwise. */

@@ -22,7 +22,7 @@
 
 #define FW_MAX 4
 #define FW_TAG 0x41
-#define FW_NCLS 2 /* message classes: in order within one (sender, class) */
+#define FW_NCLS 8 /* message classes: in order within one (sender, class) */
 
 extern int fw_failures, fw_checks;
 

@@ -6,6 +6,9 @@
  */
 #include "fake_verbs.h"
 
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
@@ -21,10 +24,22 @@
 #define PDATA_REJ 148
 
 typedef struct fake_channel {
-    struct rdma_event_channel ch;
+    struct rdma_event_channel ch; /* ch.fd: readable while events wait, as rdma_cm's */
     struct rdma_cm_event *ev[FAKE_MAX_EV];
     int head, count;
+    int signalled; /* ch.fd holds a count */
 } fake_channel_t;
+
+/* Keep the fd readable exactly while events wait (a poll()ing thread wakes). */
+static void chan_sync(fake_channel_t *c)
+{
+    uint64_t v = 1;
+    if (c->count > 0 && !c->signalled) {
+        c->signalled = sizeof(v) == write(c->ch.fd, &v, sizeof(v));
+    } else if (0 == c->count && c->signalled) {
+        c->signalled = !(sizeof(v) == read(c->ch.fd, &v, sizeof(v)));
+    }
+}
 
 typedef struct fake_event {
     struct rdma_cm_event ev;
@@ -71,7 +86,7 @@ static struct rdma_event_channel *f_cm_create_event_channel(void)
         return NULL;
     }
     c = calloc(1, sizeof(*c));
-    c->ch.fd = -1;
+    c->ch.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     ++fake.live_channel;
     return &c->ch;
 }
@@ -103,6 +118,7 @@ static void push(struct rdma_event_channel *ch, struct rdma_cm_event *ev)
     }
     c->ev[(c->head + c->count) % FAKE_MAX_EV] = ev;
     ++c->count;
+    chan_sync(c);
 }
 
 static void push_pd(struct rdma_cm_id *id, enum rdma_cm_event_type type, int status,
@@ -222,6 +238,7 @@ static void purge_events(fake_id_t *f)
         }
     }
     c->count = kept;
+    chan_sync(c);
     kept = 0;
     for (int i = 0; i < nflights; ++i) {
         struct rdma_cm_event *ev = flights[i].ev;
@@ -305,6 +322,7 @@ static void f_cm_destroy_event_channel(struct rdma_event_channel *ch)
         c->head = (c->head + 1) % FAKE_MAX_EV;
         --c->count;
     }
+    close(c->ch.fd);
     free(c);
     --fake.live_channel;
 }
@@ -587,6 +605,7 @@ static int f_cm_get_event(struct rdma_event_channel *ch, struct rdma_cm_event **
     *ev = c->ev[c->head];
     c->head = (c->head + 1) % FAKE_MAX_EV;
     --c->count;
+    chan_sync(c);
     return 0;
 }
 

@@ -74,6 +74,13 @@ typedef struct fake_cq {
     uint32_t high; /* most completions ever waiting at once */
     int moderated; /* ibv_modify_cq applied */
     uint16_t mod_count, mod_period;
+    /* completion events (fake_events.c) */
+    struct fake_channel *channel; /* NULL: created without one */
+    int armed;                    /* ibv_req_notify_cq since the last event */
+    uint32_t since_arm;           /* completions since it was armed */
+    uint64_t first_ns;            /* when the first of them came (moderation period) */
+    uint32_t unacked;             /* events taken with get_cq_event, not acknowledged */
+    uint64_t events;              /* events generated */
 } fake_cq_t;
 
 typedef struct fake_rwr {
@@ -172,6 +179,11 @@ typedef struct fake_state {
     char last_fault[256]; /* what the last of these was */
     /* live objects, for leak checks */
     int live_pd, live_mr, live_cq, live_srq, live_qp, live_id, live_channel, live_event;
+    int live_comp_channel;
+    /* completion events */
+    uint64_t nevents;       /* generated on any CQ */
+    uint64_t narms;         /* ibv_req_notify_cq calls */
+    int comp_channel_fails; /* test: the next n create_comp_channel fail */
 } fake_state_t;
 
 extern fake_state_t fake;
@@ -223,7 +235,26 @@ struct rdma_cm_id *fake_last_id(void);
 struct rdma_cm_id *fake_connect_request(struct rdma_cm_id *listen_id, const void *pdata,
                                         uint8_t len);
 
+/* Completion events (fake_events.c): a channel is a pipe whose read end is
+ * the channel's fd; an armed CQ on a channel queues one event when a
+ * completion arrives (with moderation: when mod_count completions have
+ * arrived since it was armed, or mod_period usec after the first of them,
+ * checked at every pump) and is disarmed.  No event without arming.  Taking
+ * an event (get_cq_event) reads one byte; destroying a CQ with events not
+ * acknowledged, or a channel that a CQ still uses, is a fault (a real device
+ * blocks or refuses). */
+uint64_t fake_cq_events(struct ibv_cq *cq);
+int fake_cq_armed(struct ibv_cq *cq);
+/* Serialise every entry of mca_btl_llrdma_verbs with one mutex, so that
+ * threads can use the fake (a real device's provider locks per queue). */
+void fake_lock_install(void);
+
 /* ---- shared by fake_verbs.c and fake_rdmacm.c, not for tests */
+void fake_events_install(mca_btl_llrdma_verbs_ops_t *ops);
+void fake_cq_completion_added(fake_cq_t *f);
+void fake_cq_channel_attach(fake_cq_t *f);
+void fake_events_tick(void);
+int fake_cq_destroy_check(fake_cq_t *f);
 #define FAKE_FAIL_POINT()                                                                          \
     (++fake.calls == fake.fail_at ? (fake.failed_fn = __func__, fake.failed = 1) : 0)
 extern struct ibv_context fake_ctx;

@@ -46,6 +46,12 @@ llrdma_rank_config_t sample(uint64_t hint)
     c.device.rdma_limit_granted = 1048576;
     std::snprintf(c.device.gpu_rdma, sizeof c.device.gpu_rdma,
                   "none (the device has no dma-buf MRs)");
+    std::snprintf(c.device.progress_ll, sizeof c.device.progress_ll, "poll");
+    std::snprintf(c.device.progress_bw, sizeof c.device.progress_bw, "event");
+    c.device.cq_mod_count_granted = 16;
+    c.device.cq_mod_usec_granted = 8;
+    std::snprintf(c.device.progress_note, sizeof c.device.progress_note,
+                  "one event per 16 completions or 8 us");
     std::snprintf(c.btl_status, sizeof c.btl_status, "active");
     std::snprintf(c.fork_safe, sizeof c.fork_safe, "kernel");
     c.coll_hint = hint / 2;
@@ -106,7 +112,9 @@ BOOST_AUTO_TEST_CASE(key_order_and_shape)
         "\"rq_depth_granted_bw\":64,\"gid_type\":\"roce_v2\",\"min_rnr_timer\":12,"
         "\"rnr_retry\":7,\"retry_count\":6,",
         "\"rd_atomic_granted\":16,\"dest_rd_atomic_granted\":8,\"rdma_limit_granted\":1048576,"
-        "\"gpu_rdma\":\"none (the device has no dma-buf MRs)\"}"};
+        "\"gpu_rdma\":\"none (the device has no dma-buf MRs)\",\"progress_ll\":\"poll\","
+        "\"progress_bw\":\"event\",\"cq_mod_count_granted\":16,\"cq_mod_usec_granted\":8,"
+        "\"progress_note\":\"one event per 16 completions or 8 us\"}"};
     size_t pos = 0;
     for (const char *k : keys) {
         size_t at = j.find(k, pos);
@@ -327,6 +335,9 @@ BOOST_AUTO_TEST_CASE(worst_case_fits_json_max)
     fill(c.host, sizeof c.host);
     fill(c.hint.origin, sizeof c.hint.origin);
     fill(c.device.gpu_rdma, sizeof c.device.gpu_rdma);
+    fill(c.device.progress_ll, sizeof c.device.progress_ll);
+    fill(c.device.progress_bw, sizeof c.device.progress_bw);
+    fill(c.device.progress_note, sizeof c.device.progress_note);
     fill(c.hint.text, sizeof c.hint.text);
     fill(c.btl_status, sizeof c.btl_status);
     fill(c.device.name, sizeof c.device.name);

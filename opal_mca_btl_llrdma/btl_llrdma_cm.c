@@ -1,0 +1,786 @@
+/*
+ * btl/llrdma connection set-up over librdmacm: creating and tearing down a
+ * connection's queue pair, the active side (resolve, route, connect, retry
+ * with back-off), the passive side (requests, the tie-break) and the CM
+ * event loop (see btl_llrdma_endpoint.h and docs/btl-design.md
+ * "Connections").  Runs under the module lock (docs/btl-design.md
+ * "Threads").
+ */
+#include "opal_config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "opal/util/output.h"
+#include "opal/util/proc.h"
+
+#include "btl_llrdma.h"
+#include "btl_llrdma_rdma.h"
+
+/* -------------------------------------------------------- connections */
+
+static void conn_forget_qp(mca_btl_llrdma_conn_t *conn)
+{
+    mca_btl_llrdma_module_t *m = conn->endpoint->module;
+    if (NULL != conn->qp) {
+        (void)opal_hash_table_remove_value_uint32(&m->by_qp, conn->qp->qp_num);
+    }
+}
+
+void mca_btl_llrdma_conn_destroy(mca_btl_llrdma_conn_t *conn)
+{
+    mca_btl_llrdma_module_t *m = conn->endpoint->module;
+
+    if (0 != conn->stall_since) {
+        conn->stall_since = 0;
+        --m->waiting;
+    }
+    if (NULL != conn->id) {
+        if (LLRDMA_CONN_ESTABLISHED == conn->state) {
+            (void)mca_btl_llrdma_verbs.cm_disconnect(conn->id);
+        }
+        if (NULL != conn->qp) {
+            conn_forget_qp(conn);
+            mca_btl_llrdma_verbs.cm_destroy_qp(conn->id);
+            conn->qp = NULL;
+        }
+        (void)mca_btl_llrdma_verbs.cm_destroy_id(conn->id);
+        conn->id = NULL;
+    }
+    /* After the QP: nothing can write returned credits into it any more. */
+    if (NULL != conn->credit_mr) {
+        (void)mca_btl_llrdma_verbs.dereg_mr(conn->credit_mr);
+        conn->credit_mr = NULL;
+    }
+    mca_btl_llrdma_module_release(m, conn);
+    conn->state = LLRDMA_CONN_CLOSED;
+}
+
+/* Create the QP (and its ring and credit word) on conn->id with the path's
+ * attributes, after reserving receive buffers and CQ room for it. */
+static int conn_setup_qp(mca_btl_llrdma_conn_t *conn, char *why, size_t whylen)
+{
+    mca_btl_llrdma_module_t *m = conn->endpoint->module;
+    struct ibv_qp_init_attr attr, init;
+    struct ibv_qp_attr qa;
+    uint32_t depth;
+    int p = conn->path;
+
+    if (OPAL_SUCCESS != mca_btl_llrdma_module_reserve(m, conn, why, whylen)) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    snprintf(why, whylen, "creating the connection's resources failed");
+    if (NULL == conn->credit_buf &&
+        0 != posix_memalign((void **)&conn->credit_buf, 64, 2 * sizeof(uint64_t))) {
+        conn->credit_buf = NULL;
+        goto fail_release;
+    }
+    conn->credit_buf[0] = conn->credit_buf[1] = 0;
+    conn->credit_mr = mca_btl_llrdma_verbs.reg_mr(m->pd, conn->credit_buf, 2 * sizeof(uint64_t),
+                                                  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    if (NULL == conn->credit_mr) {
+        snprintf(why, whylen, "registering the credit word failed (ibv_reg_mr: %s)",
+                 strerror(errno));
+        goto fail_release;
+    }
+    mca_btl_llrdma_module_qp_attr(m, p, m->path[p].cqs[conn->cq_slab].cq, &attr);
+    if (0 != mca_btl_llrdma_verbs.cm_create_qp(conn->id, m->pd, &attr)) {
+        snprintf(why, whylen, "rdma_create_qp failed: %s", strerror(errno));
+        goto fail_dereg;
+    }
+    conn->qp = conn->id->qp;
+    conn->inline_max = m->lim.inline_max[p];
+    depth = m->lim.sq_depth[p];
+    if (0 == mca_btl_llrdma_verbs.query_qp(conn->qp, &qa, IBV_QP_CAP, &init)) {
+        /* The probe QP promised this much; a real one granting less wins. */
+        if (init.cap.max_inline_data < conn->inline_max) {
+            conn->inline_max = init.cap.max_inline_data;
+        }
+        if (init.cap.max_send_wr < depth) {
+            depth = init.cap.max_send_wr;
+        }
+    }
+    conn->ring = calloc(depth, sizeof(*conn->ring));
+    if (NULL == conn->ring) {
+        goto fail_destroy_qp;
+    }
+    if (OPAL_SUCCESS != opal_hash_table_set_value_uint32(&m->by_qp, conn->qp->qp_num, conn)) {
+        goto fail_free_ring;
+    }
+    llrdma_sq_init(&conn->sq, depth,
+                   (LLRDMA_PATH_LL == p ? m->profile->ll : m->profile->bw).signal_interval);
+    conn->ring_head = conn->ring_tail = 0;
+    return OPAL_SUCCESS;
+
+fail_free_ring:
+    free(conn->ring);
+    conn->ring = NULL;
+fail_destroy_qp:
+    mca_btl_llrdma_verbs.cm_destroy_qp(conn->id);
+    conn->qp = NULL;
+fail_dereg:
+    (void)mca_btl_llrdma_verbs.dereg_mr(conn->credit_mr);
+    conn->credit_mr = NULL;
+fail_release:
+    mca_btl_llrdma_module_release(m, conn);
+    return OPAL_ERR_OUT_OF_RESOURCE;
+}
+
+static void fill_conn_param(mca_btl_llrdma_conn_t *conn, mca_btl_llrdma_conn_req_t *req,
+                            struct rdma_conn_param *param)
+{
+    mca_btl_llrdma_component_t *c = &mca_btl_llrdma_component;
+    mca_btl_llrdma_module_t *m = conn->endpoint->module;
+    memset(req, 0, sizeof(*req));
+    req->magic = MCA_BTL_LLRDMA_CONN_MAGIC;
+    req->version = MCA_BTL_LLRDMA_CONN_VERSION;
+    req->path = (uint8_t)conn->path;
+    req->jobid = m->self.jobid;
+    req->vpid = m->self.vpid;
+    req->hint = m->profile->hint;
+    req->credit_addr = (uint64_t)(uintptr_t)&conn->credit_buf[0];
+    req->credit_rkey = conn->credit_mr->rkey;
+    req->credits = conn->allot;
+    req->frag_max = m->lim.frag_max[conn->path];
+    memset(param, 0, sizeof(*param));
+    param->private_data = req;
+    param->private_data_len = sizeof(*req);
+    param->retry_count = (uint8_t)c->retry_count; /* validated at init */
+    /* Credits keep receive queues from running dry; RNR retry is the last
+     * resort if they ever did. */
+    param->rnr_retry_count = (uint8_t)c->rnr_retry;
+    /* RDMA reads (btl_get) travel on the BW QP only. */
+    if (LLRDMA_PATH_BW == conn->path) {
+        param->initiator_depth = (uint8_t)m->rd_atomic_req;
+        param->responder_resources = (uint8_t)m->dest_rd_atomic_req;
+    }
+}
+
+/* The receiver-not-ready back-off this side asks of its senders: rdma_cm
+ * leaves it at 0 (655 ms on real NICs).  Allowed on an RTS queue pair. */
+static void conn_set_rnr_timer(mca_btl_llrdma_conn_t *conn)
+{
+    struct ibv_qp_init_attr init;
+    struct ibv_qp_attr qa;
+
+    memset(&qa, 0, sizeof(qa));
+    qa.min_rnr_timer = (uint8_t)mca_btl_llrdma_component.min_rnr_timer;
+    if (0 != mca_btl_llrdma_verbs.modify_qp(conn->qp, &qa, IBV_QP_MIN_RNR_TIMER)) {
+        opal_output_verbose(10, mca_btl_llrdma_component.output,
+                            "btl:llrdma: the device did not take min_rnr_timer %u on qp %u",
+                            mca_btl_llrdma_component.min_rnr_timer, conn->qp->qp_num);
+    }
+    memset(&qa, 0, sizeof(qa));
+    if (0 == mca_btl_llrdma_verbs.query_qp(conn->qp, &qa,
+                                           IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                                               IBV_QP_MIN_RNR_TIMER,
+                                           &init)) {
+        opal_output_verbose(10, mca_btl_llrdma_component.output,
+                            "btl:llrdma: qp %u: ack timeout %u, retry %u, rnr_retry %u, "
+                            "min_rnr_timer %u",
+                            conn->qp->qp_num, qa.timeout, qa.retry_cnt, qa.rnr_retry,
+                            qa.min_rnr_timer);
+    }
+}
+
+/* What the peer said in its private data; 0 when it is usable. */
+static int take_peer_param(mca_btl_llrdma_conn_t *conn, const mca_btl_llrdma_conn_req_t *req)
+{
+    if (NULL == req || MCA_BTL_LLRDMA_CONN_MAGIC != req->magic ||
+        MCA_BTL_LLRDMA_CONN_VERSION != req->version || req->path != conn->path ||
+        0 == req->credits || 0 == req->frag_max) {
+        return -1;
+    }
+    conn->peer_credit_addr = req->credit_addr;
+    conn->peer_credit_rkey = req->credit_rkey;
+    conn->peer_frag_max = req->frag_max;
+    llrdma_credit_init(&conn->credit, req->credits, conn->allot);
+    /* The modex said the same; the connection's word is the one that counts. */
+    if (req->frag_max < conn->endpoint->frag_max[conn->path]) {
+        conn->endpoint->frag_max[conn->path] = req->frag_max;
+    }
+    return 0;
+}
+
+int mca_btl_llrdma_conn_start_active(mca_btl_llrdma_endpoint_t *ep, int p)
+{
+    mca_btl_llrdma_module_t *m = ep->module;
+    mca_btl_llrdma_conn_t *conn = OBJ_NEW(mca_btl_llrdma_conn_t);
+    struct sockaddr_in src, dst;
+
+    if (NULL == conn) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    conn->endpoint = ep;
+    conn->path = p;
+    conn->active = 1;
+    conn->state = LLRDMA_CONN_RESOLVING;
+    if (0 != mca_btl_llrdma_verbs.cm_create_id(m->cm_channel, &conn->id, conn, RDMA_PS_TCP)) {
+        goto fail_release_conn;
+    }
+    memset(&src, 0, sizeof(src));
+    src.sin_family = AF_INET;
+    src.sin_addr = m->port.ipv4;
+    memset(&dst, 0, sizeof(dst));
+    dst.sin_family = AF_INET;
+    dst.sin_addr.s_addr = ep->addr.ipv4;
+    dst.sin_port = ep->addr.cm_port;
+    if (0 != mca_btl_llrdma_verbs.cm_resolve_addr(conn->id, (struct sockaddr *)&src,
+                                                  (struct sockaddr *)&dst,
+                                                  mca_btl_llrdma_component.cm_timeout_ms)) {
+        goto fail_destroy_id;
+    }
+    opal_list_append(&m->conns, &conn->super);
+    if (0 == m->connecting++) {
+        mca_btl_llrdma_thread_kick(m); /* it now watches set-up timers */
+    }
+    ep->conn[p] = conn;
+    if (0 == ep->first_try_ms[p]) {
+        ep->first_try_ms[p] = mca_btl_llrdma_now_ms();
+    }
+    if (LLRDMA_EP_IDLE == ep->state) {
+        ep->state = LLRDMA_EP_CONNECTING;
+    }
+    opal_output_verbose(20, mca_btl_llrdma_component.output,
+                        "btl:llrdma: connecting %s path to %s on %s (attempt %u)",
+                        LLRDMA_PATH_LL == p ? "ll" : "bw", OPAL_NAME_PRINT(ep->proc->proc_name),
+                        ep->addr.dev, ep->attempts[p] + 1);
+    return OPAL_SUCCESS;
+
+fail_destroy_id:
+    (void)mca_btl_llrdma_verbs.cm_destroy_id(conn->id);
+    conn->id = NULL;
+fail_release_conn:
+    OBJ_RELEASE(conn);
+    return OPAL_ERR_OUT_OF_RESOURCE;
+}
+
+int mca_btl_llrdma_endpoint_connect(mca_btl_llrdma_endpoint_t *ep, int p)
+{
+    if (NULL != ep->conn[p] || 0 != ep->retry_at_ms[p]) {
+        return OPAL_SUCCESS; /* under way, up, or a retry is scheduled */
+    }
+    return mca_btl_llrdma_conn_start_active(ep, p);
+}
+
+static void update_ready(mca_btl_llrdma_endpoint_t *ep)
+{
+    int ready = 1;
+    if (LLRDMA_EP_FAILED == ep->state) {
+        return;
+    }
+    for (int p = 0; p < LLRDMA_NPATHS; ++p) {
+        if (ep->use_path[p] && !mca_btl_llrdma_conn_up(ep->conn[p])) {
+            ready = 0;
+        }
+    }
+    ep->state = ready ? LLRDMA_EP_READY : LLRDMA_EP_CONNECTING;
+}
+
+/* The connection is out of the set-up phase (up or given up). */
+static void conn_setup_over(mca_btl_llrdma_conn_t *conn)
+{
+    if (LLRDMA_CONN_RESOLVING == conn->state || LLRDMA_CONN_CONNECTING == conn->state) {
+        --conn->endpoint->module->connecting;
+    }
+}
+
+static void schedule_retry(mca_btl_llrdma_endpoint_t *ep, int p, uint64_t at)
+{
+    if (0 == ep->retry_at_ms[p] && 0 == ep->module->retrying++) {
+        mca_btl_llrdma_thread_kick(ep->module); /* a timer, not an event */
+    }
+    ep->retry_at_ms[p] = at;
+}
+
+/* Drop a connection that never carried traffic. */
+static void conn_drop(mca_btl_llrdma_conn_t *conn)
+{
+    mca_btl_llrdma_endpoint_t *ep = conn->endpoint;
+    int p = conn->path, was = ep->conn[p] == conn;
+
+    conn_setup_over(conn);
+    if (was) {
+        ep->conn[p] = NULL;
+    }
+    mca_btl_llrdma_conn_destroy(conn);
+    /* A passive attempt the initiator gave up on: if fragments of ours wait
+     * for the path, connect ourselves (the initiator retries too; the
+     * tie-break keeps one). */
+    if (was && !conn->active && LLRDMA_EP_FAILED != ep->state &&
+        mca_btl_llrdma_endpoint_has_waiting(ep, p)) {
+        schedule_retry(ep, p, mca_btl_llrdma_now_ms() + llrdma_cm_retry_delay_ms(1));
+    }
+}
+
+/* An active attempt ended without a connection: drop it quietly, retry
+ * after a back-off, or report the peer unreachable. */
+static void active_failed(mca_btl_llrdma_conn_t *conn, llrdma_cm_err_t err, const char *what,
+                          const char *status)
+{
+    mca_btl_llrdma_endpoint_t *ep = conn->endpoint;
+    int p = conn->path, mine = ep->conn[p] == conn && !conn->superseded;
+    uint64_t now = mca_btl_llrdma_now_ms(), elapsed;
+    llrdma_cm_next_t next;
+
+    conn_drop(conn);
+    if (!mine) {
+        return; /* a superseded attempt: the peer's connection serves the path */
+    }
+    elapsed = now - ep->first_try_ms[p];
+    next = llrdma_cm_on_active_error(err, elapsed,
+                                     (uint64_t)mca_btl_llrdma_component.connect_timeout_s * 1000u);
+    if (LLRDMA_CM_DROP == next) {
+        /* The peer's own attempt carries the path: wait for it, polling the
+         * CM channel meanwhile, but not forever: its attempt can die on the
+         * way, and then ours has to go again. */
+        uint32_t wait = llrdma_cm_peer_wait_ms(++ep->peer_waits[p]);
+        ep->first_try_ms[p] = 0;
+        ep->attempts[p] = 0;
+        schedule_retry(ep, p, now + wait);
+        opal_output_verbose(20, mca_btl_llrdma_component.output,
+                            "btl:llrdma: %s to %s: %s (%s); waiting %u ms for its attempt",
+                            LLRDMA_PATH_LL == p ? "ll" : "bw", OPAL_NAME_PRINT(ep->proc->proc_name),
+                            what, status, wait);
+        return;
+    }
+    if (LLRDMA_CM_RETRY == next) {
+        ++ep->attempts[p];
+        schedule_retry(ep, p, now + llrdma_cm_retry_delay_ms(ep->attempts[p]));
+        opal_output_verbose(10, mca_btl_llrdma_component.output,
+                            "btl:llrdma: %s to %s: %s (%s); retrying in %u ms (%llu ms so far)",
+                            LLRDMA_PATH_LL == p ? "ll" : "bw", OPAL_NAME_PRINT(ep->proc->proc_name),
+                            what, status, llrdma_cm_retry_delay_ms(ep->attempts[p]),
+                            (unsigned long long)elapsed);
+        return;
+    }
+    {
+        char detail[256];
+        snprintf(detail, sizeof(detail), "%s after %llu ms and %u attempts", status,
+                 (unsigned long long)elapsed, ep->attempts[p] + 1);
+        mca_btl_llrdma_endpoint_fail(ep, what, detail);
+    }
+}
+
+int mca_btl_llrdma_endpoint_retries(mca_btl_llrdma_module_t *m)
+{
+    mca_btl_llrdma_endpoint_t *ep = NULL;
+    uint64_t now = mca_btl_llrdma_now_ms();
+    int count = 0;
+
+    while (NULL != (ep = mca_btl_llrdma_endpoint_next(m, ep))) {
+        for (int p = 0; p < LLRDMA_NPATHS; ++p) {
+            if (0 == ep->retry_at_ms[p]) {
+                continue;
+            }
+            if (NULL != ep->conn[p] || LLRDMA_EP_FAILED == ep->state) {
+                /* The peer connected to us meanwhile, or it is over. */
+                ep->retry_at_ms[p] = 0;
+                --m->retrying;
+                continue;
+            }
+            if (now < ep->retry_at_ms[p]) {
+                continue;
+            }
+            ep->retry_at_ms[p] = 0;
+            --m->retrying;
+            if (0 == ep->first_try_ms[p]) {
+                /* Waited for the peer's attempt in vain: try ours again. */
+                ep->first_try_ms[p] = now;
+            }
+            if (!mca_btl_llrdma_endpoint_has_waiting(ep, p)) {
+                ep->first_try_ms[p] = 0;
+                continue; /* nothing to send: the next send connects */
+            }
+            if (OPAL_SUCCESS != mca_btl_llrdma_conn_start_active(ep, p)) {
+                mca_btl_llrdma_endpoint_fail(ep, "starting a connection failed",
+                                             "out of resources");
+            }
+            ++count;
+        }
+    }
+    return count;
+}
+
+static void conn_established(mca_btl_llrdma_conn_t *conn, const mca_btl_llrdma_conn_req_t *rep)
+{
+    mca_btl_llrdma_endpoint_t *ep = conn->endpoint;
+    int p = conn->path;
+
+    if (conn->superseded || ep->conn[p] != conn) {
+        /* Cannot happen with the tie-break (the peer rejects the loser), but
+         * a second QP on the path must not carry traffic. */
+        opal_output_verbose(1, mca_btl_llrdma_component.output,
+                            "btl:llrdma: a second %s connection with %s came up; closing it",
+                            LLRDMA_PATH_LL == p ? "ll" : "bw",
+                            OPAL_NAME_PRINT(ep->proc->proc_name));
+        conn_setup_over(conn);
+        conn->state = LLRDMA_CONN_ESTABLISHED;
+        mca_btl_llrdma_conn_destroy(conn);
+        return;
+    }
+    if (conn->active && 0 != take_peer_param(conn, rep)) {
+        conn_setup_over(conn);
+        conn->state = LLRDMA_CONN_ESTABLISHED;
+        mca_btl_llrdma_endpoint_fail(ep, "connection set-up failed",
+                                     "the peer's accept carried no usable parameters (a "
+                                     "different llrdma version?)");
+        return;
+    }
+    conn_setup_over(conn);
+    conn->state = LLRDMA_CONN_ESTABLISHED;
+    ep->first_try_ms[p] = 0;
+    ep->attempts[p] = 0;
+    ep->peer_waits[p] = 0;
+    conn_set_rnr_timer(conn);
+    mca_btl_llrdma_rdma_conn_up(conn);
+    update_ready(ep);
+    opal_output_verbose(20, mca_btl_llrdma_component.output,
+                        "btl:llrdma: %s connection %s %s established (qp %u, %u credits each "
+                        "way: %u to send, %u allotted)",
+                        LLRDMA_PATH_LL == p ? "ll" : "bw", conn->active ? "to" : "from",
+                        OPAL_NAME_PRINT(ep->proc->proc_name), conn->qp->qp_num,
+                        conn->credit.granted, conn->credit.granted, conn->allot);
+    mca_btl_llrdma_endpoint_drain_path(ep, p);
+}
+
+static void conn_disconnected(mca_btl_llrdma_conn_t *conn)
+{
+    mca_btl_llrdma_endpoint_t *ep = conn->endpoint;
+    int p = conn->path;
+
+    /* Keep the QP until finalize: flushed WRs still point into its ring. */
+    conn->state = LLRDMA_CONN_CLOSED;
+    if (0 != conn->stall_since) {
+        conn->stall_since = 0;
+        --ep->module->waiting;
+    }
+    if (ep->conn[p] != conn) {
+        return;
+    }
+    ep->conn[p] = NULL;
+    /* Its receive allotment is free for the next connection (its CQ room
+     * stays reserved while flushed completions may still arrive). */
+    llrdma_rq_release(&ep->module->path[p].rq, conn->allot);
+    conn->allot = 0;
+    /* WRs the peer never received come back flushed and fail the endpoint;
+     * inline ones it did receive leave no trace, so nothing else is judged
+     * here. */
+    if (LLRDMA_EP_FAILED != ep->state) {
+        int other = NULL != ep->conn[1 - p];
+        /* Not ready any more; idle only when no other path has a connection. */
+        ep->state = other ? LLRDMA_EP_CONNECTING : LLRDMA_EP_IDLE;
+        /* A peer that finalized does not come back; queued fragments try to
+         * reconnect and fail loudly if it is gone. */
+        if (mca_btl_llrdma_endpoint_has_waiting(ep, p)) {
+            (void)mca_btl_llrdma_conn_start_active(ep, p);
+        }
+    }
+}
+
+static void reject(mca_btl_llrdma_module_t *m, struct rdma_cm_id *id, int reason)
+{
+    mca_btl_llrdma_conn_req_t rej;
+
+    memset(&rej, 0, sizeof(rej));
+    rej.magic = MCA_BTL_LLRDMA_CONN_MAGIC;
+    rej.version = MCA_BTL_LLRDMA_CONN_VERSION;
+    rej.reason = (uint8_t)reason;
+    rej.jobid = m->self.jobid;
+    rej.vpid = m->self.vpid;
+    (void)mca_btl_llrdma_verbs.cm_reject(id, &rej, (uint8_t)sizeof(rej));
+    (void)mca_btl_llrdma_verbs.cm_destroy_id(id);
+}
+
+static uint64_t name_key(const opal_process_name_t *n)
+{
+    return ((uint64_t)n->jobid << 32) | n->vpid;
+}
+
+static llrdma_conn_have_t conn_have(const mca_btl_llrdma_endpoint_t *ep, int p)
+{
+    const mca_btl_llrdma_conn_t *c = ep->conn[p];
+    if (NULL == c || LLRDMA_CONN_CLOSED == c->state) {
+        return LLRDMA_CONN_NONE;
+    }
+    if (LLRDMA_CONN_ESTABLISHED == c->state) {
+        return LLRDMA_CONN_UP;
+    }
+    return c->active ? LLRDMA_CONN_ACTIVE_PENDING : LLRDMA_CONN_PASSIVE_PENDING;
+}
+
+/* A connection request this side could not set up was rejected: the peer
+ * fails (no resources).  Fragments of ours waiting for the path have no
+ * connection coming either (our own attempt may just have been superseded
+ * by the rejected one): fail them rather than let them wait forever. */
+static void accept_failed(mca_btl_llrdma_endpoint_t *ep, int p, const char *why)
+{
+    if (NULL == ep->conn[p] && mca_btl_llrdma_endpoint_has_waiting(ep, p)) {
+        mca_btl_llrdma_endpoint_fail(ep, "accepting the peer's connection failed", why);
+    }
+}
+
+static void handle_connect_request(mca_btl_llrdma_module_t *m, struct rdma_cm_id *id,
+                                   const mca_btl_llrdma_conn_req_t *req,
+                                   const struct rdma_conn_param *asked)
+{
+    mca_btl_llrdma_endpoint_t *ep;
+    mca_btl_llrdma_conn_t *conn;
+    mca_btl_llrdma_conn_req_t mine;
+    struct rdma_conn_param param;
+    opal_process_name_t name;
+    llrdma_cm_request_t decision;
+    char why[256];
+
+    if (NULL == req || MCA_BTL_LLRDMA_CONN_MAGIC != req->magic ||
+        MCA_BTL_LLRDMA_CONN_VERSION != req->version || req->path >= LLRDMA_NPATHS) {
+        opal_output_verbose(1, mca_btl_llrdma_component.output,
+                            "btl:llrdma: rejecting a foreign connection request (another "
+                            "program, or another llrdma version)");
+        reject(m, id, MCA_BTL_LLRDMA_REJ_BAD);
+        return;
+    }
+    name.jobid = req->jobid;
+    name.vpid = req->vpid;
+    ep = mca_btl_llrdma_endpoint_lookup(m, &name, 1);
+    if (NULL == ep || LLRDMA_EP_FAILED == ep->state) {
+        reject(m, id, MCA_BTL_LLRDMA_REJ_BAD);
+        return;
+    }
+    if (!ep->use_path[req->path]) {
+        opal_output_verbose(1, mca_btl_llrdma_component.output,
+                            "btl:llrdma: %s asked for a %s connection that one side has no "
+                            "path for",
+                            OPAL_NAME_PRINT(name), LLRDMA_PATH_LL == req->path ? "ll" : "bw");
+        reject(m, id, MCA_BTL_LLRDMA_REJ_NOPATH);
+        return;
+    }
+    decision = llrdma_cm_on_request(conn_have(ep, req->path), name_key(&m->self), name_key(&name));
+    if (LLRDMA_CM_REJECT_TIE == decision || LLRDMA_CM_REJECT_DUP == decision) {
+        opal_output_verbose(20, mca_btl_llrdma_component.output,
+                            "btl:llrdma: %s connection request from %s rejected: %s",
+                            LLRDMA_PATH_LL == req->path ? "ll" : "bw", OPAL_NAME_PRINT(name),
+                            LLRDMA_CM_REJECT_TIE == decision ? "our attempt wins the tie-break"
+                                                             : "the path is connected");
+        reject(m, id,
+               LLRDMA_CM_REJECT_TIE == decision ? MCA_BTL_LLRDMA_REJ_TIE : MCA_BTL_LLRDMA_REJ_DUP);
+        return;
+    }
+    if (LLRDMA_CM_ACCEPT_SUPERSEDE == decision) {
+        /* Ours loses: the peer rejects it; forget it now. */
+        ep->conn[req->path]->superseded = 1;
+        ep->conn[req->path] = NULL;
+    } else if (LLRDMA_CM_ACCEPT_REPLACE == decision) {
+        /* The peer gave up the attempt we were accepting: close ours. */
+        mca_btl_llrdma_conn_t *stale = ep->conn[req->path];
+        opal_output_verbose(20, mca_btl_llrdma_component.output,
+                            "btl:llrdma: %s connection request from %s replaces its earlier "
+                            "attempt",
+                            LLRDMA_PATH_LL == req->path ? "ll" : "bw", OPAL_NAME_PRINT(name));
+        ep->conn[req->path] = NULL;
+        conn_drop(stale);
+    }
+    conn = OBJ_NEW(mca_btl_llrdma_conn_t);
+    if (NULL == conn) {
+        reject(m, id, MCA_BTL_LLRDMA_REJ_NORES);
+        accept_failed(ep, req->path, "out of memory");
+        return;
+    }
+    conn->endpoint = ep;
+    conn->path = req->path;
+    conn->active = 0;
+    conn->state = LLRDMA_CONN_CONNECTING;
+    conn->id = id;
+    id->context = conn;
+    if (OPAL_SUCCESS != conn_setup_qp(conn, why, sizeof(why))) {
+        opal_output_verbose(1, mca_btl_llrdma_component.output,
+                            "btl:llrdma: cannot accept %s's %s connection: %s",
+                            OPAL_NAME_PRINT(name), LLRDMA_PATH_LL == req->path ? "ll" : "bw", why);
+        goto reject_release_conn;
+    }
+    if (0 != take_peer_param(conn, req)) {
+        snprintf(why, sizeof(why), "the request carried no usable parameters");
+        goto destroy_qp;
+    }
+    fill_conn_param(conn, &mine, &param);
+    /* The request's read depths (seen from this side) bound what we accept. */
+    if (param.initiator_depth > asked->initiator_depth) {
+        param.initiator_depth = asked->initiator_depth;
+    }
+    if (param.responder_resources > asked->responder_resources) {
+        param.responder_resources = asked->responder_resources;
+    }
+    if (0 != mca_btl_llrdma_verbs.cm_accept(id, &param)) {
+        snprintf(why, sizeof(why), "rdma_accept failed: %s", strerror(errno));
+        goto destroy_qp;
+    }
+    opal_list_append(&m->conns, &conn->super);
+    ++m->connecting;
+    ep->conn[req->path] = conn;
+    if (LLRDMA_EP_IDLE == ep->state) {
+        ep->state = LLRDMA_EP_CONNECTING;
+    }
+    return;
+
+destroy_qp:
+    conn_forget_qp(conn);
+    mca_btl_llrdma_verbs.cm_destroy_qp(id);
+    conn->qp = NULL;
+    (void)mca_btl_llrdma_verbs.dereg_mr(conn->credit_mr);
+    conn->credit_mr = NULL;
+    mca_btl_llrdma_module_release(m, conn);
+reject_release_conn:
+    conn->id = NULL;
+    OBJ_RELEASE(conn);
+    reject(m, id, MCA_BTL_LLRDMA_REJ_NORES);
+    accept_failed(ep, req->path, why);
+}
+
+static llrdma_cm_err_t reject_kind(const mca_btl_llrdma_conn_req_t *rej, int have)
+{
+    if (!have || MCA_BTL_LLRDMA_CONN_MAGIC != rej->magic) {
+        return LLRDMA_CM_ERR_REJECTED; /* no llrdma listener answered (yet) */
+    }
+    switch (rej->reason) {
+    case MCA_BTL_LLRDMA_REJ_TIE:
+        return LLRDMA_CM_ERR_TIE;
+    case MCA_BTL_LLRDMA_REJ_DUP:
+        return LLRDMA_CM_ERR_DUP;
+    case MCA_BTL_LLRDMA_REJ_NORES:
+        return LLRDMA_CM_ERR_NORES;
+    default:
+        return LLRDMA_CM_ERR_LOCAL; /* NOPATH / BAD: retrying cannot help */
+    }
+}
+
+static const char *reject_text(const mca_btl_llrdma_conn_req_t *rej, int have)
+{
+    if (!have || MCA_BTL_LLRDMA_CONN_MAGIC != rej->magic) {
+        return "rejected by the peer's connection manager (no llrdma listener)";
+    }
+    switch (rej->reason) {
+    case MCA_BTL_LLRDMA_REJ_NORES:
+        return "the peer has no receive buffers or completion queue room left for this "
+               "connection (see btl_llrdma_recv_mem_max and its verbose output)";
+    case MCA_BTL_LLRDMA_REJ_NOPATH:
+        return "the peer has no such path (inconsistent modex records)";
+    case MCA_BTL_LLRDMA_REJ_BAD:
+        return "the peer could not parse the request (a different llrdma version?)";
+    default:
+        return "rejected";
+    }
+}
+
+int mca_btl_llrdma_cm_progress(mca_btl_llrdma_module_t *m)
+{
+    struct rdma_cm_event *ev;
+    int count = 0;
+
+    while (0 == mca_btl_llrdma_verbs.cm_get_event(m->cm_channel, &ev)) {
+        enum rdma_cm_event_type type = ev->event;
+        struct rdma_cm_id *id = ev->id;
+        int status = ev->status;
+        mca_btl_llrdma_conn_req_t req;
+        struct rdma_conn_param asked = ev->param.conn;
+        int have_req = 0;
+        mca_btl_llrdma_conn_t *conn;
+        char why[160];
+
+        /* Private data lives in the event: copy it before the ack. */
+        memset(&req, 0, sizeof(req));
+        if ((RDMA_CM_EVENT_CONNECT_REQUEST == type || RDMA_CM_EVENT_ESTABLISHED == type ||
+             RDMA_CM_EVENT_REJECTED == type) &&
+            NULL != ev->param.conn.private_data && ev->param.conn.private_data_len >= sizeof(req)) {
+            memcpy(&req, ev->param.conn.private_data, sizeof(req));
+            have_req = 1;
+        }
+        /* Ack first: destroying an id waits for its events to be acked. */
+        (void)mca_btl_llrdma_verbs.cm_ack_event(ev);
+        ++count;
+
+        if (RDMA_CM_EVENT_CONNECT_REQUEST == type) {
+            handle_connect_request(m, id, have_req ? &req : NULL, &asked);
+            continue;
+        }
+        if (RDMA_CM_EVENT_DEVICE_REMOVAL == type) {
+            mca_btl_llrdma_module_fatal(m, NULL, "btl/llrdma: the RDMA device was removed");
+            continue;
+        }
+        conn = (mca_btl_llrdma_conn_t *)id->context;
+        if (NULL == conn || (void *)conn == (void *)m || LLRDMA_CONN_CLOSED == conn->state) {
+            continue; /* the listener, or a connection already given up */
+        }
+        if (conn->superseded && RDMA_CM_EVENT_ESTABLISHED != type) {
+            conn_drop(conn); /* lost the tie-break: whatever happens to it now */
+            continue;
+        }
+        snprintf(why, sizeof(why), "%s (status %d)", mca_btl_llrdma_verbs.cm_event_str(type),
+                 status);
+        switch (type) {
+        case RDMA_CM_EVENT_ADDR_RESOLVED:
+            if (0 !=
+                mca_btl_llrdma_verbs.cm_resolve_route(id, mca_btl_llrdma_component.cm_timeout_ms)) {
+                active_failed(conn, LLRDMA_CM_ERR_RESOLVE, "rdma_resolve_route failed",
+                              strerror(errno));
+            }
+            break;
+        case RDMA_CM_EVENT_ROUTE_RESOLVED: {
+            struct rdma_conn_param param;
+            mca_btl_llrdma_conn_req_t mine;
+            char qwhy[256];
+            if (OPAL_SUCCESS != conn_setup_qp(conn, qwhy, sizeof(qwhy))) {
+                active_failed(conn, LLRDMA_CM_ERR_LOCAL, "creating a queue pair failed", qwhy);
+                break;
+            }
+            conn->state = LLRDMA_CONN_CONNECTING;
+            fill_conn_param(conn, &mine, &param);
+            if (0 != mca_btl_llrdma_verbs.cm_connect(id, &param)) {
+                active_failed(conn, LLRDMA_CM_ERR_TIMEOUT, "rdma_connect failed", strerror(errno));
+            }
+            break;
+        }
+        case RDMA_CM_EVENT_ESTABLISHED:
+            conn_established(conn, have_req ? &req : NULL);
+            break;
+        case RDMA_CM_EVENT_REJECTED:
+            if (!conn->active) {
+                conn_drop(conn); /* the initiator gave up on this attempt */
+            } else {
+                active_failed(conn, reject_kind(&req, have_req), "connection set-up failed",
+                              reject_text(&req, have_req));
+            }
+            break;
+        case RDMA_CM_EVENT_ADDR_ERROR:
+        case RDMA_CM_EVENT_ROUTE_ERROR:
+        case RDMA_CM_EVENT_CONNECT_ERROR:
+        case RDMA_CM_EVENT_UNREACHABLE:
+            if (LLRDMA_CONN_ESTABLISHED == conn->state) {
+                break;
+            }
+            if (!conn->active) {
+                conn_drop(conn);
+            } else {
+                active_failed(conn,
+                              RDMA_CM_EVENT_ADDR_ERROR == type || RDMA_CM_EVENT_ROUTE_ERROR == type
+                                  ? LLRDMA_CM_ERR_RESOLVE
+                                  : LLRDMA_CM_ERR_TIMEOUT,
+                              "connection set-up failed", why);
+            }
+            break;
+        case RDMA_CM_EVENT_DISCONNECTED:
+            if (LLRDMA_CONN_ESTABLISHED == conn->state) {
+                conn_disconnected(conn);
+            } else if (!conn->active) {
+                conn_drop(conn);
+            } else {
+                active_failed(conn, LLRDMA_CM_ERR_TIMEOUT, "connection set-up failed", why);
+            }
+            break;
+        default:
+            break; /* TIMEWAIT_EXIT, ADDR_CHANGE, ...: nothing to do */
+        }
+    }
+    return count;
+}

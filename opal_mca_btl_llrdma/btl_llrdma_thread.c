@@ -1,0 +1,194 @@
+/*
+ * btl/llrdma asynchronous progress (btl_llrdma_progress_thread): one thread
+ * per module sleeps on the bandwidth path's completion channel and, on an
+ * event, polls that path's CQs, which runs ob1's callbacks (RDMA reads
+ * finishing, rendezvous fragments, FINs), posts what waited for send slots
+ * and looks after connection set-up and credits, all under the module lock,
+ * while the application's threads compute.  The low-latency path is never
+ * armed: the application's threads busy-poll it (docs/btl-design.md
+ * "Threads").
+ *
+ * Event protocol (verbs): arm the CQ (ibv_req_notify_cq) when it is
+ * created; on an event take it (ibv_get_cq_event), acknowledge it, re-arm,
+ * then poll until empty, so a completion that arrives between the poll and
+ * the re-arm still raises the next event.  CQ moderation (the profile's
+ * count and period, ibv_modify_cq in module.c) decides how many completions
+ * make one event; on a device without moderation (rxe) each armed
+ * completion is one.
+ */
+#include "opal_config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "opal/util/output.h"
+
+#include "btl_llrdma.h"
+
+/* Batches of completions one wake-up takes before it lets the lock go. */
+#define LLRDMA_THREAD_ROUNDS 64
+/* While connections are set up or sends wait for credits (which arrive by
+ * RDMA write, with no completion on this side), the thread looks every
+ * this many ms instead of sleeping until an event. */
+#define LLRDMA_THREAD_TICK_MS 1
+
+void mca_btl_llrdma_thread_channel(mca_btl_llrdma_module_t *m)
+{
+    int flags;
+
+    m->wake_fd = -1;
+    m->thread_running = 0;
+    if (!mca_btl_llrdma_component.progress_thread) {
+        snprintf(m->thread_why, sizeof(m->thread_why), "btl_llrdma_progress_thread=0");
+        return;
+    }
+    m->channel = mca_btl_llrdma_verbs.create_comp_channel(m->ctx);
+    if (NULL == m->channel) {
+        snprintf(m->thread_why, sizeof(m->thread_why), "ibv_create_comp_channel failed: %s",
+                 strerror(errno));
+        return;
+    }
+    /* get_cq_event must not block under the module lock. */
+    flags = fcntl(m->channel->fd, F_GETFL);
+    (void)fcntl(m->channel->fd, F_SETFL, flags | O_NONBLOCK);
+    m->thread_why[0] = '\0';
+}
+
+void mca_btl_llrdma_thread_channel_destroy(mca_btl_llrdma_module_t *m)
+{
+    if (NULL != m->channel) {
+        (void)mca_btl_llrdma_verbs.destroy_comp_channel(m->channel);
+        m->channel = NULL;
+    }
+}
+
+void mca_btl_llrdma_thread_arm(mca_btl_llrdma_module_t *m, int p, struct ibv_cq *cq)
+{
+    if (NULL != m->channel && LLRDMA_PATH_BW == p &&
+        0 != mca_btl_llrdma_verbs.req_notify_cq(cq, 0)) {
+        /* No event will come for this CQ: the application's polling still
+         * takes its completions. */
+        opal_output_verbose(1, mca_btl_llrdma_component.output,
+                            "btl:llrdma: %s:%d: ibv_req_notify_cq failed; the progress thread "
+                            "misses this CQ's events",
+                            m->port.dev, m->port.port);
+    }
+}
+
+/* Take every event waiting, acknowledge and re-arm.  Module lock held. */
+static int take_events(mca_btl_llrdma_module_t *m)
+{
+    struct ibv_cq *cq;
+    void *ctx;
+    int n = 0;
+
+    while (0 == mca_btl_llrdma_verbs.get_cq_event(m->channel, &cq, &ctx)) {
+        mca_btl_llrdma_verbs.ack_cq_events(cq, 1);
+        mca_btl_llrdma_thread_arm(m, LLRDMA_PATH_BW, cq);
+        ++m->events[LLRDMA_PATH_BW];
+        ++n;
+    }
+    return n;
+}
+
+static void *progress_main(void *arg)
+{
+    mca_btl_llrdma_module_t *m = (mca_btl_llrdma_module_t *)arg;
+
+    for (;;) {
+        /* CQ events, kicks, and connection events (a peer's request is
+         * answered while the application computes). */
+        struct pollfd fds[3] = {{.fd = m->channel->fd, .events = POLLIN},
+                                {.fd = m->wake_fd, .events = POLLIN},
+                                {.fd = m->cm_channel->fd, .events = POLLIN}};
+        uint64_t kicks;
+        int timeout, rc, stop;
+
+        MCA_BTL_LLRDMA_LOCK(m);
+        stop = m->thread_stop;
+        timeout =
+            m->connecting > 0 || m->retrying > 0 || m->waiting > 0 ? LLRDMA_THREAD_TICK_MS : -1;
+        MCA_BTL_LLRDMA_UNLOCK(m);
+        if (stop) {
+            break; /* finalize */
+        }
+        rc = poll(fds, 3, timeout);
+        if (rc < 0 && EINTR != errno) {
+            opal_output(0, "btl:llrdma: %s:%d: the progress thread stops: poll failed: %s",
+                        m->port.dev, m->port.port, strerror(errno));
+            break;
+        }
+        if (rc > 0 && 0 != fds[1].revents) {
+            (void)!read(m->wake_fd, &kicks, sizeof(kicks));
+        }
+        MCA_BTL_LLRDMA_LOCK(m);
+        (void)take_events(m);
+        (void)mca_btl_llrdma_module_poll_path(m, LLRDMA_PATH_BW, LLRDMA_THREAD_ROUNDS);
+        (void)mca_btl_llrdma_module_progress_control(m);
+        MCA_BTL_LLRDMA_UNLOCK(m);
+    }
+    return NULL;
+}
+
+void mca_btl_llrdma_thread_start(mca_btl_llrdma_module_t *m)
+{
+    if (NULL == m->channel) {
+        return;
+    }
+    m->thread_stop = 0;
+    m->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (m->wake_fd < 0) {
+        snprintf(m->thread_why, sizeof(m->thread_why), "eventfd failed: %s", strerror(errno));
+        return;
+    }
+    /* ob1's callbacks will run on the thread: Open MPI must take its locks
+     * (as under MPI_THREAD_MULTIPLE; it never turns them off again). */
+    opal_set_using_threads(true);
+    if (0 != pthread_create(&m->thread, NULL, progress_main, m)) {
+        snprintf(m->thread_why, sizeof(m->thread_why), "pthread_create failed");
+        close(m->wake_fd);
+        m->wake_fd = -1;
+        return;
+    }
+    m->thread_running = 1;
+}
+
+void mca_btl_llrdma_thread_kick(mca_btl_llrdma_module_t *m)
+{
+    uint64_t one = 1;
+    if (m->thread_running) {
+        (void)!write(m->wake_fd, &one, sizeof(one));
+    }
+}
+
+void mca_btl_llrdma_thread_stop(mca_btl_llrdma_module_t *m)
+{
+    struct ibv_cq *cq;
+    void *ctx;
+    uint64_t one = 1;
+
+    if (m->thread_running) {
+        MCA_BTL_LLRDMA_LOCK(m);
+        m->thread_stop = 1;
+        MCA_BTL_LLRDMA_UNLOCK(m);
+        if (sizeof(one) != write(m->wake_fd, &one, sizeof(one))) {
+            opal_output(0, "btl:llrdma: cannot wake the progress thread: %s", strerror(errno));
+        }
+        (void)pthread_join(m->thread, NULL);
+        m->thread_running = 0;
+    }
+    if (m->wake_fd >= 0) {
+        close(m->wake_fd);
+        m->wake_fd = -1;
+    }
+    /* Events taken must be acknowledged before their CQ is destroyed. */
+    while (NULL != m->channel && 0 == mca_btl_llrdma_verbs.get_cq_event(m->channel, &cq, &ctx)) {
+        mca_btl_llrdma_verbs.ack_cq_events(cq, 1);
+        ++m->events[LLRDMA_PATH_BW];
+    }
+}

@@ -1,0 +1,388 @@
+/*
+ * btl/llrdma with threads, against the fake device (tests/unit/fake_btl.c):
+ *
+ * - the fake's completion channel: no event unless the CQ is armed, one
+ *   event per arming, moderation count and period honoured, events taken
+ *   must be acknowledged before the CQ goes;
+ * - btl_llrdma_progress_thread: with nobody calling the module's progress,
+ *   its thread reaps the BW path's send completions (ob1's callbacks run)
+ *   from CQ events; fewer events than completions with moderation, and
+ *   the dump's progress fields say what was granted (with and without
+ *   moderation on the device);
+ * - several threads per process posting and polling at once (senders on
+ *   both sides, connection set-up included, separate progress threads, the
+ *   progress thread on one side): every message arrives once, in order per
+ *   sender thread, bytes intact.  Built twice: with AddressSanitizer
+ *   (test_btl_thread) and with ThreadSanitizer (test_btl_thread_tsan),
+ *   which fails the program on any data race or lock-order inversion it
+ *   sees;
+ * - every seam call failing in turn while a module with the progress thread
+ *   is created and finalized: nothing leaks, the channel goes after its
+ *   CQs.
+ */
+#include "fake_btl.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "opal/runtime/opal.h"
+
+#define LL LLRDMA_PATH_LL
+#define BW LLRDMA_PATH_BW
+
+/* ------------------------------------------------ the fake's events */
+
+static void test_fake_events(void)
+{
+    struct ibv_comp_channel *ch;
+    struct ibv_cq *cq, *got = NULL;
+    void *ctx = NULL;
+    int tag = 0;
+
+    fw_begin();
+    ch = mca_btl_llrdma_verbs.create_comp_channel(&fake_ctx);
+    CHECK(NULL != ch);
+    cq = mca_btl_llrdma_verbs.create_cq(&fake_ctx, 64, &tag, ch, 0);
+    CHECK(NULL != cq);
+
+    /* Not armed: completions make no event. */
+    fake_push_wc(cq, 2, IBV_WC_SUCCESS, 0, 1, IBV_WC_SEND);
+    CHECK(0 != mca_btl_llrdma_verbs.get_cq_event(ch, &got, &ctx));
+    CHECK(0 == fake_cq_events(cq));
+
+    /* Armed: the next completion is one event, and disarms. */
+    CHECK(0 == mca_btl_llrdma_verbs.req_notify_cq(cq, 0));
+    CHECK(fake_cq_armed(cq));
+    fake_push_wc(cq, 2, IBV_WC_SUCCESS, 0, 1, IBV_WC_SEND);
+    fake_push_wc(cq, 2, IBV_WC_SUCCESS, 0, 1, IBV_WC_SEND);
+    CHECK(1 == fake_cq_events(cq) && !fake_cq_armed(cq));
+    CHECK(0 == mca_btl_llrdma_verbs.get_cq_event(ch, &got, &ctx));
+    CHECK(got == cq && ctx == &tag);
+    CHECK(0 != mca_btl_llrdma_verbs.get_cq_event(ch, &got, &ctx)); /* one only */
+
+    /* Destroying it with the event not acknowledged is what blocks a real
+     * ibv_destroy_cq forever: the fake counts it as misuse. */
+    CHECK(0 != mca_btl_llrdma_verbs.destroy_cq(cq));
+    CHECK(1 == fake.misuse);
+    fake.misuse = 0;
+    mca_btl_llrdma_verbs.ack_cq_events(cq, 1);
+    /* A channel a CQ still uses cannot go (EBUSY on a real device). */
+    CHECK(EBUSY == mca_btl_llrdma_verbs.destroy_comp_channel(ch));
+    CHECK(1 == fake.misuse);
+    fake.misuse = 0;
+    CHECK(0 == mca_btl_llrdma_verbs.destroy_cq(cq));
+    CHECK(0 == mca_btl_llrdma_verbs.destroy_comp_channel(ch));
+    CHECK(0 == fake_live_objects());
+    CHECK(0 == fake_faults());
+}
+
+static void test_fake_moderation(void)
+{
+    struct ibv_comp_channel *ch;
+    struct ibv_cq *cq, *got;
+    struct ibv_modify_cq_attr ma = {.attr_mask = IBV_CQ_ATTR_MODERATE,
+                                    .moderate = {.cq_count = 4, .cq_period = 60000}};
+    void *ctx;
+
+    fw_begin();
+    ch = mca_btl_llrdma_verbs.create_comp_channel(&fake_ctx);
+    cq = mca_btl_llrdma_verbs.create_cq(&fake_ctx, 64, NULL, ch, 0);
+    CHECK(0 == mca_btl_llrdma_verbs.modify_cq(cq, &ma));
+    CHECK(0 == mca_btl_llrdma_verbs.req_notify_cq(cq, 0));
+    /* The count: three completions are no event, the fourth is. */
+    for (int k = 0; k < 3; ++k) {
+        fake_push_wc(cq, 2, IBV_WC_SUCCESS, 0, 1, IBV_WC_SEND);
+    }
+    (void)fake_pump();
+    CHECK(0 == fake_cq_events(cq));
+    fake_push_wc(cq, 2, IBV_WC_SUCCESS, 0, 1, IBV_WC_SEND);
+    CHECK(1 == fake_cq_events(cq));
+    CHECK(0 == mca_btl_llrdma_verbs.get_cq_event(ch, &got, &ctx));
+    mca_btl_llrdma_verbs.ack_cq_events(got, 1);
+
+    /* The period: one completion, then the period runs out. */
+    ma.moderate.cq_count = 100;
+    ma.moderate.cq_period = 50000; /* us */
+    CHECK(0 == mca_btl_llrdma_verbs.modify_cq(cq, &ma));
+    CHECK(0 == mca_btl_llrdma_verbs.req_notify_cq(cq, 0));
+    fake_push_wc(cq, 2, IBV_WC_SUCCESS, 0, 1, IBV_WC_SEND);
+    (void)fake_pump();
+    CHECK(1 == fake_cq_events(cq));
+    usleep(60000);
+    (void)fake_pump();
+    CHECK(2 == fake_cq_events(cq));
+    CHECK(0 == mca_btl_llrdma_verbs.get_cq_event(ch, &got, &ctx));
+    mca_btl_llrdma_verbs.ack_cq_events(got, 1);
+    CHECK(0 == mca_btl_llrdma_verbs.destroy_cq(cq));
+    CHECK(0 == mca_btl_llrdma_verbs.destroy_comp_channel(ch));
+    CHECK(0 == fake_live_objects() && 0 == fake_faults());
+}
+
+/* ------------------------------------------- the progress thread */
+
+static int cb_calls_locked(int i)
+{
+    int n;
+    MCA_BTL_LLRDMA_LOCK(fw[i].m);
+    n = fw[i].cb_calls;
+    MCA_BTL_LLRDMA_UNLOCK(fw[i].m);
+    return n;
+}
+
+static uint32_t received_locked(int j, int from)
+{
+    uint32_t n;
+    MCA_BTL_LLRDMA_LOCK(fw[j].m);
+    n = fw[j].recv_from[from];
+    MCA_BTL_LLRDMA_UNLOCK(fw[j].m);
+    return n;
+}
+
+/* Process 0 has the progress thread; the test never progresses it. */
+static void progress_thread_case(int moderation)
+{
+    const int n = 96;
+    llrdma_device_info_t dev;
+    char why[512];
+    uint64_t comp, ev;
+
+    fw_begin();
+    fake_lock_install();
+    fake.modify_cq_supported = moderation;
+    mca_btl_llrdma_component.progress_thread = 1;
+    CHECK(0 == fw_add(4096, 0, 0));
+    mca_btl_llrdma_component.progress_thread = 0;
+    CHECK(1 == fw_add(4096, 0, 0));
+    CHECK(fw[0].m->thread_running && !fw[1].m->thread_running);
+    memset(&dev, 0, sizeof(dev));
+    (void)mca_btl_llrdma_module_granted(fw[0].m, &dev, why, sizeof(why));
+    CHECK(0 == strcmp(dev.progress_bw, "event") && 0 == strcmp(dev.progress_ll, "poll"));
+    if (moderation) {
+        CHECK(16 == dev.cq_mod_count_granted && 8 == dev.cq_mod_usec_granted);
+        CHECK(NULL != strstr(dev.progress_note, "one event per 16 completions"));
+    } else {
+        CHECK(0 == dev.cq_mod_count_granted && 0 == dev.cq_mod_usec_granted);
+        CHECK(0 == strcmp(dev.progress_note,
+                          "one event per completion (the device has no CQ moderation)"));
+    }
+    memset(&dev, 0, sizeof(dev));
+    (void)mca_btl_llrdma_module_granted(fw[1].m, &dev, why, sizeof(why));
+    CHECK(0 == strcmp(dev.progress_bw, "poll"));
+    CHECK(0 == strcmp(dev.progress_note, "no progress thread (btl_llrdma_progress_thread=0)"));
+
+    fw_mesh();
+    /* 9000 bytes: above the 4K hint, the BW path; not inline, so every send
+     * completes towards ob1 from a completion on process 0's BW CQ. */
+    for (int k = 0; k < n; ++k) {
+        CHECK(OPAL_SUCCESS == fw_send(0, 1, 9000, 0));
+    }
+    for (int r = 0; r < 200000 && (received_locked(1, 0) < (uint32_t)n || cb_calls_locked(0) < n);
+         ++r) {
+        fw_progress_one(1, 1); /* runs the wire; process 0 is left to its thread */
+        if (0 == r % 64) {
+            usleep(100);
+        }
+    }
+    CHECK((uint32_t)n == received_locked(1, 0));
+    CHECK(n == cb_calls_locked(0));
+    if ((uint32_t)n != received_locked(1, 0)) {
+        mca_btl_llrdma_conn_t *c0 = fw_conn(0, 1, BW), *c1 = fw_conn(1, 0, BW);
+        printf("# stuck: 0->1 bw %s (state %d), 1->0 bw %s (state %d), connecting %d/%d, "
+               "received %u, callbacks %d\n",
+               NULL == c0 ? "none" : "conn", NULL == c0 ? -1 : (int)c0->state,
+               NULL == c1 ? "none" : "conn", NULL == c1 ? -1 : (int)c1->state, fw[0].m->connecting,
+               fw[1].m->connecting, received_locked(1, 0), cb_calls_locked(0));
+    }
+    MCA_BTL_LLRDMA_LOCK(fw[0].m);
+    comp = fw[0].m->completions[BW];
+    ev = fw[0].m->events[BW];
+    MCA_BTL_LLRDMA_UNLOCK(fw[0].m);
+    printf("# moderation %s: %llu BW completions, %llu events\n", moderation ? "on" : "off",
+           (unsigned long long)comp, (unsigned long long)ev);
+    CHECK(comp > 0 && ev > 0);
+    CHECK(ev <= comp);
+    CHECK(0 == fw[0].m->events[LL]); /* LL is never armed */
+    fw_end(0);
+    CHECK(0 == mca_btl_llrdma_component.hist.cq_events[LL]);
+    CHECK(mca_btl_llrdma_component.hist.cq_events[BW] >= ev);
+    memset(&mca_btl_llrdma_component.hist, 0, sizeof(mca_btl_llrdma_component.hist));
+}
+
+static void test_progress_thread(void)
+{
+    progress_thread_case(1);
+    progress_thread_case(0);
+}
+
+/* ------------------------------------------- several threads at once */
+
+#define NT 3     /* sender threads per process */
+#define NMSG 400 /* messages per sender thread */
+static volatile int stop_progress;
+
+typedef struct {
+    int i, j, cls; /* classes cls (LL) and cls + 1 (BW): order holds per path */
+    int accepted, done_inline, fails;
+} sender_t;
+
+static void *sender_main(void *arg)
+{
+    sender_t *s = arg;
+    mca_btl_llrdma_module_t *m = fw[s->i].m;
+    unsigned seed = (unsigned)(s->i * 31 + s->cls);
+
+    for (int k = 0; k < NMSG; ++k) {
+        /* Sizes on both paths of a 4K hint, most small. */
+        size_t size = 0 == rand_r(&seed) % 4 ? 5000 + (size_t)(rand_r(&seed) % 4000)
+                                             : 16 + (size_t)(rand_r(&seed) % 3000);
+        mca_btl_base_descriptor_t *d = NULL;
+        int rc;
+        while (NULL == (d = m->super.btl_alloc(&m->super, fw[s->i].ep[s->j], MCA_BTL_NO_ORDER, size,
+                                               MCA_BTL_DES_FLAGS_BTL_OWNERSHIP))) {
+            (void)mca_btl_llrdma_module_progress(m); /* as ob1 would, from its progress */
+        }
+        fw_fill(s->i, s->j, d->des_segments[0].seg_addr.pval, size, s->cls + (size > 4096));
+        d->des_cbfunc = NULL;
+        rc = m->super.btl_send(&m->super, fw[s->i].ep[s->j], d, FW_TAG);
+        if (OPAL_SUCCESS == rc) {
+            ++s->accepted;
+        } else if (1 == rc) {
+            ++s->done_inline;
+        } else {
+            ++s->fails;
+        }
+        if (0 == k % 8) {
+            (void)mca_btl_llrdma_module_progress(m);
+        }
+    }
+    return NULL;
+}
+
+static void *progress_main(void *arg)
+{
+    mca_btl_llrdma_module_t *m = fw[(int)(intptr_t)arg].m;
+    while (!__atomic_load_n(&stop_progress, __ATOMIC_ACQUIRE)) {
+        (void)mca_btl_llrdma_module_progress(m);
+    }
+    return NULL;
+}
+
+static void threads_case(int with_progress_thread)
+{
+    pthread_t st[2 * NT], pt[2];
+    sender_t s[2 * NT];
+    int total_fails = 0;
+
+    fw_begin();
+    fake_lock_install();
+    opal_set_using_threads(true); /* MPI_THREAD_MULTIPLE */
+    mca_btl_llrdma_component.progress_thread = with_progress_thread;
+    CHECK(0 == fw_add(4096, 16, 16)); /* shallow queues: sends wait, credits run out */
+    mca_btl_llrdma_component.progress_thread = 0;
+    CHECK(1 == fw_add(4096, 16, 16));
+    fw_mesh();
+    __atomic_store_n(&stop_progress, 0, __ATOMIC_RELEASE);
+    /* No connection yet: the senders' first messages set up both paths from
+     * both sides at once. */
+    for (int t = 0; t < 2 * NT; ++t) {
+        s[t] = (sender_t){.i = t % 2, .j = 1 - t % 2, .cls = 2 * (t / 2)};
+        pthread_create(&st[t], NULL, sender_main, &s[t]);
+    }
+    for (int i = 0; i < 2; ++i) {
+        pthread_create(&pt[i], NULL, progress_main, (void *)(intptr_t)i);
+    }
+    for (int t = 0; t < 2 * NT; ++t) {
+        pthread_join(st[t], NULL);
+        total_fails += s[t].fails;
+    }
+    for (int r = 0;
+         r < 100000 && (received_locked(1, 0) < NT * NMSG || received_locked(0, 1) < NT * NMSG);
+         ++r) {
+        usleep(100);
+    }
+    __atomic_store_n(&stop_progress, 1, __ATOMIC_RELEASE);
+    for (int i = 0; i < 2; ++i) {
+        pthread_join(pt[i], NULL);
+    }
+    CHECK(0 == total_fails);
+    CHECK(NT * NMSG == received_locked(1, 0));
+    CHECK(NT * NMSG == received_locked(0, 1));
+    for (int i = 0; i < 2; ++i) {
+        CHECK(0 == fw[i].err_calls && 0 == fw[i].recv_bad);
+        /* Exactly one connection per path survived the simultaneous set-up. */
+        CHECK(mca_btl_llrdma_conn_up(fw_conn(i, 1 - i, LL)));
+        CHECK(mca_btl_llrdma_conn_up(fw_conn(i, 1 - i, BW)));
+        CHECK(fake_qp(fw_conn(i, 1 - i, LL)->qp)->peer == fake_qp(fw_conn(1 - i, i, LL)->qp));
+        CHECK(fake_qp(fw_conn(i, 1 - i, BW)->qp)->peer == fake_qp(fw_conn(1 - i, i, BW)->qp));
+    }
+    printf("# threads (progress thread %s): %d messages each way; events on process 0: %llu "
+           "for %llu BW completions\n",
+           with_progress_thread ? "on" : "off", NT * NMSG, (unsigned long long)fw[0].m->events[BW],
+           (unsigned long long)fw[0].m->completions[BW]);
+    fw_end(0);
+    opal_set_using_threads(false);
+    memset(&mca_btl_llrdma_component.hist, 0, sizeof(mca_btl_llrdma_component.hist));
+}
+
+static void test_threads(void)
+{
+    threads_case(0);
+    threads_case(1);
+}
+
+/* ------------------------------------------------- failure injection */
+
+static void test_fail_every_call(void)
+{
+    int points = 0;
+    for (long at = 1; at < 1000; ++at) {
+        int i;
+        fw_begin();
+        mca_btl_llrdma_component.progress_thread = 1;
+        fake.fail_at = at;
+        i = fw_add(4096, 0, 0);
+        if (!fake.failed) {
+            if (0 == i) {
+                fw_end(1);
+            }
+            break; /* every call of creation has been failed once */
+        }
+        ++points;
+        if (0 == i) {
+            /* Survived the failure (a channel that could not be had leaves
+             * the path polled, and says why). */
+            CHECK(fw[0].m->thread_running || '\0' != fw[0].m->thread_why[0]);
+        }
+        fw_end(1);
+        CHECK(0 == fake_live_objects());
+    }
+    printf("# %d failure points during creation with the progress thread\n", points);
+    CHECK(points > 20);
+    /* No channel at all: the module works, polled, and says why. */
+    fw_begin();
+    mca_btl_llrdma_component.progress_thread = 1;
+    fake.comp_channel_fails = 1;
+    CHECK(0 == fw_add(4096, 0, 0));
+    CHECK(!fw[0].m->thread_running);
+    CHECK(NULL != strstr(fw[0].m->thread_why, "ibv_create_comp_channel failed"));
+    fw_end(0);
+}
+
+int main(int argc, char **argv)
+{
+    if (0 != fw_init(&argc, &argv)) {
+        return 2;
+    }
+    test_fake_events();
+    test_fake_moderation();
+    test_progress_thread();
+    test_threads();
+    test_fail_every_call();
+    fw_fini();
+    printf("%s: %d checks, %d failed\n", 0 == fw_failures ? "PASS" : "FAIL", fw_checks,
+           fw_failures);
+    return 0 == fw_failures ? 0 : 1;
+}
