@@ -92,6 +92,10 @@ typedef struct mca_btl_llrdma_module_t {
     int retrying;            /* connection retries scheduled */
     int waiting;             /* endpoints with fragments and no connection or no credits */
     unsigned cm_tick;
+    /* btl_llrdma_stuck.c: when progress last moved anything */
+    uint64_t moved_ms;    /* 0: moved since the last look at the clock */
+    unsigned quiet_polls; /* progress calls without an event since then */
+    unsigned stuck_dumps; /* state dumps printed since it last moved */
     /* RDMA (btl_llrdma_rdma.c): registrations through Open MPI's grdma cache */
     mca_rcache_base_module_t *rcache;
     opal_list_t rdma_free;           /* spare RDMA operation descriptors */
@@ -203,6 +207,12 @@ int mca_btl_llrdma_module_repost(mca_btl_llrdma_module_t *m, int path, mca_btl_l
 /* QP attributes for a path (shared by the probe QP and real connections). */
 void mca_btl_llrdma_module_qp_attr(const mca_btl_llrdma_module_t *m, int path, struct ibv_cq *cq,
                                    struct ibv_qp_init_attr *attr);
+
+/* btl_llrdma_stuck.c: called by every progress pass (moved: it did
+ * something); prints the module's per-endpoint state at verbose level 1 when
+ * work is outstanding and nothing has moved for btl_llrdma_stall_warn ms. */
+void mca_btl_llrdma_stuck_check(mca_btl_llrdma_module_t *m, int moved);
+void mca_btl_llrdma_stuck_dump(mca_btl_llrdma_module_t *m, uint64_t quiet_ms, int busy);
 
 /* btl_llrdma_rdma.c: registration, put/get/flush (docs/btl-design.md "RDMA"). */
 void mca_btl_llrdma_rdma_init(mca_btl_llrdma_module_t *m);
