@@ -229,10 +229,8 @@ int mca_btl_llrdma_register_params(void)
                   "On a connected path, copy a message that must queue (no credit or send "
                   "slot) behind the fragment queued before it, or into a new BTL fragment if "
                   "at least four such fit the peer's buffer, so it completes at once and a "
-                  "busy peer gets many messages per receive buffer and credit (1 on, 0 off). "
-                  "Experimental; off until an unrelated intermittent hang is understood "
-                  "(docs/btl-design.md)",
-                  OPAL_INFO_LVL_6, &c->coalesce, 0);
+                  "busy peer gets many messages per receive buffer and credit (1 on, 0 off)",
+                  OPAL_INFO_LVL_6, &c->coalesce, 1);
     (void)reg_string("rdma",
                      "RDMA protocol offered to ob1 for large contiguous messages: get (the "
                      "receiver reads the sender's buffer, RGET), put (the sender writes into "
