@@ -223,7 +223,9 @@ int mca_btl_llrdma_register_params(void)
     (void)reg_int(
         "stall_warn",
         "Milliseconds a send may wait for credits from a peer that does not progress before "
-        "this is reported (verbose level 1); sending resumes when the peer does",
+        "this is reported (verbose level 1); sending resumes when the peer does. Also how "
+        "long a module with work outstanding may stand still before it prints its state per "
+        "peer (verbose level 1; 0 turns that off)",
         OPAL_INFO_LVL_6, &c->stall_warn_ms, 2000);
     (void)reg_int("coalesce",
                   "On a connected path, copy a message that must queue (no credit or send "
