@@ -104,6 +104,10 @@ typedef struct mca_btl_llrdma_module_t {
     int retrying;            /* connection retries scheduled */
     int waiting;             /* endpoints with fragments and no connection or no credits */
     unsigned cm_tick;
+    /* btl_llrdma_stuck.c: when progress last moved anything */
+    uint64_t moved_ms;    /* 0: moved since the last look at the clock */
+    unsigned quiet_polls; /* progress calls without an event since then */
+    unsigned stuck_dumps; /* state dumps printed since it last moved */
     /* RDMA (btl_llrdma_rdma.c): registrations through Open MPI's grdma cache */
     mca_rcache_base_module_t *rcache;
     opal_list_t rdma_free;           /* spare RDMA operation descriptors */
@@ -248,6 +252,12 @@ void mca_btl_llrdma_thread_kick(mca_btl_llrdma_module_t *m);
 /* Arm a CQ of path p for its next event (BW CQs on the channel only). */
 void mca_btl_llrdma_thread_arm(mca_btl_llrdma_module_t *m, int p, struct ibv_cq *cq);
 void mca_btl_llrdma_thread_channel_destroy(mca_btl_llrdma_module_t *m);
+
+/* btl_llrdma_stuck.c: called by every progress pass (moved: it did
+ * something); prints the module's per-endpoint state at verbose level 1 when
+ * work is outstanding and nothing has moved for btl_llrdma_stall_warn ms. */
+void mca_btl_llrdma_stuck_check(mca_btl_llrdma_module_t *m, int moved);
+void mca_btl_llrdma_stuck_dump(mca_btl_llrdma_module_t *m, uint64_t quiet_ms, int busy);
 
 /* btl_llrdma_rdma.c: registration, put/get/flush (docs/btl-design.md "RDMA"). */
 void mca_btl_llrdma_rdma_init(mca_btl_llrdma_module_t *m);

@@ -223,16 +223,16 @@ int mca_btl_llrdma_register_params(void)
     (void)reg_int(
         "stall_warn",
         "Milliseconds a send may wait for credits from a peer that does not progress before "
-        "this is reported (verbose level 1); sending resumes when the peer does",
+        "this is reported (verbose level 1); sending resumes when the peer does. Also how "
+        "long a module with work outstanding may stand still before it prints its state per "
+        "peer (verbose level 1; 0 turns that off)",
         OPAL_INFO_LVL_6, &c->stall_warn_ms, 2000);
     (void)reg_int("coalesce",
                   "On a connected path, copy a message that must queue (no credit or send "
                   "slot) behind the fragment queued before it, or into a new BTL fragment if "
                   "at least four such fit the peer's buffer, so it completes at once and a "
-                  "busy peer gets many messages per receive buffer and credit (1 on, 0 off). "
-                  "Experimental; off until an unrelated intermittent hang is understood "
-                  "(docs/btl-design.md)",
-                  OPAL_INFO_LVL_6, &c->coalesce, 0);
+                  "busy peer gets many messages per receive buffer and credit (1 on, 0 off)",
+                  OPAL_INFO_LVL_6, &c->coalesce, 1);
     (void)reg_int("progress_thread",
                   "An asynchronous progress thread per port that sleeps on the bandwidth "
                   "path's completion channel (CQ armed, the profile's CQ moderation) and "

@@ -205,6 +205,7 @@ int mca_btl_llrdma_module_progress_control(mca_btl_llrdma_module_t *m)
     if (m->waiting > 0) {
         count += mca_btl_llrdma_endpoint_unstall(m);
     }
+    mca_btl_llrdma_stuck_check(m, count > 0);
     return count;
 }
 

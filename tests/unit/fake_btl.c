@@ -214,7 +214,7 @@ void fw_begin(void)
     c->retry_count = 7;
     c->recv_mem_max = 256u << 20;
     c->stall_warn_ms = 2000;
-    c->coalesce = 0;
+    c->coalesce = 1; /* the knob's default */
     c->progress_thread = 0;
     c->rdma = rdma_get;
     c->gpu_rdma = gpu_auto;

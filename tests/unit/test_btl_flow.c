@@ -8,7 +8,8 @@
  * device agree on its occupancy), a receiver that is not polled (credits stop
  * the sender: no RNR ever), credits returned by RDMA write (the sender blocks
  * at 0 and resumes after the receiver's progress; inline on LL, from
- * registered memory on BW), completion queue reservations (several CQs per
+ * registered memory on BW; a return landing in the middle of a send),
+ * completion queue reservations (several CQs per
  * path, no overrun in the worst case, a connection that cannot fit is
  * refused), receive allotments shrinking past btl_llrdma_recv_mem_max,
  * simultaneous connects (exactly one QP per path survives, for every
@@ -260,6 +261,118 @@ static void test_credits_by_rdma_write(void)
     CHECK(0 == fake.rnr_events);
     check_all_arrived();
     fw_end(0);
+}
+
+/* The credit word changes under the sender (an RDMA write of the peer) at
+ * any moment, also in the middle of btl_send.  Here it lands while a message
+ * that found no credit is being queued: coalescing copies it into a fragment
+ * of a send pool that has to grow, and the registration (a seam call) is
+ * where the wire runs.  The message must still go once progress runs: the
+ * BTL once decided to queue on one read of the word and whether to watch for
+ * credits on a second read, so it queued with credits available, no
+ * completion to come and no watch, and nothing ever posted it (the 8-rank
+ * all-to-all hang in the Soft-RoCE guest). */
+static struct ibv_mr *(*real_reg_mr)(struct ibv_pd *, void *, size_t, int);
+static int land_credits_at_reg_mr;
+
+static struct ibv_mr *reg_mr_landing_credits(struct ibv_pd *pd, void *addr, size_t len, int access)
+{
+    if (land_credits_at_reg_mr) {
+        land_credits_at_reg_mr = 0;
+        fake.wire_hold = 0;
+        (void)fake_pump(); /* the receiver's credit write lands now */
+    }
+    return real_reg_mr(pd, addr, len, access);
+}
+
+static void test_credits_landing_mid_send(void)
+{
+    mca_btl_llrdma_conn_t *ca;
+    mca_btl_llrdma_pool_t *pool;
+    mca_btl_base_descriptor_t *d;
+    opal_list_t stash;
+    opal_list_item_t *item;
+    int rc;
+
+    CHECK(0 == pair(8192, 0, 0));
+    mca_btl_llrdma_component.coalesce = 1;
+    ca = fw_conn(0, 1, LL);
+    while (mca_btl_llrdma_conn_credits(ca) > 0) {
+        (void)fw_send(0, 1, 100, 0);
+        fw_progress_one(0, 1);
+    }
+    CHECK(0 == opal_list_get_size(&fw[0].ep[1]->pending[LL]));
+    /* The receiver takes the messages; its credit writes wait on the wire. */
+    fake.wire_hold = 1;
+    fw_progress_one(1, 1);
+    CHECK(0 == mca_btl_llrdma_conn_credits(ca));
+    /* ob1's descriptor, then a send pool with nothing free: the copy grows it. */
+    d = fw_alloc(0, 1, 100, 0);
+    CHECK(NULL != d);
+    if (NULL == d) {
+        fw_end(1);
+        return;
+    }
+    pool = &fw[0].m->path[LL].send_pool;
+    OBJ_CONSTRUCT(&stash, opal_list_t);
+    while (NULL != (item = opal_list_remove_first(&pool->free))) {
+        opal_list_append(&stash, item);
+    }
+    real_reg_mr = mca_btl_llrdma_verbs.reg_mr;
+    mca_btl_llrdma_verbs.reg_mr = reg_mr_landing_credits;
+    land_credits_at_reg_mr = 1;
+    rc = fw[0].m->super.btl_send(&fw[0].m->super, fw[0].ep[1], d, FW_TAG);
+    mca_btl_llrdma_verbs.reg_mr = real_reg_mr;
+    while (NULL != (item = opal_list_remove_first(&stash))) {
+        opal_list_append(&pool->free, item);
+    }
+    OBJ_DESTRUCT(&stash);
+    CHECK(1 == rc); /* copied: complete for ob1 */
+    fw[0].inline_done += 1 == rc;
+    fw[0].accepted += OPAL_SUCCESS == rc;
+    CHECK(0 == land_credits_at_reg_mr); /* the credits did land mid-send */
+    CHECK(mca_btl_llrdma_conn_credits(ca) > 0);
+    /* Queued on a read of 0 credits: progress must watch for them. */
+    CHECK(1 == opal_list_get_size(&fw[0].ep[1]->pending[LL]));
+    CHECK(0 != ca->stall_since && 1 == fw[0].m->waiting);
+    fw_settle(100);
+    CHECK(0 == opal_list_get_size(&fw[0].ep[1]->pending[LL]));
+    CHECK(0 == ca->stall_since && 0 == fw[0].m->waiting);
+    check_all_arrived();
+    fw_end(0);
+}
+
+/* A module with work outstanding and nothing moving prints its state at
+ * verbose level 1 after btl_llrdma_stall_warn ms (btl_llrdma_stuck.c), then
+ * after twice that, ...; an idle one does not. */
+static void test_stuck_dump(void)
+{
+    mca_btl_llrdma_conn_t *ca;
+    int saved_verbose = mca_btl_llrdma_component.verbose;
+
+    CHECK(0 == pair(8192, 0, 0));
+    mca_btl_llrdma_component.verbose = 1;
+    mca_btl_llrdma_component.stall_warn_ms = 2;
+    ca = fw_conn(0, 1, LL);
+    while (mca_btl_llrdma_conn_credits(ca) > 0) {
+        (void)fw_send(0, 1, 100, 0);
+        fw_progress_one(0, 1);
+    }
+    (void)fw_send(0, 1, 100, 0); /* queued: the receiver is not polled */
+    for (int k = 0; k < 200 && fw[0].m->stuck_dumps < 2; ++k) {
+        fw_progress_one(0, 1100);
+        usleep(1000);
+    }
+    CHECK(2 <= fw[0].m->stuck_dumps);
+    fw_settle(100);
+    for (int k = 0; k < 20; ++k) { /* both idle now */
+        fw_progress(1100);
+        usleep(1000);
+    }
+    CHECK(0 == fw[0].m->stuck_dumps && 0 == fw[1].m->stuck_dumps);
+    check_all_arrived();
+    fw_end(0);
+    mca_btl_llrdma_component.verbose = saved_verbose;
 }
 
 /* A stalled sender says so once and again when it resumes (verbose 1). */
@@ -903,6 +1016,7 @@ int main(int argc, char **argv)
     test_receiver_never_runs_dry();
     test_credits_by_rdma_write();
     test_stall_reported();
+    test_credits_landing_mid_send();
     test_allotment_shrinks();
     test_simultaneous_connects();
     test_mixed_hints();
@@ -915,6 +1029,7 @@ int main(int argc, char **argv)
     devnull = open("/dev/null", O_WRONLY);
     dup2(devnull, 2);
     test_cq_reservations();
+    test_stuck_dump();
     fflush(stderr);
     dup2(saved_stderr, 2);
     close(saved_stderr);
