@@ -282,6 +282,28 @@ int llrdma_ar_shm_check(const llrdma_ar_shm_t *shm, int comm_size, int *gone_ran
 int llrdma_ar_shm_rank_ranges(int comm_size, size_t chunk_bytes, int rank, size_t *off, size_t *len,
                               int max);
 
+/* Where a rank's own part of the arena lives (the glue's NUMA report, at
+ * coll_llrdma_verbose 10).  llrdma_ar_shm_rank_pages: the whole pages of
+ * `page_bytes` (a power of two) inside rank `rank`'s ranges, as offsets
+ * from base, up to `max` into page_off[]; returns how many there are (may
+ * exceed max: only max are written), 0 for bad arguments.  A page the range
+ * shares with a neighbour's (the slots start 64-byte aligned, not page
+ * aligned) is not counted: no hole can be punched in part of a page, so it
+ * stays where rank 0's reservation put it. */
+size_t llrdma_ar_shm_rank_pages(int comm_size, size_t chunk_bytes, int rank, size_t page_bytes,
+                                size_t *page_off, size_t max);
+/* The census of move_pages(2)'s status array (one node number or negative
+ * errno per page) against the node `node` the rank runs on. */
+typedef struct llrdma_ar_numa_census {
+    size_t pages;       /* entries */
+    size_t local;       /* on `node` */
+    size_t remote;      /* on another node */
+    size_t unknown;     /* negative status: not resident, or not queried */
+    int remote_node;    /* the other node holding most of them, -1 if none */
+    size_t remote_most; /* pages on remote_node */
+} llrdma_ar_numa_census_t;
+void llrdma_ar_numa_census(const int *status, size_t n, int node, llrdma_ar_numa_census_t *out);
+
 /* ----------------------------------------------------------- hierarchical */
 
 /* A communicator spanning several nodes (docs/allreduce.md, "Several

@@ -160,6 +160,10 @@ void mca_coll_llrdma_shm_release(mca_coll_llrdma_module_t *m);
 size_t mca_coll_llrdma_shm_name_bytes(void);
 int mca_coll_llrdma_shm_setup_node(mca_coll_llrdma_module_t *m, struct ompi_communicator_t *comm,
                                    void *names);
+/* coll_llrdma_numa.c: at coll_llrdma_verbose 10, says on which NUMA node this
+ * rank runs and where the pages of its own arena ranges are (move_pages). */
+void mca_coll_llrdma_numa_report(struct ompi_communicator_t *comm, void *base, int nranks, int me,
+                                 size_t chunk);
 /* Collective: replaces a broken arena by a fresh one (every rank calls it in
  * the same call, see llrdma_ar_shm_check); on failure there is none. */
 int mca_coll_llrdma_shm_rebuild(mca_coll_llrdma_module_t *m, struct ompi_communicator_t *comm);

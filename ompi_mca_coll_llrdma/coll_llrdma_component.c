@@ -86,7 +86,9 @@ static int llrdma_register(void)
     (void)reg("priority", "Priority of coll/llrdma", MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_6,
               &c->priority);
     c->verbose = 0;
-    (void)reg("verbose", "Verbosity of coll/llrdma (10: algorithm choices and fallbacks per call)",
+    (void)reg("verbose",
+              "Verbosity of coll/llrdma (10: algorithm choices and fallbacks per call, and "
+              "once per arena the NUMA node of each rank and of its arena pages)",
               MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_5, &c->verbose);
     c->size_hint = "";
     c->size_hint_index =

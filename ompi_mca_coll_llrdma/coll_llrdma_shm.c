@@ -27,7 +27,9 @@
  * Tests: LLRDMA_TEST_SHM_FAIL=RANK:STEP makes step STEP (1 open, 2 reserve or
  * check the size, 3 map) fail on communicator rank RANK, to run every
  * cleanup path; step 4 makes rank 0's first reservation find /dev/shm full
- * (the chunk is halved).
+ * (the chunk is halved).  LLRDMA_TEST_SHM_RANK0_TOUCHES (set, any value)
+ * skips the per-rank reservation above, so rank 0 first-touches the whole
+ * arena, as before issue 12: tests/softroce/test-numa.sh's negative control.
  */
 #include "ompi_config.h"
 
@@ -83,6 +85,9 @@ static int own_chunks(int fd, int comm_size, size_t chunk, int rank, int punch)
 {
     size_t off[4], len[4];
     int n = llrdma_ar_shm_rank_ranges(comm_size, chunk, rank, off, len, 4);
+    if (NULL != getenv("LLRDMA_TEST_SHM_RANK0_TOUCHES")) {
+        n = 0; /* the tests' negative control: rank 0's reservation places every page */
+    }
     for (int i = 0; i < n; ++i) {
         if (punch) {
             (void)fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off[i],
@@ -284,6 +289,7 @@ static int finish_setup(mca_coll_llrdma_module_t *m, struct ompi_communicator_t 
                         "coll:llrdma: %s: shared-memory arena of %lu bytes, chunk %lu (%s), "
                         "%d ranks",
                         comm->c_name, (unsigned long)bytes, (unsigned long)chunk, name, nranks);
+    mca_coll_llrdma_numa_report(comm, base, nranks, me, chunk);
     return OMPI_SUCCESS;
 }
 

@@ -17,6 +17,7 @@
 
 #include <chrono>
 #include <thread>
+#include <vector>
 
 namespace llrdma
 {
@@ -262,6 +263,54 @@ extern "C" int llrdma_ar_shm_rank_ranges(int comm_size, size_t chunk_bytes, int 
         len[i] = chunk_bytes;
     }
     return 4;
+}
+
+extern "C" size_t llrdma_ar_shm_rank_pages(int comm_size, size_t chunk_bytes, int rank,
+                                           size_t page_bytes, size_t *page_off, size_t max)
+{
+    size_t off[4], len[4];
+    if (page_bytes == 0 || (page_bytes & (page_bytes - 1)) != 0 || (max && !page_off) ||
+        llrdma_ar_shm_rank_ranges(comm_size, chunk_bytes, rank, off, len, 4) != 4)
+        return 0;
+    size_t n = 0;
+    for (int i = 0; i < 4; ++i) {
+        size_t first = (off[i] + page_bytes - 1) & ~(page_bytes - 1);
+        size_t end = (off[i] + len[i]) & ~(page_bytes - 1);
+        for (size_t p = first; p < end; p += page_bytes, ++n)
+            if (n < max)
+                page_off[n] = p;
+    }
+    return n;
+}
+
+extern "C" void llrdma_ar_numa_census(const int *status, size_t n, int node,
+                                      llrdma_ar_numa_census_t *out)
+{
+    if (!out)
+        return;
+    *out = llrdma_ar_numa_census_t{0, 0, 0, 0, -1, 0};
+    if (!status)
+        return;
+    std::vector<size_t> per_node;
+    out->pages = n;
+    for (size_t i = 0; i < n; ++i) {
+        int s = status[i];
+        if (s < 0) {
+            ++out->unknown;
+        } else if (s == node) {
+            ++out->local;
+        } else {
+            ++out->remote;
+            if (per_node.size() <= static_cast<size_t>(s))
+                per_node.resize(static_cast<size_t>(s) + 1);
+            ++per_node[static_cast<size_t>(s)];
+        }
+    }
+    for (size_t k = 0; k < per_node.size(); ++k)
+        if (per_node[k] > out->remote_most) {
+            out->remote_most = per_node[k];
+            out->remote_node = static_cast<int>(k);
+        }
 }
 
 extern "C" void *llrdma_ar_shm_rank_info(const llrdma_ar_shm_t *shm, int comm_size, int rank)

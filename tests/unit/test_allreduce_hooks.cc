@@ -898,3 +898,56 @@ BOOST_AUTO_TEST_CASE(shm_rank_ranges_partition_the_chunks)
     BOOST_CHECK_EQUAL(llrdma_ar_shm_rank_ranges(3, 64, 0, off, len, 3), 0);
     BOOST_CHECK_EQUAL(llrdma_ar_shm_rank_ranges(3, 100, 0, off, len, 4), 0);
 }
+
+BOOST_AUTO_TEST_CASE(shm_rank_pages_are_the_whole_pages_of_the_own_ranges)
+{
+    // 4 ranks, 64K chunks, 4K pages: the slots start 832 bytes past base, so
+    // each 64K range holds 15 whole pages (its first and last are shared).
+    const size_t chunk = 64 << 10, page = 4096;
+    std::vector<size_t> all;
+    for (int r = 0; r < 4; ++r) {
+        size_t off[4], len[4], pages[64];
+        BOOST_REQUIRE_EQUAL(llrdma_ar_shm_rank_ranges(4, chunk, r, off, len, 4), 4);
+        size_t n = llrdma_ar_shm_rank_pages(4, chunk, r, page, pages, 64);
+        BOOST_REQUIRE_EQUAL(n, 4u * 15u);
+        for (size_t k = 0; k < n; ++k) {
+            BOOST_CHECK_EQUAL(pages[k] % page, 0u);
+            bool inside = false;
+            for (int i = 0; i < 4; ++i)
+                inside = inside || (pages[k] >= off[i] && pages[k] + page <= off[i] + len[i]);
+            BOOST_CHECK(inside);
+            all.push_back(pages[k]);
+        }
+    }
+    std::sort(all.begin(), all.end());
+    BOOST_CHECK(std::adjacent_find(all.begin(), all.end()) == all.end()); // no page twice
+    // A page-sized chunk never holds a whole page at this offset; max caps the writes.
+    size_t one[1] = {7};
+    BOOST_CHECK_EQUAL(llrdma_ar_shm_rank_pages(4, 4096, 0, page, one, 1), 0u);
+    BOOST_CHECK_EQUAL(llrdma_ar_shm_rank_pages(4, chunk, 1, page, one, 1), 60u);
+    BOOST_CHECK_EQUAL(one[0] % page, 0u);
+    BOOST_CHECK_EQUAL(llrdma_ar_shm_rank_pages(4, chunk, 1, page, nullptr, 0), 60u);
+    BOOST_CHECK_EQUAL(llrdma_ar_shm_rank_pages(4, chunk, 1, 3000, one, 1), 0u);
+    BOOST_CHECK_EQUAL(llrdma_ar_shm_rank_pages(4, chunk, 4, page, one, 1), 0u);
+}
+
+BOOST_AUTO_TEST_CASE(numa_census_counts_local_remote_and_unknown)
+{
+    const int status[] = {1, 1, 0, -2 /* ENOENT */, 1, 3, 0, 0, -14 /* EFAULT */};
+    llrdma_ar_numa_census_t c;
+    llrdma_ar_numa_census(status, 9, 1, &c);
+    BOOST_CHECK_EQUAL(c.pages, 9u);
+    BOOST_CHECK_EQUAL(c.local, 3u);
+    BOOST_CHECK_EQUAL(c.remote, 4u);
+    BOOST_CHECK_EQUAL(c.unknown, 2u);
+    BOOST_CHECK_EQUAL(c.remote_node, 0);
+    BOOST_CHECK_EQUAL(c.remote_most, 3u);
+    llrdma_ar_numa_census(status, 3, 1, &c);
+    BOOST_CHECK_EQUAL(c.local, 2u);
+    BOOST_CHECK_EQUAL(c.remote_node, 0);
+    llrdma_ar_numa_census(status, 2, 1, &c);
+    BOOST_CHECK_EQUAL(c.remote, 0u);
+    BOOST_CHECK_EQUAL(c.remote_node, -1);
+    llrdma_ar_numa_census(nullptr, 5, 0, &c);
+    BOOST_CHECK_EQUAL(c.pages, 0u);
+}
