@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # coll/llrdma's arena pages are first-touched by the ranks that use them
 # (docs/allreduce.md, "NUMA placement"), checked in a guest with two NUMA
-# nodes (contrib/softroce-vm --numa 2; the Soft-RoCE tier boots its guest so).
+# nodes (contrib/softroce-vm --numa 2, by hand; in the tier's one-node guest
+# it skips).
 # 4 ranks, two bound to each node (--map-by numa --bind-to numa), two
 # verified Allreduces of 8 MB; at coll_llrdma_verbose 10 every rank reports
 # the node it runs on and where the whole pages of its own arena ranges are
