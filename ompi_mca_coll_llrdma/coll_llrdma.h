@@ -215,6 +215,9 @@ void mca_coll_llrdma_pml_ctx_init(mca_coll_llrdma_pml_ctx_t *c, struct ompi_comm
 /* After a call: 1 when a rank was found gone (said once; every later
  * Allreduce on the communicator fails: m->msg_gone). */
 int mca_coll_llrdma_pml_gone(mca_coll_llrdma_module_t *m, const mca_coll_llrdma_pml_ctx_t *c);
+/* The once-per-communicator report of a dead rank ("waited for WHAT"). */
+void mca_coll_llrdma_say_gone(mca_coll_llrdma_module_t *m, struct ompi_communicator_t *comm,
+                              int gone, const char *what);
 /* coll_llrdma_pml.c: this process's pid in the modex (component open), and
  * whether a process still runs (0: no such pid, or a zombie). */
 void mca_coll_llrdma_publish_pid(void);

@@ -413,14 +413,7 @@ static int arena_broken(mca_coll_llrdma_module_t *m, struct ompi_communicator_t 
         (void)mca_coll_llrdma_shm_rebuild(m, comm); /* collective; said on failure */
         return OMPI_SUCCESS;
     case LLRDMA_AR_SHM_PEER_GONE:
-        if (!m->gone_said) {
-            m->gone_said = 1;
-            opal_output(0,
-                        "coll:llrdma: MPI_Allreduce on %s: rank %d is gone (its process "
-                        "exited) while rank %d waited for it in the shared-memory arena; this "
-                        "and every later Allreduce on %s fails",
-                        comm->c_name, gone, ompi_comm_rank(comm), comm->c_name);
-        }
+        mca_coll_llrdma_say_gone(m, comm, gone, "it in the shared-memory arena");
         return OMPI_ERROR;
     default:
         opal_output_verbose(1, c->output,

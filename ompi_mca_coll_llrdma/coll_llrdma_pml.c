@@ -250,13 +250,18 @@ int mca_coll_llrdma_pml_gone(mca_coll_llrdma_module_t *m, const mca_coll_llrdma_
         return 0;
     }
     m->msg_gone = c->gone;
+    mca_coll_llrdma_say_gone(m, c->comm, c->gone, "a message");
+    return 1;
+}
+
+void mca_coll_llrdma_say_gone(mca_coll_llrdma_module_t *m, struct ompi_communicator_t *comm,
+                              int gone, const char *what)
+{
     if (!m->gone_said) {
         m->gone_said = 1;
         opal_output(0,
                     "coll:llrdma: MPI_Allreduce on %s: rank %d is gone (its process exited) "
-                    "while rank %d waited for a message; this and every later Allreduce on %s "
-                    "fails",
-                    c->comm->c_name, c->gone, ompi_comm_rank(c->comm), c->comm->c_name);
+                    "while rank %d waited for %s; this and every later Allreduce on %s fails",
+                    comm->c_name, gone, ompi_comm_rank(comm), what, comm->c_name);
     }
-    return 1;
 }
