@@ -105,9 +105,10 @@ typedef struct mca_btl_llrdma_module_t {
     int waiting;             /* endpoints with fragments and no connection or no credits */
     unsigned cm_tick;
     /* btl_llrdma_stuck.c: when progress last moved anything */
-    uint64_t moved_ms;    /* 0: moved since the last look at the clock */
-    unsigned quiet_polls; /* progress calls without an event since then */
-    unsigned stuck_dumps; /* state dumps printed since it last moved */
+    uint64_t moved_ms;          /* 0: moved since the last look at the clock */
+    unsigned quiet_polls;       /* progress calls without an event since then */
+    unsigned stuck_dumps;       /* state dumps printed since it last moved */
+    uint64_t stuck_completions; /* completions[] summed at the last look (the thread's too) */
     /* RDMA (btl_llrdma_rdma.c): registrations through Open MPI's grdma cache */
     mca_rcache_base_module_t *rcache;
     opal_list_t rdma_free;           /* spare RDMA operation descriptors */

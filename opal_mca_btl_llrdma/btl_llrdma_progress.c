@@ -182,7 +182,9 @@ static int progress_locked(mca_btl_llrdma_module_t *m)
             count += poll_path(m, p);
         }
     }
-    return count + mca_btl_llrdma_module_progress_control(m);
+    count += mca_btl_llrdma_module_progress_control(m);
+    mca_btl_llrdma_stuck_check(m, count > 0);
+    return count;
 }
 
 int mca_btl_llrdma_module_progress_control(mca_btl_llrdma_module_t *m)
@@ -205,7 +207,6 @@ int mca_btl_llrdma_module_progress_control(mca_btl_llrdma_module_t *m)
     if (m->waiting > 0) {
         count += mca_btl_llrdma_endpoint_unstall(m);
     }
-    mca_btl_llrdma_stuck_check(m, count > 0);
     return count;
 }
 

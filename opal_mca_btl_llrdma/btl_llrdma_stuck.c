@@ -79,13 +79,13 @@ static void describe_path(mca_btl_llrdma_endpoint_t *ep, int p, char *buf, size_
 /* Work of this module's own that should finish without the application. */
 static int module_busy(mca_btl_llrdma_module_t *m)
 {
-    mca_btl_llrdma_endpoint_t *ep;
+    mca_btl_llrdma_endpoint_t *ep = NULL;
 
     if (m->connecting > 0 || m->retrying > 0 || m->waiting > 0 || m->rdma_outstanding > 0) {
         return 1;
     }
-    OPAL_LIST_FOREACH(ep, &m->endpoints, mca_btl_llrdma_endpoint_t)
-    {
+    /* Under the module lock; the list itself has its own (see endpoint_next). */
+    while (NULL != (ep = mca_btl_llrdma_endpoint_next(m, ep))) {
         for (int p = 0; p < LLRDMA_NPATHS; ++p) {
             mca_btl_llrdma_conn_t *c = ep->conn[p];
             if (!opal_list_is_empty(&ep->pending[p]) ||
@@ -103,7 +103,7 @@ static int module_busy(mca_btl_llrdma_module_t *m)
 void mca_btl_llrdma_stuck_dump(mca_btl_llrdma_module_t *m, uint64_t quiet_ms, int busy)
 {
     int out = mca_btl_llrdma_component.output;
-    mca_btl_llrdma_endpoint_t *ep;
+    mca_btl_llrdma_endpoint_t *ep = NULL;
 
     opal_output(out,
                 "btl:llrdma: %s:%d: nothing moved for %llu ms%s (%d set-ups, %d retries, %d "
@@ -114,8 +114,7 @@ void mca_btl_llrdma_stuck_dump(mca_btl_llrdma_module_t *m, uint64_t quiet_ms, in
                 (unsigned long long)m->rdma_outstanding, m->path[LLRDMA_PATH_LL].rq.posted,
                 m->path[LLRDMA_PATH_LL].rq.reserved, m->path[LLRDMA_PATH_BW].rq.posted,
                 m->path[LLRDMA_PATH_BW].rq.reserved);
-    OPAL_LIST_FOREACH(ep, &m->endpoints, mca_btl_llrdma_endpoint_t)
-    {
+    while (NULL != (ep = mca_btl_llrdma_endpoint_next(m, ep))) {
         char path[LLRDMA_NPATHS][320];
         if (NULL == ep->conn[LLRDMA_PATH_LL] && NULL == ep->conn[LLRDMA_PATH_BW] &&
             opal_list_is_empty(&ep->pending[LLRDMA_PATH_LL]) &&
@@ -139,6 +138,11 @@ void mca_btl_llrdma_stuck_check(mca_btl_llrdma_module_t *m, int moved)
 
     if (verbose < 1 || mca_btl_llrdma_component.stall_warn_ms <= 0) {
         return;
+    }
+    /* Completions the progress thread polled count as movement too. */
+    if (m->completions[0] + m->completions[1] != m->stuck_completions) {
+        m->stuck_completions = m->completions[0] + m->completions[1];
+        moved = 1;
     }
     if (moved) {
         m->quiet_polls = 0;
