@@ -30,9 +30,9 @@
 #define TAG_ACK 302
 #define TAG_INFO 303
 #define ACK_BYTES 4
-#define BW_BUDGET_DEFAULT ((uint64_t)1 << 30)      /* bytes per size and direction */
-#define BW_VERIFY_MEM_MAX ((uint64_t)2 << 30)      /* --verify: window x size per buffer set */
-#define BW_MAX_REPORTED 5                          /* wrong messages printed per rank */
+#define BW_BUDGET_DEFAULT ((uint64_t)1 << 30) /* bytes per size and direction */
+#define BW_VERIFY_MEM_MAX ((uint64_t)2 << 30) /* --verify: window x size per buffer set */
+#define BW_MAX_REPORTED 5                     /* wrong messages printed per rank */
 
 typedef struct {
     const char *mode; /* "bw" or "bibw" */
