@@ -21,7 +21,8 @@
 # a directory the guest can write: BUILD is passed with --rw), ROUNDS (3), SIZES
 # (1K,4K,16K,64K,256K,1M,2M,4M,8M,16M,64M), WINDOW (16), WINDOW_BYTES (8M), ITERS (100),
 # WARMUP (5), MIN_ITERS (1), BUDGET (16M bytes per size and direction), PT_BUDGET (16M),
-# UCX_TLS (rc_verbs,ud_verbs,self), CONFIGS (all of the above, space-separated),
+# UCX_TLS (rc_verbs,ud_verbs,self), RUN_TIMEOUT (seconds per mpirun, 420: then the
+# stacks of both ranks and rxe0's counters go to NAME.rROUND.hang), CONFIGS (all of the above, space-separated),
 # VM_TIMEOUT (seconds for the guest, 3600).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -38,6 +39,7 @@ MIN_ITERS=${MIN_ITERS:-1}
 BUDGET=${BUDGET:-16M}
 PT_BUDGET=${PT_BUDGET:-16M}
 UCX_TLS=${UCX_TLS:-rc_verbs,ud_verbs,self}
+RUN_TIMEOUT=${RUN_TIMEOUT:-420}
 CONFIGS=${CONFIGS:-llrdma-bw-0 llrdma-bw-8K llrdma-bw-64K llrdma-bibw-0 llrdma-bibw-8K \
 llrdma-bibw-64K llrdma-bw-8K-put llrdma-bw-8K-off ucx-bw ucx-bibw pt-write pt-read}
 
@@ -83,6 +85,38 @@ perftest() {
   rm -f "$name.srv" "$name.cli"
 }
 
+# mpi_run FILE ARGS...: mpirun ARGS with stdout/stderr to FILE.out/.err and a
+# limit of RUN_TIMEOUT seconds; at the limit every llrdma-bench process's
+# stacks (gdb) and rxe0's counters go to FILE.hang before it is killed (exit 124).
+mpi_run() {
+  local f=$1 pid t=0 p c
+  shift
+  mpirun "$@" > "$f.out" 2> "$f.err" &
+  pid=$!
+  while kill -0 "$pid" 2> /dev/null && ((t < RUN_TIMEOUT)); do
+    sleep 2
+    t=$((t + 2))
+  done
+  if kill -0 "$pid" 2> /dev/null; then
+    {
+      echo "timeout after $RUN_TIMEOUT s"
+      for p in $(pgrep -f '^[^ ]*/llrdma-bench (bw|bibw)'); do
+        echo "=== pid $p: $(tr '\0' ' ' < /proc/"$p"/cmdline)"
+        timeout 120 gdb -batch -p "$p" -ex 'thread apply all bt' 2>&1 | grep -E '^(#|Thread)'
+      done
+      for c in /sys/class/infiniband/rxe0/ports/1/hw_counters/*; do
+        echo "$(basename "$c") $(cat "$c")"
+      done
+    } > "$f.hang" 2>&1
+    kill "$pid"
+    sleep 5
+    pkill -9 -f '^[^ ]*/llrdma-bench (bw|bibw)'
+    wait "$pid"
+    return 124
+  fi
+  wait "$pid"
+}
+
 run_config() { # CONFIG ROUND
   local c=$1 r=$2 f="$d/$1.r$2" t0=$SECONDS rc=0 h m
   local ob1=(--mca pml ob1 --mca btl self,llrdma)
@@ -94,12 +128,11 @@ run_config() { # CONFIG ROUND
       h=${c#llrdma-"$m"-}
       local rdma=()
       [[ $h == *-* ]] && rdma=(--mca btl_llrdma_rdma "${h#*-}") && h=${h%%-*}
-      timeout 1200 mpirun -np 2 --bind-to none "${ob1[@]}" --mca btl_llrdma_size_hint "$h" \
-        "${rdma[@]}" "$BENCH" $(bench_args "$m") > "$f.out" 2> "$f.err" || rc=$?
+      mpi_run "$f" -np 2 --bind-to none "${ob1[@]}" --mca btl_llrdma_size_hint "$h" \
+        "${rdma[@]}" "$BENCH" $(bench_args "$m") || rc=$?
       ;;
     ucx-*)
-      timeout 1200 mpirun -np 2 --bind-to none "${ucx[@]}" "$BENCH" $(bench_args "${c#ucx-}") \
-        > "$f.out" 2> "$f.err" || rc=$?
+      mpi_run "$f" -np 2 --bind-to none "${ucx[@]}" "$BENCH" $(bench_args "${c#ucx-}") || rc=$?
       ;;
     pt-write) perftest ib_write_bw "$f" || rc=$? ;;
     pt-read) perftest ib_read_bw "$f" || rc=$? ;;
@@ -133,7 +166,7 @@ guest() {
     echo "rdma-core: $(dpkg-query -W -f '${Version}' rdma-core 2> /dev/null)"
     ibv_devinfo -v -d "$dev" | grep -E 'hca_id|transport|active_mtu|max_msg_sz|max_qp_rd_atom|max_qp_init_rd_atom|max_mr_size|state'
     echo "ROUNDS=$ROUNDS SIZES=$SIZES WINDOW=$WINDOW WINDOW_BYTES=$WINDOW_BYTES ITERS=$ITERS"
-    echo "WARMUP=$WARMUP MIN_ITERS=$MIN_ITERS BUDGET=$BUDGET PT_BUDGET=$PT_BUDGET UCX_TLS=$UCX_TLS"
+    echo "WARMUP=$WARMUP MIN_ITERS=$MIN_ITERS BUDGET=$BUDGET PT_BUDGET=$PT_BUDGET UCX_TLS=$UCX_TLS RUN_TIMEOUT=$RUN_TIMEOUT"
     echo "llrdma-bench: $BENCH $(bench_args bw)"
   } > "$d/machine.txt" 2>&1
   cat "$d/machine.txt"
@@ -224,7 +257,8 @@ print('\n2 MB, hint 8K / hint 0: bw ' + fmt(ratio('llrdma-bw-8K', 'llrdma-bw-0',
 bad = sorted(glob.glob(os.path.join(d, '*.rc')))
 fails = [os.path.basename(p)[:-3] + ': ' + open(p).read().split()[0] for p in bad
          if open(p).read().split()[0] != '0']
-print('\nruns: ' + str(len(bad)) + '; failed: ' + (', '.join(fails) if fails else 'none'))
+print('\nruns: ' + str(len(bad)) + '; failed: ' + (', '.join(fails) if fails else 'none') +
+      ' (124: RUN_TIMEOUT, stacks in NAME.rN.hang; its rows up to the hang are in the tables)')
 PYEOF
 }
 
@@ -251,7 +285,8 @@ mkdir -p "$OUT"
 cat "$OUT/host.txt"
 (while sleep 30; do echo "$(date -u +%T) $(cat /proc/loadavg)"; done) > "$OUT/host-load.txt" &
 sampler=$!
-export BUILD ROUNDS SIZES WINDOW WINDOW_BYTES ITERS WARMUP MIN_ITERS BUDGET PT_BUDGET UCX_TLS CONFIGS
+export BUILD ROUNDS SIZES WINDOW WINDOW_BYTES ITERS WARMUP MIN_ITERS BUDGET PT_BUDGET UCX_TLS CONFIGS \
+  RUN_TIMEOUT
 "$here/../softroce-vm" --rw "$BUILD" --timeout "${VM_TIMEOUT:-3600}" -- \
   bash "$here/bw-bench.sh" --guest "$OUT" 2>&1 | tee "$OUT/guest.log"
 kill "$sampler"
