@@ -185,10 +185,14 @@ summary() {
 import csv, glob, os, re, statistics as st, sys
 d = sys.argv[1]
 data = {}  # config -> size -> [MB/s per round]
+zeros = []  # results of 0 MB/s, left out
 for path in sorted(glob.glob(os.path.join(d, '*.r*.csv'))):
     m = re.match(r'(.*)\.r(\d+)\.csv$', os.path.basename(path))
     cfg = m.group(1)
     for row in csv.DictReader(l for l in open(path) if not l.startswith('#')):
+        if float(row['bw_MBps']) <= 0:  # perftest printed 0.00 (ib_read_bw at 8 MiB on rxe)
+            zeros.append(f"{cfg} round {m.group(2)} {row['size']} B")
+            continue
         data.setdefault(cfg, {}).setdefault(int(row['size']), []).append(float(row['bw_MBps']))
 def label(s):
     return f'{s >> 20} MB' if s >= 1 << 20 else f'{s >> 10} KB' if s >= 1024 else f'{s} B'
@@ -204,6 +208,8 @@ sizes = sorted({s for c in data.values() for s in c})
 rounds = max((len(v) for c in data.values() for v in c.values()), default=0)
 def table(title, cols):
     cols = [(n, c) for n, c in cols if c in data]
+    if not cols:
+        return
     print(f'\n### {title}: MB/s (10^6 B/s), median over {rounds} rounds (min-max)\n')
     print('| size | ' + ' | '.join(n for n, _ in cols) + ' |')
     print('|---' * (len(cols) + 1) + '|')
@@ -228,6 +234,8 @@ print('\n### Ratios (of the medians; per-round ratios of the same round in paren
 print('| ratio | goal | ' + ' | '.join(label(s) for s in sizes) + ' |')
 print('|---|---|' + '---|' * len(sizes))
 def row(name, goal, a, b, smin=0):
+    if a not in data or b not in data:
+        return
     cells = []
     for s in sizes:
         r, mark = ratio(a, b, s), ''
@@ -254,6 +262,8 @@ two = 2 << 20
 print('\n2 MB, hint 8K / hint 0: bw ' + fmt(ratio('llrdma-bw-8K', 'llrdma-bw-0', two)) +
       rounds_ratio('llrdma-bw-8K', 'llrdma-bw-0', two) + '; bibw ' +
       fmt(ratio('llrdma-bibw-8K', 'llrdma-bibw-0', two)) + rounds_ratio('llrdma-bibw-8K', 'llrdma-bibw-0', two))
+if zeros:
+    print('\nleft out (0 MB/s reported): ' + ', '.join(zeros))
 bad = sorted(glob.glob(os.path.join(d, '*.rc')))
 fails = [os.path.basename(p)[:-3] + ': ' + open(p).read().split()[0] for p in bad
          if open(p).read().split()[0] != '0']
