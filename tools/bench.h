@@ -1,7 +1,7 @@
 /*
  * bench.h -- shared declarations of llrdma-bench (see docs/bench.md).
  *
- * Modes: pingpong, allreduce and incast are MPI programs (launched by mpirun); sweep
+ * Modes: pingpong, bw, bibw, allreduce and incast are MPI programs (launched by mpirun); sweep
  * and allreduce-compare are plain drivers that relaunch the tool under mpirun
  * once per size hint / coll component and tabulate the CSV the runs print.
  */
@@ -176,6 +176,9 @@ const bench_row_t *bench_run_find(const bench_run_t *run, uint64_t size);
 int bench_pingpong_main(int argc, char **argv);
 int bench_allreduce_main(int argc, char **argv);
 int bench_incast_main(int argc, char **argv);
+/* Streaming bandwidth, one direction (bw) or both (bibw): bench_bw.c. */
+int bench_bw_main(int argc, char **argv);
+int bench_bibw_main(int argc, char **argv);
 int bench_sweep_main(int argc, char **argv, const char *self);
 int bench_compare_main(int argc, char **argv, const char *self);
 /* PNG charts of the CSVs and of a dump's size histogram (bench_plot.c); no MPI. */

@@ -1,8 +1,8 @@
 /*
  * llrdma-bench: latency benchmarks for the low-latency RDMA size hint
  * (docs/bench.md).  Command line, help text and the self-test mode; the modes
- * live in bench_pingpong.c, bench_allreduce.c, bench_incast.c, bench_sweep.c
- * and bench_compare.c.
+ * live in bench_pingpong.c, bench_bw.c, bench_allreduce.c, bench_incast.c,
+ * bench_sweep.c and bench_compare.c.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -14,11 +14,12 @@
 void bench_help(FILE *fp)
 {
     fputs("NAME\n"
-          "    llrdma-bench - round-trip latency, message rate and Allreduce latency, per\n"
-          "    message size and per low-latency RDMA size hint\n"
+          "    llrdma-bench - round-trip latency, message rate, bandwidth and Allreduce\n"
+          "    latency, per message size and per low-latency RDMA size hint\n"
           "\n"
           "SYNOPSIS\n"
           "    mpirun -np 2 [mpirun options] llrdma-bench pingpong [options]\n"
+          "    mpirun -np 2 [mpirun options] llrdma-bench bw|bibw [options]\n"
           "    mpirun -np N [mpirun options] llrdma-bench allreduce [options]\n"
           "    mpirun -np N [mpirun options] llrdma-bench incast [options]\n"
           "    llrdma-bench sweep [--hints LIST] [driver options] [-- pingpong options]\n"
@@ -28,8 +29,9 @@ void bench_help(FILE *fp)
           "    llrdma-bench selftest | --help | --version\n"
           "\n"
           "DESCRIPTION\n"
-          "    pingpong, allreduce and incast are MPI programs: launch them with mpirun like the\n"
-          "    application, over any transport (shared memory, TCP, btl/llrdma).  sweep and\n"
+          "    pingpong, bw, bibw, allreduce and incast are MPI programs: launch them with\n"
+          "    mpirun like the application, over any transport (shared memory, TCP,\n"
+          "    btl/llrdma).  sweep and\n"
           "    allreduce-compare are not: they start mpirun themselves, once per size hint\n"
           "    or coll component, read the CSV each run prints and tabulate it.\n"
           "    All times are microseconds measured with MPI_Wtime.  Percentiles are nearest\n"
@@ -56,6 +58,33 @@ void bench_help(FILE *fp)
           "    --csv FILE|-      write CSV rows (hint,size,iters,p50_us,p90_us,p99_us,\n"
           "                      p999_us,max_us,mean_us,min_us,bw_MBps,rate_msgs_s,stream_MBps);\n"
           "                      '-' prints them on stdout instead of the table\n"
+          "\n"
+          "BW, BIBW\n"
+          "    Streaming bandwidth between ranks 0 and 1 (exactly 2 ranks), as osu_bw and\n"
+          "    osu_bibw.  bw: per window rank 0 posts --window MPI_Isend, rank 1 as many\n"
+          "    MPI_Irecv, both MPI_Waitall, then rank 1 sends a 4-byte ack.  bibw: both\n"
+          "    ranks post --window MPI_Irecv and --window MPI_Isend, then MPI_Waitall (both\n"
+          "    directions at once, no ack).  Rank 0 times the measured windows as a whole:\n"
+          "    MB/s = bytes moved / time (bibw: both directions), 1 MB = 10^6 bytes.\n"
+          "    Windows per size: min(--iters, max(--min-iters, --budget / (size x\n"
+          "    window))); warm-up windows scaled alike (at least 1).\n"
+          "    --window W        messages in flight per window (default 64)\n"
+          "    --window-bytes S  at most S bytes per window: where W x size is larger, the\n"
+          "                      window is S / size messages, at least 1 (default: no cap)\n"
+          "    --warmup N        warm-up windows at small sizes (default 10)\n"
+          "    --iters N         measured windows at small sizes (default 100)\n"
+          "    --min-iters N     fewest measured windows at any size (default 2)\n"
+          "    --budget S        bytes per size and direction that bound the windows\n"
+          "                      (default 1G)\n"
+          "    --sizes, --min, --max, --around-hint  as for pingpong (default 1 to 4M)\n"
+          "    --verify          one buffer per message of the window (window x size bytes\n"
+          "                      per side, at most 2 GiB); every message's bytes depend on\n"
+          "                      size, window, index and sender and are checked by its\n"
+          "                      receiver (exit 1 on a mismatch); filling and checking\n"
+          "                      perturb the timing.  Without it each rank sends from one\n"
+          "                      buffer and receives into one, as osu_bw\n"
+          "    --csv FILE|-      CSV rows (hint,size,window,iters,bw_MBps,msgs_s); '-'\n"
+          "                      prints them on stdout instead of the table\n"
           "\n"
           "ALLREDUCE\n"
           "    MPI_Allreduce on MPI_COMM_WORLD, back to back (no barrier between calls).\n"
@@ -156,6 +185,7 @@ void bench_help(FILE *fp)
           "\n"
           "EXAMPLES\n"
           "    mpirun -np 2 --mca btl_llrdma_size_hint 8K llrdma-bench pingpong --around-hint\n"
+          "    mpirun -np 2 --mca btl_llrdma_size_hint 8K llrdma-bench bw --min 1K --max 64M\n"
           "    mpirun -np 4 llrdma-bench incast --messages 400 --size 8,hint --busy-ms 1000\n"
           "    llrdma-bench sweep --hints 0,8K,64K --csv sweep.csv -- --iters 1000\n"
           "    llrdma-bench allreduce-compare --np 4 --colls llrdma,tuned -- --max 2M\n"
@@ -264,8 +294,8 @@ int main(int argc, char **argv)
     const char *mode = argc > 1 ? argv[1] : NULL;
 
     if (NULL == mode) {
-        bench_usage_error(NULL, "missing mode: pingpong, allreduce, incast, sweep or "
-                                "allreduce-compare");
+        bench_usage_error(NULL, "missing mode: pingpong, bw, bibw, allreduce, incast, sweep "
+                                "or allreduce-compare");
         return BENCH_EXIT_USAGE;
     }
     if (0 == strcmp(mode, "--help") || 0 == strcmp(mode, "-h") || 0 == strcmp(mode, "help") ||
@@ -288,6 +318,12 @@ int main(int argc, char **argv)
     if (0 == strcmp(mode, "pingpong")) {
         return bench_pingpong_main(argc - 2, argv + 2);
     }
+    if (0 == strcmp(mode, "bw")) {
+        return bench_bw_main(argc - 2, argv + 2);
+    }
+    if (0 == strcmp(mode, "bibw")) {
+        return bench_bibw_main(argc - 2, argv + 2);
+    }
     if (0 == strcmp(mode, "allreduce")) {
         return bench_allreduce_main(argc - 2, argv + 2);
     }
@@ -308,8 +344,8 @@ int main(int argc, char **argv)
     }
     if (bench_early_printer()) {
         bench_usage_error(NULL,
-                          "unknown mode '%s' (expected pingpong, allreduce, incast, sweep, "
-                          "allreduce-compare, plot, selftest)",
+                          "unknown mode '%s' (expected pingpong, bw, bibw, allreduce, incast, "
+                          "sweep, allreduce-compare, plot, selftest)",
                           mode);
     }
     return BENCH_EXIT_USAGE;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# llrdma-bench: pingpong, allreduce and the two drivers (sweep,
+# llrdma-bench: pingpong, bw, bibw, allreduce and the two drivers (sweep,
 # allreduce-compare) with tiny iteration counts, plus its error handling.
 # Every check of a run requires exit status 0 and no FAIL line (env.sh:
 # check_run); --verify runs also no rank's own "--verify:" mismatch line (each
@@ -48,6 +48,73 @@ check_run "pingpong --csv FILE: header + 4 rows (8..64)" csv_ok "$T/pp.csv" \
 launch -np 1 "$BENCH" pingpong --iters 5
 check "pingpong on 1 rank: exit 3 (exit $rc)" test $rc -eq 3
 check "pingpong on 1 rank: says it needs 2 ranks" has "launch with mpirun -np 2"
+
+# ---------------------------------------------------------------- bw, bibw
+# Rows: "<size label> window iters MB/s msgs/s".
+launch -np 2 --mca btl_llrdma_size_hint 1K "$BENCH" bw --sizes 1,4K,100000,hint --window 8 \
+  --iters 5 --warmup 1 --verify
+check_run "bw --verify: exit 0, every message of every window correct" \
+  verified "verify: every message of every window correct"
+bw_header() { has "^# llrdma-bench bw: rank 0 -> rank 1, windows of 8 MPI_Isend" &&
+  grep -qE "^ +size +window +iters +MB/s +msgs/s$" <<<"$out"; }
+check_run "bw: header (one direction, osu_bw) and columns" bw_header
+check_run "bw: 4 sizes (1, 1024 = hint, 4K, 100000), window 8, 5 windows, rates > 0" \
+  test "$(rows | awk '$3 == 8 && $4 == 5 && $6 > 0 && ($2 == "B" || $5 > 0)' | wc -l)" -eq 4
+check_run "bw: transport and each rank's hint reported" \
+  count '^# rank[01] host=.* size_hint=1024 source=env' 2
+# --window-bytes: 128K caps the window at 2 x 64K; --budget 256K: 2 windows of 2 x 64K
+launch -np 2 "$BENCH" bw --sizes 1K,64K --window 8 --window-bytes 128K --iters 10 \
+  --min-iters 1 --budget 256K --warmup 0 --csv "$T/bw.csv"
+# The chart's fixture has the format bw writes (llrdma-bench plot, tests/tools/test-plot.sh).
+bw_csv() {
+  csv_ok "$T/bw.csv" "$(head -1 "$top_srcdir/tests/tools/fixtures/bw.csv")" 3 &&
+    grep -qE '^0,1024,8,10,[0-9.]+,[0-9.]+$' "$T/bw.csv" && grep -qE '^0,65536,2,2,[0-9.]+,[0-9.]+$' "$T/bw.csv"
+}
+check_run "bw --window-bytes --budget --csv: the plot fixture's header; windows 8 x 10 and 2 x 2" bw_csv
+if command -v "${LLRDMA_GNUPLOT:-gnuplot}" >/dev/null; then
+  capture "$BENCH" plot --out "$T/bw.png" "$T/bw.csv"
+  check "plot of bw's CSV: exit 0 and a PNG (exit $rc)" test $rc -eq 0 -a -s "$T/bw.png"
+else
+  skip "plot of bw's CSV" "gnuplot not installed"
+fi
+launch -np 2 "$BENCH" bibw --sizes 1,7,65537 --window 4 --iters 3 --warmup 1 --verify --csv -
+check_run "bibw --verify: exit 0, every message correct" \
+  verified "verify: every message of every window correct"
+bibw_csv() { has "^# llrdma-bench bibw: ranks 0 <-> 1, both directions" &&
+  [ "$(grep -cE '^0,(1|7|65537),4,3,[0-9.]+,[0-9.]+$' <<<"$out")" -eq 3 ] && [ -z "$(rows)" ]; }
+check_run "bibw --csv -: 3 CSV rows on stdout (window 4, 3 windows), no table" bibw_csv
+
+# --verify checks every message: a shim (tests/mpi/corrupt_recv.c) inverts the
+# last byte of one received message; the receiving rank must find it and exit 1.
+shim="$top_builddir/tests/mpi/.libs/libcorruptrecv.so"
+real="$top_builddir/.libs/llrdma-bench" # not the libtool wrapper: no shim in its shell
+[ -x "$real" ] || real=$BENCH
+# 1 warm-up + 3 measured windows of 4: receive 11 is message 2 of window 2.
+launch -np 2 -x LD_PRELOAD="$shim" -x LLRDMA_TEST_CORRUPT_NTH=11 "$real" bw --sizes 4K \
+  --window 4 --iters 3 --warmup 1 --verify
+check "bw --verify, message 2 of window 2 damaged: exit 1 (exit $rc)" test $rc -eq 1
+check "bw --verify, damaged message: rank 1 names it, last byte" \
+  has "bw: rank 1: --verify: message 2 of window 2 (4096 bytes from rank 0): byte 4095"
+check "bw --verify, damaged message: rank 0's summary says FAILED" has "verify: FAILED"
+launch -np 2 -x LD_PRELOAD="$shim" -x LLRDMA_TEST_CORRUPT_NTH=11 "$real" bw --sizes 4K \
+  --window 4 --iters 3 --warmup 1
+check "bw without --verify, same damage: exit 0 (the shim alone fails nothing) (exit $rc)" \
+  test $rc -eq 0
+# bibw: rank 0 receives too; its 8th receive is message 3 of window 1 (1 B).
+launch -np 2 -x LD_PRELOAD="$shim" -x LLRDMA_TEST_CORRUPT_NTH=8 -x LLRDMA_TEST_CORRUPT_RANK=0 \
+  "$real" bibw --sizes 1,64K --window 4 --iters 3 --warmup 1 --verify
+check "bibw --verify, a message to rank 0 damaged: exit 1 (exit $rc)" test $rc -eq 1
+check "bibw --verify, damaged message: rank 0 names it" \
+  has "bibw: rank 0: --verify: message 3 of window 1 (1 bytes from rank 1): byte 0"
+
+for n in 1 3; do
+  launch -np $n "$BENCH" bw --sizes 8 --iters 2
+  check "bw on $n rank(s): exit 3 (exit $rc)" test $rc -eq 3
+  check "bw on $n rank(s): says it needs exactly 2 ranks" has "needs exactly 2 ranks"
+done
+launch -np 2 "$BENCH" bw --verify --window 4096 --sizes 1M
+check "bw --verify with window x size over 2 GiB: exit 2 (exit $rc)" test $rc -eq 2
+check "bw --verify with window x size over 2 GiB: says what to lower" has "lower --window"
 
 # ---------------------------------------------------------------- sweep
 capture "$BENCH" sweep --hints 0,8K --csv "$T/sweep.csv" -- --warmup 2 --iters 20
@@ -132,6 +199,11 @@ bad "pingpong --iters abc: exit 2 naming option and value" 2 "--iters 'abc'" \
   "$BENCH" pingpong --iters abc
 bad "pingpong --sizes 8,16X: exit 2" 2 "--sizes: '16X'" "$BENCH" pingpong --sizes 8,16X
 bad "pingpong unknown option" 2 "unknown option '--bogus'" "$BENCH" pingpong --bogus
+bad "bw --window 0: exit 2" 2 "--window '0'" "$BENCH" bw --window 0
+bad "bibw --window-bytes 1X: exit 2" 2 "'1X'" "$BENCH" bibw --window-bytes 1X
+bad "bw --budget 0: exit 2" 2 "--budget '0'" "$BENCH" bw --budget 0
+bad "bw --sizes with --min: exit 2" 2 "exclude each other" "$BENCH" bw --sizes 8 --min 8
+bad "bibw unknown option" 2 "bibw: unknown option '--rate'" "$BENCH" bibw --rate
 bad "allreduce --dtype complex" 2 "--dtype 'complex'" "$BENCH" allreduce --dtype complex
 bad "allreduce --staging-baseline without --device" 2 "needs --device" \
   "$BENCH" allreduce --staging-baseline
@@ -151,4 +223,6 @@ capture "$BENCH" --help
 check_run "--help: man-style, documents exit status" has "^EXIT STATUS"
 capture "$BENCH" pingpong --help
 check_run "pingpong --help: documents round trips" has "ROUND TRIP"
+capture "$BENCH" bw --help
+check_run "bw --help: documents the window and --window-bytes" has "^    --window-bytes S"
 finish
