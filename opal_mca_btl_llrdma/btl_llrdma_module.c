@@ -664,7 +664,9 @@ static void module_destroy(mca_btl_llrdma_module_t *m)
     for (int p = 0; p < LLRDMA_NPATHS; ++p) {
         h->cq_completions[p] += m->completions[p];
         h->cq_events[p] += m->events[p];
+        h->thread_completions[p] += m->thread_completions[p];
     }
+    h->thread_cpu_us += m->thread_cpu_us;
 
     /* QPs before the CQs and SRQs they use; ids after their QPs. */
     while (NULL != (item = opal_list_remove_first(&m->conns))) {
