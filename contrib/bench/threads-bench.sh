@@ -8,7 +8,9 @@
 #      transfer still needed.  At hints 0 and 8K: progress thread off, on with the LL
 #      idle look (btl_llrdma_progress_thread_ll_idle=1), on without it (=0);
 #      REPS rounds, alternating.  Each run's finalize dumps give the progress
-#      thread's CPU time and its share of the completions (llrdma-check --stats).
+#      thread's CPU time and its share of the completions (llrdma-check --stats);
+#   3. idle: the same with an 8-byte message, thread on with and without the LL idle
+#      look: the thread's CPU time is then what its wake-ups cost.
 # then prints the tables (python3).
 #
 # Usage (as root, after `make check` built tests/softroce/t_threads and `make install`
@@ -17,7 +19,8 @@
 #   contrib/bench/threads-bench.sh --summary [DIR]  # only the tables
 # Environment: PREFIX (_build/inst), T_THREADS (_build/tests/softroce/t_threads),
 # OUT (_build/threads-bench; its parent is passed to the guest with --rw), REPS (3),
-# ITERS (2000 round trips), COMPUTE_MS (3000), SIZE (16777216), VM_TIMEOUT (1500).
+# ITERS (2000 round trips), COMPUTE_MS (3000), SIZE (16777216), MODES (latency overlap
+# idle: the parts to run), VM_TIMEOUT (1500).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
@@ -28,6 +31,7 @@ REPS=${REPS:-3}
 ITERS=${ITERS:-2000}
 COMPUTE_MS=${COMPUTE_MS:-3000}
 SIZE=${SIZE:-16777216}
+MODES=${MODES:-latency overlap idle}
 B=(--mca pml ob1 --mca btl self,llrdma --bind-to none --mca mpi_yield_when_idle 1)
 
 guest() {
@@ -41,7 +45,7 @@ guest() {
     echo "REPS=$REPS ITERS=$ITERS COMPUTE_MS=$COMPUTE_MS SIZE=$SIZE"
   } > "$d/machine.txt" 2>&1
   cat "$d/machine.txt"
-  for r in $(seq "$REPS"); do
+  [[ $MODES == *latency* ]] && for r in $(seq "$REPS"); do
     for lvl in single multiple; do
       local env=()
       [[ $lvl == single ]] && env=(-x T_THREADS_SINGLE=1)
@@ -50,7 +54,7 @@ guest() {
       echo "latency $lvl $r rc=$? $(grep -h 'latency:' "$d/latency-$lvl-$r.txt")"
     done
   done
-  for r in $(seq "$REPS"); do
+  [[ $MODES == *overlap* ]] && for r in $(seq "$REPS"); do
     for hint in 0 8K; do
       for mode in off on on-noll; do
         local pt=1 idle=1 tag="$hint-$mode-$r"
@@ -66,6 +70,24 @@ guest() {
         llrdma-check --stats "$d/dump-$tag"/d-*.json > "$d/stats-$tag.txt" 2>&1
         grep -hE 'cq:|progress thread' "$d/stats-$tag.txt"
       done
+    done
+  done
+  # The idle look's own cost: the same with an 8-byte message (no transfer to speak
+  # of), so the thread's CPU time is its wake-ups, not rxe's kernel work (which runs
+  # in the context of whichever thread posts or polls: see docs/benchmarks-softroce.md).
+  [[ $MODES == *idle* ]] && for r in $(seq "$REPS"); do
+    for mode in on on-noll; do
+      local idle=1 tag="idle-$mode-$r"
+      [[ $mode == on-noll ]] && idle=0
+      mkdir -p "$d/dump-$tag"
+      timeout 300 mpirun -np 2 "${B[@]}" --mca btl_llrdma_size_hint 8K \
+        --mca btl_llrdma_progress_thread 1 --mca btl_llrdma_progress_thread_ll_idle "$idle" \
+        --mca btl_llrdma_dump "$d/dump-$tag/d-%r.json" \
+        "$T_THREADS" overlap "$COMPUTE_MS" 8 > "$d/overlap-$tag.txt" 2>&1
+      echo "overlap $tag rc=$?"
+      grep -h 'overlap rank' "$d/overlap-$tag.txt"
+      llrdma-check --stats "$d/dump-$tag"/d-*.json > "$d/stats-$tag.txt" 2>&1
+      grep -hE 'cq:|progress thread' "$d/stats-$tag.txt"
     done
   done
   echo "=== done"
@@ -99,6 +121,8 @@ print('| hint | progress thread | run | wait after compute | thread CPU | thread
 rows = {}
 for f in sorted(glob.glob(os.path.join(d, 'overlap-*.txt'))):
     tag = os.path.basename(f)[len('overlap-'):-4]
+    if tag.startswith('idle-'):
+        continue
     hint, mode, r = tag.rsplit('-', 2) if tag.count('-') == 2 else (tag.split('-')[0], '-'.join(tag.split('-')[1:-1]), tag.split('-')[-1])
     w = [float(x) for x in re.findall(r'wait after compute ([\d.]+) ms', open(f).read())]
     s = open(os.path.join(d, f'stats-{tag}.txt')).read() if os.path.exists(os.path.join(d, f'stats-{tag}.txt')) else ''
@@ -115,6 +139,16 @@ for hint in ('0', '8K'):
         v = [x for w in rows.get((hint, mode), []) for x in w]
         c.append(f'{med(v):.0f}' if v else '-')
     print(f'| {hint} | ' + ' | '.join(c) + ' |')
+idle = sorted(glob.glob(os.path.join(d, 'stats-idle-*.txt')))
+if idle:
+    print('\n### Idle: 8-byte message, hint 8K, thread on; its CPU time over the compute (s, both ranks)')
+    print('| run | LL idle look (ll_idle 1) | LL left to the application (ll_idle 0) |\n|---|---|---|')
+    cpu = {}
+    for f in idle:
+        m = re.search(r'stats-idle-(on(?:-noll)?)-(\d+)\.txt', f)
+        cpu[(m.group(1), m.group(2))] = sum(float(x) for x in re.findall(r'progress thread CPU time: ([\d.]+) s', open(f).read()))
+    for r in sorted({k[1] for k in cpu}):
+        print(f'| {r} | ' + ' | '.join(f'{cpu[(m, r)]:.3f}' if (m, r) in cpu else '-' for m in ('on', 'on-noll')) + ' |')
 PYEOF
 }
 
@@ -127,7 +161,7 @@ if [[ ${1:-} == --summary ]]; then
   exit
 fi
 mkdir -p "$OUT"
-export PREFIX T_THREADS REPS ITERS COMPUTE_MS SIZE
+export PREFIX T_THREADS REPS ITERS COMPUTE_MS SIZE MODES
 "$here/../softroce-vm" --rw "$(dirname "$OUT")" --timeout "${VM_TIMEOUT:-1500}" -- \
   bash "$here/threads-bench.sh" --guest "$OUT" 2>&1 | tee "$OUT.log"
 summary "$OUT" | tee "$OUT/summary.md"
