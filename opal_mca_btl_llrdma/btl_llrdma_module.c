@@ -906,7 +906,10 @@ int mca_btl_llrdma_module_granted(const mca_btl_llrdma_module_t *m, llrdma_devic
                                      path_name(p), path->srq_depth, pp->rq_depth);
             ++misses;
         }
-        if (0 == path->cq_moderation) {
+        /* Moderation acts on completion events, which only the progress
+         * thread asks for: without it a device that lacks moderation
+         * changes nothing (the dump still says cq_moderation_supported). */
+        if (0 == path->cq_moderation && m->thread_running) {
             used += (size_t)snprintf(why + used, used < whylen ? whylen - used : 0,
                                      "%s CQ moderation (%u completions / %u us) not supported "
                                      "by the device; ",
