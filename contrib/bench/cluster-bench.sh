@@ -16,7 +16,8 @@
 #   contrib/bench/cluster-bench.sh                 # one cluster boot; results in $OUT
 #   contrib/bench/cluster-bench.sh --summary [DIR] # only the tables
 # Environment: PREFIX (_build/inst), OUT (_build/cluster-bench; its parent is shared
-# read-write with the guests), ROUNDS (1), AR_HINTS (0 8K 64K), AR_SIZES (8,64,512,4K,32K,256K,1M,2M,4M),
+# read-write with the guests), ROUNDS (1), AR_HINTS (0 8K 64K; empty: no Allreduce),
+# PP_STACKS (0 8K 64K ucx: hints and UCX for ping-pong and bw), AR_SIZES (8,64,512,4K,32K,256K,1M,2M,4M),
 # AR_ITERS (200), AR_BUDGET (32M), PP_SIZES (8,256,1K,4K,8K,16K,64K), PP_ITERS (500),
 # BW_SIZES (64K,256K,1M,4M), UCX_TLS (rc_verbs,ud_verbs,self), VM_TIMEOUT (3600).
 set -u
@@ -33,7 +34,8 @@ PP_ITERS=${PP_ITERS:-500}
 BW_SIZES=${BW_SIZES:-64K,256K,1M,4M}
 UCX_TLS=${UCX_TLS:-rc_verbs,ud_verbs,self}
 HINTS="0 8K 64K"
-AR_HINTS=${AR_HINTS:-$HINTS}
+AR_HINTS=${AR_HINTS-$HINTS}
+PP_STACKS=${PP_STACKS:-$HINTS ucx}
 
 guest() {
   local d=$1 r h
@@ -45,7 +47,7 @@ guest() {
     --mca mpi_yield_when_idle 1 --mca oob_tcp_keepalive_time 5"
   local OB1="--mca pml ob1 --mca btl self,vader,llrdma"
   local UCX="--mca pml ucx --mca btl ^vader,tcp,openib,uct,ofi,llrdma --mca osc ^ucx
-    -x UCX_NET_DEVICES=rxe0:1 -x UCX_TLS=$UCX_TLS"
+    -x UCX_NET_DEVICES=rxe0:1 -x UCX_TLS=$UCX_TLS -x UCX_UD_ETH_DGID_CHECK=n"
   {
     echo "uname: $(uname -srvm)"; echo "nproc: $(nproc)"; echo "nodes: $SOFTROCE_VM_NODES"
     cat "$SOFTROCE_VM_HOSTFILE"
@@ -68,7 +70,7 @@ guest() {
     done
   done
   for r in $(seq "$ROUNDS"); do
-    for h in $HINTS ucx; do
+    for h in $PP_STACKS; do
       local stack="$OB1 --mca btl_llrdma_size_hint $h"
       [[ $h == ucx ]] && stack=$UCX
       echo "=== pingpong round $r $h ($SECONDS s)"
@@ -151,7 +153,7 @@ if [[ ${1:-} == --summary ]]; then
   exit
 fi
 mkdir -p "$OUT"
-export PREFIX ROUNDS AR_HINTS AR_SIZES AR_ITERS AR_BUDGET PP_SIZES PP_ITERS BW_SIZES UCX_TLS
+export PREFIX ROUNDS AR_HINTS PP_STACKS AR_SIZES AR_ITERS AR_BUDGET PP_SIZES PP_ITERS BW_SIZES UCX_TLS
 "$here/../softroce-vm" --nodes 2 --rw "$(dirname "$OUT")" --timeout "${VM_TIMEOUT:-3600}" -- \
   bash "$here/cluster-bench.sh" --guest "$OUT" 2>&1 | tee "$OUT.log"
 summary "$OUT" | tee "$OUT/summary.md"
