@@ -20,7 +20,8 @@
 # Environment: PREFIX (_build/inst), T_THREADS (_build/tests/softroce/t_threads),
 # OUT (_build/threads-bench; its parent is passed to the guest with --rw), REPS (3),
 # ITERS (2000 round trips), COMPUTE_MS (3000), SIZE (16777216), MODES (latency overlap
-# idle: the parts to run), VM_TIMEOUT (1500).
+# idle: the parts to run), LL_IDLE (btl_llrdma_progress_thread_ll_idle of the runs
+# with the idle look, ms; default 1), VM_TIMEOUT (1500).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
@@ -32,6 +33,7 @@ ITERS=${ITERS:-2000}
 COMPUTE_MS=${COMPUTE_MS:-3000}
 SIZE=${SIZE:-16777216}
 MODES=${MODES:-latency overlap idle}
+LL_IDLE=${LL_IDLE:-1}
 B=(--mca pml ob1 --mca btl self,llrdma --bind-to none --mca mpi_yield_when_idle 1)
 
 guest() {
@@ -42,7 +44,7 @@ guest() {
   {
     echo "uname: $(uname -srvm)"; echo "nproc: $(nproc)"
     echo "mpirun: $(mpirun --version | head -1)"
-    echo "REPS=$REPS ITERS=$ITERS COMPUTE_MS=$COMPUTE_MS SIZE=$SIZE"
+    echo "REPS=$REPS ITERS=$ITERS COMPUTE_MS=$COMPUTE_MS SIZE=$SIZE MODES=$MODES LL_IDLE=$LL_IDLE"
   } > "$d/machine.txt" 2>&1
   cat "$d/machine.txt"
   [[ $MODES == *latency* ]] && for r in $(seq "$REPS"); do
@@ -57,7 +59,7 @@ guest() {
   [[ $MODES == *overlap* ]] && for r in $(seq "$REPS"); do
     for hint in 0 8K; do
       for mode in off on on-noll; do
-        local pt=1 idle=1 tag="$hint-$mode-$r"
+        local pt=1 idle=$LL_IDLE tag="$hint-$mode-$r"
         [[ $mode == off ]] && pt=0
         [[ $mode == on-noll ]] && idle=0
         mkdir -p "$d/dump-$tag"
@@ -77,7 +79,7 @@ guest() {
   # in the context of whichever thread posts or polls: see docs/benchmarks-softroce.md).
   [[ $MODES == *idle* ]] && for r in $(seq "$REPS"); do
     for mode in on on-noll; do
-      local idle=1 tag="idle-$mode-$r"
+      local idle=$LL_IDLE tag="idle-$mode-$r"
       [[ $mode == on-noll ]] && idle=0
       mkdir -p "$d/dump-$tag"
       timeout 300 mpirun -np 2 "${B[@]}" --mca btl_llrdma_size_hint 8K \
@@ -161,7 +163,7 @@ if [[ ${1:-} == --summary ]]; then
   exit
 fi
 mkdir -p "$OUT"
-export PREFIX T_THREADS REPS ITERS COMPUTE_MS SIZE MODES
+export PREFIX T_THREADS REPS ITERS COMPUTE_MS SIZE MODES LL_IDLE
 "$here/../softroce-vm" --rw "$(dirname "$OUT")" --timeout "${VM_TIMEOUT:-1500}" -- \
   bash "$here/threads-bench.sh" --guest "$OUT" 2>&1 | tee "$OUT.log"
 summary "$OUT" | tee "$OUT/summary.md"
