@@ -465,6 +465,54 @@ int llrdma_ar_run(const llrdma_ar_plan_t *plan, const llrdma_ar_comm_t *comm, co
                   void *recvbuf, size_t count, int dtype, int op, void *scratch,
                   size_t scratch_bytes);
 
+/* ------------------------------------------------ BTL put transport
+ * One message of coll/llrdma's inter-node put transport
+ * (coll_llrdma_btlnet.c; docs/allreduce.md, "Transport seam"): the pure
+ * protocol, the glue does the I/O.  Receiver: registers its buffer, sends
+ * READY (address, size, handle; or the error that kept it from
+ * registering), completes on DONE.  Sender: waits for READY, puts the bytes
+ * in pieces (llrdma_np_next_piece), sends DONE with its status once every
+ * put's callback ran.  Every READY carrying a registration gets one DONE. */
+enum {
+    LLRDMA_NP_WAIT_READY = 0, /* send: READY not arrived */
+    LLRDMA_NP_PUTTING = 1,    /* send: pieces to start or in flight */
+    LLRDMA_NP_SEND_DONE = 2,  /* send: DONE (with status) is to be sent */
+    LLRDMA_NP_WAIT_DONE = 3,  /* receive: READY sent, DONE not arrived */
+    LLRDMA_NP_COMPLETE = 4
+};
+enum {
+    LLRDMA_NP_OK = 0,
+    LLRDMA_NP_ERR_LOCAL = 1, /* a registration or put failed here */
+    LLRDMA_NP_ERR_PEER = 2,  /* the other side reported a failure */
+    LLRDMA_NP_ERR_SIZE = 3,  /* send and receive sizes differ */
+    LLRDMA_NP_CANCELLED = 4
+};
+typedef struct {
+    int send, state, status, cancelled;
+    int puts_out; /* send: puts started whose callback has not run */
+    size_t bytes;
+    size_t next; /* send: bytes whose put was started */
+} llrdma_np_msg_t;
+void llrdma_np_send_init(llrdma_np_msg_t *m, size_t bytes);
+/* ready_status: what READY carried (LLRDMA_NP_OK: a registration). */
+void llrdma_np_recv_init(llrdma_np_msg_t *m, size_t bytes, int ready_status);
+void llrdma_np_on_ready(llrdma_np_msg_t *m, size_t peer_bytes, int peer_status);
+/* The next put to start: 1 with [*off, *off + *len), else 0.  limit: the
+ * BTL's put limit (0 = none); align: its put alignment (0 or 1 = none;
+ * every piece but the last is then a multiple of it). */
+int llrdma_np_next_piece(const llrdma_np_msg_t *m, size_t limit, size_t align, size_t *off,
+                         size_t *len);
+void llrdma_np_put_started(llrdma_np_msg_t *m, size_t len);
+void llrdma_np_put_done(llrdma_np_msg_t *m, int ok); /* a put's callback */
+void llrdma_np_fail(llrdma_np_msg_t *m, int status); /* a local failure (LLRDMA_NP_ERR_*) */
+void llrdma_np_done_sent(llrdma_np_msg_t *m);
+void llrdma_np_on_done(llrdma_np_msg_t *m, int peer_status);
+void llrdma_np_cancel(llrdma_np_msg_t *m);
+/* 1 when no RDMA write may touch this message's memory any more. */
+int llrdma_np_may_release(const llrdma_np_msg_t *m);
+/* 1 while a control message from the peer is due to this message. */
+int llrdma_np_expects_ctl(const llrdma_np_msg_t *m);
+
 #ifdef __cplusplus
 }
 #endif

@@ -22,6 +22,8 @@ typedef enum {
 } llrdma_mismatch_action_t;
 
 #define MCA_COLL_LLRDMA_SPLIT_MAX 1024 /* groups in coll_llrdma_node_split */
+/* coll_llrdma_internode_transport */
+enum { LLRDMA_NET_AUTO = 0, LLRDMA_NET_PML = 1, LLRDMA_NET_BTL = 2 };
 /* coll_llrdma_gpu_peer */
 enum { LLRDMA_GPU_PEER_OFF = 0, LLRDMA_GPU_PEER_AUTO = 1, LLRDMA_GPU_PEER_FORCE = 2 };
 /* mca_coll_llrdma_gpu_peer: the call must take the arena path (nothing done). */
@@ -49,6 +51,10 @@ typedef struct mca_coll_llrdma_component_t {
     int gpu_peer;             /* LLRDMA_GPU_PEER_* (an enumerated knob) */
     int gpu_peer_index;       /* registration result */
     char *gpu_peer_min_text;  /* device vectors from this size take the peer path */
+
+    /* coll_llrdma_internode_transport: LLRDMA_NET_*, registration result */
+    int internode_transport;
+    int internode_transport_index;
 
     /* Validated at init_query */
     int output;
@@ -108,7 +114,11 @@ typedef struct mca_coll_llrdma_module_t {
     int *locals; /* communicator ranks of this rank's node, by local rank */
     int node_leader;
     const char *decline_why; /* why coll/llrdma stepped aside (static text) */
-    int hier_said;           /* a broken node arena was reported */
+    /* The inter-node step's transport (coll_llrdma_net.c), chosen at set-up
+     * (NULL: the PML), and the BTL put transport's state when it is that. */
+    const struct mca_coll_llrdma_net *net;
+    struct mca_coll_llrdma_btlnet *btlnet;
+    int hier_said; /* a broken node arena was reported */
     /* The GPU peer path (coll_llrdma_peer.c): its state (same on every
      * rank), mapped peer allocations and events, exported handles, this
      * rank's interprocess event and GPU facts. */
@@ -186,16 +196,46 @@ int mca_coll_llrdma_below_hier(const mca_coll_llrdma_module_t *m);
 int mca_coll_llrdma_hier_setup(mca_coll_llrdma_module_t *m, struct ompi_communicator_t *comm,
                                int *keys, void *names, int shm_all, int below_hier);
 
-/* coll_llrdma_net.c: the inter-node step's transport (the seam for a BTL
- * put path): point-to-point between ranks of comm on different nodes. */
+/* coll_llrdma_net.c: the inter-node step's transport (docs/allreduce.md,
+ * "Transport seam"): point-to-point between ranks of comm on different
+ * nodes.  begin (NULL: ctx is the PML context itself) gives the ctx of one
+ * call, whose error and liveness record is *pml. */
+struct mca_coll_llrdma_pml_ctx;
+struct mca_bml_base_btl_t;
 typedef struct mca_coll_llrdma_net {
     const char *name;
     int (*isend)(void *ctx, const void *buf, size_t bytes, int peer, int tag, void **req);
     int (*irecv)(void *ctx, void *buf, size_t bytes, int peer, int tag, void **req);
     int (*waitall)(void *ctx, int n, void **reqs);
     int (*cancel)(void *ctx, void *req);
+    void *(*begin)(struct mca_coll_llrdma_module_t *m, struct mca_coll_llrdma_pml_ctx *pml);
 } mca_coll_llrdma_net_t;
-const mca_coll_llrdma_net_t *mca_coll_llrdma_net_select(struct ompi_communicator_t *comm);
+/* Collective, on a hierarchical communicator at set-up: chooses the
+ * transport (coll_llrdma_internode_transport; auto = btl when every rank
+ * reaches each of its inter-node peers through btl/llrdma RDMA), agreed
+ * through the module below; m->net and m->btlnet. */
+void mca_coll_llrdma_net_setup(struct mca_coll_llrdma_module_t *m,
+                               struct ompi_communicator_t *comm);
+const mca_coll_llrdma_net_t *mca_coll_llrdma_net_of(const struct mca_coll_llrdma_module_t *m);
+const char *mca_coll_llrdma_net_name(int knob); /* "auto", "pml", "btl" */
+
+/* coll_llrdma_btlnet.c: the BTL put transport (see there). */
+typedef struct mca_coll_llrdma_btlnet mca_coll_llrdma_btlnet_t;
+/* The btl/llrdma RDMA path to rank r of comm, or NULL with *why. */
+struct mca_bml_base_btl_t *mca_coll_llrdma_btlnet_find(struct ompi_communicator_t *comm, int r,
+                                                       const char **why);
+/* State for talking to ranks[0..nranks-1]; NULL when one has no path or
+ * memory ran out. */
+mca_coll_llrdma_btlnet_t *mca_coll_llrdma_btlnet_new(struct ompi_communicator_t *comm,
+                                                     const int *ranks, int nranks);
+void mca_coll_llrdma_btlnet_free(mca_coll_llrdma_btlnet_t *net); /* NULL: nothing */
+void *mca_coll_llrdma_btlnet_begin(mca_coll_llrdma_btlnet_t *net,
+                                   struct mca_coll_llrdma_pml_ctx *pml);
+int mca_coll_llrdma_btlnet_isend(void *ctx, const void *buf, size_t bytes, int peer, int tag,
+                                 void **req);
+int mca_coll_llrdma_btlnet_irecv(void *ctx, void *buf, size_t bytes, int peer, int tag, void **req);
+int mca_coll_llrdma_btlnet_waitall(void *ctx, int n, void **reqs);
+int mca_coll_llrdma_btlnet_cancel(void *ctx, void *req);
 
 /* coll_llrdma_allreduce.c */
 int mca_coll_llrdma_allreduce(const void *sbuf, void *rbuf, int count,
@@ -205,7 +245,7 @@ int mca_coll_llrdma_allreduce(const void *sbuf, void *rbuf, int count,
 /* The PML transport of the core (llrdma_ar_comm_t), shared with the GPU
  * staging transport.  ctx: the first Open MPI error, returned to the caller
  * instead of the core's generic LLRDMA_AR_ERR_TRANSPORT. */
-typedef struct {
+typedef struct mca_coll_llrdma_pml_ctx {
     struct ompi_communicator_t *comm;
     int err;
     int gone;      /* a rank of comm on this node found gone while waiting, or -1 */
@@ -222,6 +262,8 @@ void mca_coll_llrdma_say_gone(mca_coll_llrdma_module_t *m, struct ompi_communica
  * whether a process still runs (0: no such pid, or a zombie). */
 void mca_coll_llrdma_publish_pid(void);
 int mca_coll_llrdma_pid_alive(long pid);
+/* The lowest rank of comm on this node whose process is gone, or -1. */
+int mca_coll_llrdma_first_gone(struct ompi_communicator_t *comm);
 int mca_coll_llrdma_pml_isend(void *ctx, const void *buf, size_t bytes, int peer, int tag,
                               void **req);
 int mca_coll_llrdma_pml_irecv(void *ctx, void *buf, size_t bytes, int peer, int tag, void **req);

@@ -177,6 +177,20 @@ static int llrdma_register(void)
               "so small host Allreduces stay out; smaller device vectors take the arena path "
               "(or are copied whole, coll_llrdma_gpu_stage_max). Same size syntax as the hint",
               MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_5, &c->gpu_peer_min_text);
+    c->internode_transport = LLRDMA_NET_AUTO;
+    {
+        static const mca_base_var_enum_value_t nets[] = {
+            {LLRDMA_NET_AUTO, "auto"}, {LLRDMA_NET_PML, "pml"}, {LLRDMA_NET_BTL, "btl"}, {0, NULL}};
+        c->internode_transport_index = reg_enum(
+            "internode_transport",
+            "Transport of the hierarchical Allreduce's inter-node messages: btl = RDMA "
+            "writes (btl_put) of btl/llrdma straight into the receiver's registered buffer, "
+            "with small READY / DONE messages over the PML; pml = point-to-point messages "
+            "through the PML (ob1 picks the BTL); auto = btl when every rank reaches each of "
+            "its inter-node peers through btl/llrdma RDMA, else pml. A forced btl that some "
+            "rank cannot meet is said (naming the peer) and the communicator uses pml",
+            nets, OPAL_INFO_LVL_5, &c->internode_transport);
+    }
     c->shm_liveness_ms = 100;
     (void)reg("shm_liveness_ms",
               "Milliseconds between checks, while a rank waits in the shared-memory arena or "
@@ -332,6 +346,9 @@ int mca_coll_llrdma_init_query(bool enable_progress_threads, bool enable_mpi_thr
     }
     if (c->gpu_peer_index < 0) {
         bad_enum("coll_llrdma_gpu_peer", "not one of off, auto, force");
+    }
+    if (c->internode_transport_index < 0) {
+        bad_enum("coll_llrdma_internode_transport", "not one of auto, pml, btl");
     }
     if (LLRDMA_OK !=
         llrdma_parse_size(c->gpu_peer_min_text, (uint64_t)1 << 40, &seg, err, sizeof(err))) {

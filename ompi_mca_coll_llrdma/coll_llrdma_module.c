@@ -50,6 +50,8 @@ static void module_construct(mca_coll_llrdma_module_t *m)
     m->node_leader = 0;
     m->decline_why = NULL;
     m->hier_said = 0;
+    m->net = NULL;
+    m->btlnet = NULL;
     memset(&m->peer, 0, sizeof(m->peer));
     m->peer_maps = m->peer_events = m->peer_exports = NULL;
     m->peer_event = NULL;
@@ -63,6 +65,7 @@ static void module_destruct(mca_coll_llrdma_module_t *m)
     free(m->scratch);
     free(m->peers);
     free(m->locals);
+    mca_coll_llrdma_btlnet_free(m->btlnet);
     mca_coll_llrdma_peer_release(m);
     mca_coll_llrdma_gpu_release(m);
     mca_coll_llrdma_shm_release(m);
@@ -162,8 +165,9 @@ int mca_coll_llrdma_agree(mca_coll_llrdma_module_t *m, struct ompi_communicator_
     mine[10] = -(long)c->shm_chunk;
     mine[11] = (NULL == keys || NULL == names || NULL == m->peers || NULL == m->locals) ? 1 : 0;
     mine[12] = below;
-    mine[13] = 0;
-    mine[14] = 0;
+    /* The inter-node transport knob (its set-up is collective). */
+    mine[13] = c->internode_transport;
+    mine[14] = -c->internode_transport;
     mine[15] = 0;
     /* The GPU peer knobs decide which calls try the peer path (rounds). */
     peer = (long)c->gpu_peer << 41 | (long)c->gpu_peer_min;
@@ -175,14 +179,15 @@ int mca_coll_llrdma_agree(mca_coll_llrdma_module_t *m, struct ompi_communicator_
         m->agreed = -1;
         m->decline_why = "the agreement Allreduce failed";
     } else if (all[0] != -all[1] || all[2] != -all[3] || all[4] != -all[5] || all[9] != -all[10] ||
-               all[16] != -all[17]) {
+               all[13] != -all[14] || all[16] != -all[17]) {
         m->agreed = -1;
         m->decline_why = "ranks disagree on the plan inputs";
         if (0 == ompi_comm_rank(comm)) {
             opal_output(0,
                         "coll:llrdma: ranks of %s disagree on the Allreduce plan (size hint "
                         "%ld..%ld, algorithm %ld..%ld, segment %ld..%ld, shm chunk "
-                        "%ld..%ld, or coll_llrdma_gpu_peer / gpu_peer_min): coll/llrdma stays "
+                        "%ld..%ld, or coll_llrdma_gpu_peer / gpu_peer_min / "
+                        "internode_transport): coll/llrdma stays "
                         "off on this communicator; make the "
                         "hint and the coll_llrdma_* knobs identical on every rank",
                         comm->c_name, -all[1], all[0], -all[3], all[2], -all[5], all[4], -all[10],
@@ -201,6 +206,8 @@ int mca_coll_llrdma_agree(mca_coll_llrdma_module_t *m, struct ompi_communicator_
             m->decline_why = "the node layout exchange failed";
         } else if (LLRDMA_AR_MODE_DECLINE == mode) {
             m->agreed = -1;
+        } else if (LLRDMA_AR_MODE_HIER == mode) {
+            mca_coll_llrdma_net_setup(m, comm); /* collective too */
         } else if (LLRDMA_AR_MODE_FLAT == mode && 1 == m->topo.nnodes && -all[8] == 1 && n > 1) {
             (void)mca_coll_llrdma_shm_setup(m, comm);
         }

@@ -92,7 +92,7 @@ static long local_pid(struct ompi_communicator_t *comm, int r)
 }
 
 /* The lowest rank of comm on this node whose process is gone, or -1. */
-static int first_gone(struct ompi_communicator_t *comm)
+int mca_coll_llrdma_first_gone(struct ompi_communicator_t *comm)
 {
     int n = ompi_comm_size(comm);
     for (int r = 0; r < n; ++r) {
@@ -202,7 +202,7 @@ static int wait_one(mca_coll_llrdma_pml_ctx_t *c, ompi_request_t **r)
             return rc;
         }
         if (0 == (k & 255) && now_ns() >= next) {
-            c->gone = first_gone(c->comm);
+            c->gone = mca_coll_llrdma_first_gone(c->comm);
             if (c->gone >= 0) {
                 abandon(c, r);
                 return OMPI_ERR_UNREACH;

@@ -289,6 +289,16 @@ static void print_plan(const llrdma_rank_config_t *c, int nranks, const int *key
         return;
     }
     if (LLRDMA_AR_MODE_HIER == mode) {
+        int net = 0; /* coll_llrdma_internode_transport: 0 auto, 1 pml, 2 btl */
+        (void)cvar_read("coll_llrdma_internode_transport", &net, 1);
+        printf("  inter-node messages (coll_llrdma_internode_transport %s): %s\n",
+               1 == net   ? "pml"
+               : 2 == net ? "btl"
+                          : "auto",
+               1 == net ? "through the PML"
+                        : "btl/llrdma RDMA writes if every rank reaches its inter-node peers "
+                          "through btl/llrdma RDMA, else the PML (coll_llrdma_verbose 10 says "
+                          "which)");
         printf("%10s  %6s  %-19s %9s %9s  %s\n", "bytes", "slices", "inter-node", "segment",
                "in-flight", "rule of the inter-node step");
     } else {

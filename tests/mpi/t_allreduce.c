@@ -11,6 +11,8 @@
  * call N must fail (a failure injected on some rank, see test-allreduce-faults.sh)
  * and every other one be right (the arena is rebuilt).  --die R N [COUNT]: rank R
  * kills itself at call N; the others' call N must fail within 10 s.
+ * --fault-stays N [COUNT]: as --fault, but call N and every later one must fail
+ * (a failure in the hierarchical schedule: its node arenas are not rebuilt).
  * --forever: Allreduce until killed (prints "t_allreduce rank R: running").
  * Each rank judges its own results: it prints "t_allreduce rank R: PASS" or its
  * first problems (FAIL lines) and exits 1.  The verdict never travels through
@@ -454,6 +456,8 @@ static void matrix(MPI_Comm comm)
 /* Calls 1..last on `count` doubles, in place; call `bad` must fail, the
  * others give the right sum.  die >= 0: that rank kills itself at call bad
  * and the others stop after it (nothing collective can work any more). */
+static int stays; /* --fault-stays: calls after the bad one fail too */
+
 static void faults(int bad, long count, int die)
 {
     double *v = malloc((size_t)count * sizeof(double));
@@ -472,7 +476,8 @@ static void faults(int bad, long count, int die)
         double secs = MPI_Wtime() - t0;
         long i = count - 1;
         double want = (double)p * (p - 1) / 2 + (double)p * (k + (double)(i % 1000));
-        if (k == bad ? MPI_SUCCESS == rc : MPI_SUCCESS != rc || v[i] != want)
+        int must_fail = k == bad || (stays && k > bad);
+        if (must_fail ? MPI_SUCCESS == rc : MPI_SUCCESS != rc || v[i] != want)
             FAIL("fault run: call %d returned %d (last element %g, want %g)", k, rc, v[i], want);
         if (k == bad && die >= 0 && secs > 10)
             FAIL("fault run: call %d took %.1f s to see rank %d gone", k, secs, die);
@@ -509,6 +514,11 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (argc > 2 && 0 == strcmp(argv[1], "--fault-stays")) {
+        stays = 1;
+        faults(atoi(argv[2]), argc > 3 ? atol(argv[3]) : 1000, -1);
+        goto done;
+    }
     if (argc > 2 && 0 == strcmp(argv[1], "--fault")) {
         faults(atoi(argv[2]), argc > 3 ? atol(argv[3]) : 1000, -1);
         goto done;

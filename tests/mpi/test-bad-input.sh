@@ -82,6 +82,8 @@ expect_fail "bad GPU fold threshold" "coll_llrdma_gpu_fold_min" "'64KK'" -- \
   -np 2 --mca coll_llrdma_gpu_fold_min 64KK "$TRING"
 expect_fail "bad mismatch action" "coll_llrdma_mismatch_action" "'maybe'" -- \
   -np 2 --mca coll_llrdma_mismatch_action maybe "$TRING"
+expect_fail "bad inter-node transport" "coll_llrdma_internode_transport" "'rdma'" \
+  "not one of auto, pml, btl" -- -np 2 --mca coll_llrdma_internode_transport rdma "$TRING"
 expect_fail "profile override out of range" "btl_llrdma" "out of range" -- \
   -np 2 --mca btl_llrdma_ll_sq_depth 100000 "$TRING"
 

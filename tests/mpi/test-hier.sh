@@ -47,10 +47,24 @@ for alg in rabenseifner ring; do
   check_run "2+2: inter-node $alg ran" has "inter-node $alg (forced by the algorithm knob)"
 done
 
+# The inter-node transport: over vader no rank reaches another through
+# btl/llrdma RDMA, so auto takes the PML, and a forced btl is said (naming
+# the peer) and takes it too.  The btl transport itself runs in the
+# Soft-RoCE tier (tests/softroce/test-hier-btl.sh).
+launch -np 4 "${V[@]}" --mca coll_llrdma_node_split 2 "$T" --fault 0 1000
+check_pass "2+2, transport auto over vader: 2 calls verified" t_allreduce 4
+check_run "auto over vader: the PML" has "MPI_COMM_WORLD: inter-node transport pml (a rank has no"
+launch -np 4 "${V[@]}" --mca coll_llrdma_node_split 2 --mca coll_llrdma_internode_transport btl \
+  "$T" --fault 0 1000
+check_pass "2+2, transport btl forced over vader: 2 calls verified" t_allreduce 4
+forced_btl() { has "coll_llrdma_internode_transport=btl, but rank 0 reaches its inter-node peer rank 2 without btl/llrdma RDMA" &&
+  has "MPI_COMM_WORLD: inter-node transport pml" && lacks "in flight over btl"; }
+check_run "forced btl over vader: said, naming the peer, and the PML taken" forced_btl
+
 # llrdma-check shows the plan for the job's layout.
 launch -np 4 --mca coll_llrdma_node_split 2 --mca btl_llrdma_size_hint 64K "$CHECK"
 check_plan() { has "Allreduce plan for 4 ranks on 2 nodes (2+2), MPI_DOUBLE, coll hint 64K:" &&
-  has "^  hierarchical: " && has "^ \+32K \+2  recursive_doubling " && has "^ \+2M \+2  rabenseifner "; }
+  has "^  hierarchical: " && has "^  inter-node messages (coll_llrdma_internode_transport auto): " && has "^ \+32K \+2  recursive_doubling " && has "^ \+2M \+2  rabenseifner "; }
 check_run "llrdma-check, 2+2 at hint 64K: hierarchical plan, slices and inter-node step" check_plan
 launch -np 5 --mca coll_llrdma_node_split 2,2,1 --mca coll_llrdma_size_hint 16K "$CHECK"
 check_plan() { has "plan for 5 ranks on 3 nodes (2+2+1), MPI_DOUBLE, coll hint 16K:" &&

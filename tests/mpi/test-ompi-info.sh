@@ -14,13 +14,18 @@ check_run "size_hint is a string (validated by llrdma, not Open MPI)" \
   has "^mca:btl:llrdma:param:btl_llrdma_size_hint:type:string"
 capture "$OMPI_INFO" --param coll llrdma --level 9 --parsable
 for k in priority verbose size_hint allreduce_algorithm allreduce_segment_size mismatch_action \
-         gpu_stage_max gpu_fold_min shm shm_chunk_size shm_liveness_ms scratch_cache_max; do
+         gpu_stage_max gpu_fold_min shm shm_chunk_size shm_liveness_ms scratch_cache_max \
+         internode_transport; do
   check_run "coll_llrdma_$k listed with help text" \
     has "^mca:coll:llrdma:param:coll_llrdma_$k:help:..."
 done
 for v in 0:auto 3:ring 5:shm_split; do
   check_run "coll_llrdma_allreduce_algorithm enumerates $v" \
     has "^mca:coll:llrdma:param:coll_llrdma_allreduce_algorithm:enumerator:value:$v\$"
+done
+for v in 0:auto 1:pml 2:btl; do
+  check_run "coll_llrdma_internode_transport enumerates $v" \
+    has "^mca:coll:llrdma:param:coll_llrdma_internode_transport:enumerator:value:$v\$"
 done
 check_run "coll_llrdma_mismatch_action enumerates warn" \
   has "^mca:coll:llrdma:param:coll_llrdma_mismatch_action:enumerator:value:1:warn\$"

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# The hierarchical Allreduce's inter-node step over btl/llrdma RDMA writes
+# (coll_llrdma_internode_transport=btl; docs/allreduce.md, "Transport seam"),
+# Soft-RoCE VM only.  With --mca btl self,llrdma (no vader) every rank reaches
+# every other through btl/llrdma, so the "nodes" of coll_llrdma_node_split
+# talk by btl_put.  t_allreduce judges every rank's results itself (never
+# through an MPI_Allreduce): the op x datatype matrix on 2+2 at hints 0, 8K
+# and 64K and on the irregular 3+1, with the transport forced; the PML
+# transport as a control.  That RDMA really carried the data is read twice:
+# from coll/llrdma's verbose lines (the communicator's transport and every
+# call's), and, for 8000-byte vectors whose messages the PML sends eagerly,
+# from the BTL's own finalize records (RDMA operations counted: some with
+# the btl transport, none with the PML).  Injected failures (a btl_put, a
+# registration) fail that call on every rank, without a hang.
+. ./tests/mpi/env.sh
+T="$top_builddir/tests/mpi/t_allreduce"
+B=(--mca pml ob1 --mca btl self,llrdma --bind-to none --mca mpi_yield_when_idle 1)
+V=(--mca coll_llrdma_verbose 10)
+BTL=(--mca coll_llrdma_internode_transport btl)
+d=$(mktemp -d "${TMPDIR:-/tmp}/llrdma-hierbtl.XXXXXX")
+trap 'rm -rf "$d"' EXIT
+export LLRDMA_TEST_TIMEOUT=${LLRDMA_TEST_TIMEOUT:-300}
+
+# over TRANSPORT: the world communicator chose it and every hierarchical call
+# on any communicator ran over it (none over the other).
+over() {
+  local other=pml
+  [ "$1" = pml ] && other=btl
+  has "MPI_COMM_WORLD: inter-node transport $1 " && has "hierarchical, .* in flight over $1;" &&
+    lacks "in flight over $other;"
+}
+rdma_ops() {
+  grep '"record":"finalize"' "$1" | sed -n 's/.*"rdma":{"count":\[\([0-9,]*\)\].*/\1/p' |
+    tr , '\n' | awk '{ s += $1 } END { print s + 0 }'
+}
+all_ops() { local s=0; for f in "$@"; do s=$((s + $(rdma_ops "$f"))); done; echo $s; }
+
+for hint in 0 8K 64K; do
+  launch -np 4 "${B[@]}" "${V[@]}" "${BTL[@]}" --mca coll_llrdma_node_split 2 \
+    --mca btl_llrdma_size_hint $hint "$T" --matrix
+  check_pass "2+2, hint $hint, transport btl: op x datatype matrix" t_allreduce 4
+  check_run "2+2, hint $hint: every hierarchical call over btl" over btl
+done
+launch -np 4 "${B[@]}" "${V[@]}" "${BTL[@]}" --mca coll_llrdma_node_split 3,1 \
+  --mca btl_llrdma_size_hint 8K "$T" --matrix
+check_pass "3+1 (irregular), hint 8K, transport btl: matrix" t_allreduce 4
+check_run "3+1: every hierarchical call over btl" over btl
+# Control: the same job with the PML transport.
+launch -np 4 "${B[@]}" "${V[@]}" --mca coll_llrdma_internode_transport pml \
+  --mca coll_llrdma_node_split 2 --mca btl_llrdma_size_hint 8K "$T" --matrix
+check_pass "2+2, hint 8K, transport pml (control): matrix" t_allreduce 4
+check_run "control: every hierarchical call over pml" over pml
+
+# The BTL's count, not coll/llrdma's word: 2 calls of 1000 doubles on 2+2
+# (one slice, one 8000-byte recursive-doubling exchange per call, eager for
+# the PML).  auto picks btl here: every peer is reached through btl/llrdma.
+launch -np 4 "${B[@]}" "${V[@]}" --mca coll_llrdma_node_split 2 \
+  --mca btl_llrdma_dump "$d/auto-%r.json" "$T" --fault 0 1000
+check_pass "2+2, 8000 B, transport auto: 2 calls verified" t_allreduce 4
+check_run "auto: btl chosen (every peer through btl/llrdma)" over btl
+auto_ops=$(all_ops "$d"/auto-[0-3].json)
+launch -np 4 "${B[@]}" "${V[@]}" --mca coll_llrdma_internode_transport pml \
+  --mca coll_llrdma_node_split 2 --mca btl_llrdma_dump "$d/pml-%r.json" "$T" --fault 0 1000
+check_pass "2+2, 8000 B, transport pml: 2 calls verified" t_allreduce 4
+pml_ops=$(all_ops "$d"/pml-[0-3].json)
+echo "# RDMA operations counted by btl/llrdma: auto (btl) $auto_ops, pml $pml_ops"
+# One put per holder and call: 2 holders x 2 calls.
+check "8000 B: RDMA writes with the btl transport ($auto_ops), none with the PML ($pml_ops)" \
+  [ "$auto_ops" -ge 4 -a "$pml_ops" -eq 0 ]
+
+# Injected failures: the call fails on every rank (the failing pair through
+# READY / DONE, the others through their node arena), later ones too (a
+# hierarchical arena is not rebuilt), none hangs.  Per holder and call (1000
+# doubles): one receive registered, then one send registered and put.  So
+# put:0:2 is rank 0's put in call 2, reg:2:3 rank 2's receive buffer in call
+# 2 (READY says so, the sender puts nothing), reg:0:4 rank 0's send buffer
+# (DONE says so).
+for f in put:0:2 reg:2:3 reg:0:4; do
+  launch -np 4 "${B[@]}" --mca coll_llrdma_verbose 1 "${BTL[@]}" --mca coll_llrdma_node_split 2 \
+    -x LLRDMA_TEST_BTLNET_FAIL=$f "$T" --fault-stays 2 1000
+  check_pass "injected $f: call 2 and later fail on every rank, no hang" t_allreduce 4
+  check_run "injected $f: it was injected" has "injected btl_"
+done
+finish
