@@ -248,7 +248,7 @@ int mca_btl_llrdma_register_params(void)
                   "polls the low-latency path, so ob1's rendezvous headers and FINs, which are "
                   "small and travel there, are answered while the application computes.  "
                   "0: the low-latency path is left to the application's threads",
-                  OPAL_INFO_LVL_5, &c->progress_thread_ll_idle_ms, 1);
+                  OPAL_INFO_LVL_5, &c->progress_thread_ll_idle_ms, 10);
     (void)reg_string("rdma",
                      "RDMA protocol offered to ob1 for large contiguous messages: get (the "
                      "receiver reads the sender's buffer, RGET), put (the sender writes into "

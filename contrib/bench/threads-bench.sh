@@ -6,7 +6,7 @@
 #   2. overlap (t_threads overlap): rank 0 sends SIZE bytes to rank 1, both compute
 #      COMPUTE_MS without MPI calls, then wait; "wait after compute" is what the
 #      transfer still needed.  At hints 0 and 8K: progress thread off, on with the LL
-#      idle look (btl_llrdma_progress_thread_ll_idle=1), on without it (=0);
+#      idle look (btl_llrdma_progress_thread_ll_idle=LL_IDLE), on without it (=0);
 #      REPS rounds, alternating.  Each run's finalize dumps give the progress
 #      thread's CPU time and its share of the completions (llrdma-check --stats);
 #   3. idle: the same with an 8-byte message, thread on with and without the LL idle
@@ -21,7 +21,7 @@
 # OUT (_build/threads-bench; its parent is passed to the guest with --rw), REPS (3),
 # ITERS (2000 round trips), COMPUTE_MS (3000), SIZE (16777216), MODES (latency overlap
 # idle: the parts to run), LL_IDLE (btl_llrdma_progress_thread_ll_idle of the runs
-# with the idle look, ms; default 1), VM_TIMEOUT (1500).
+# with the idle look, ms; default 10, the knob's default), VM_TIMEOUT (1500).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
@@ -33,7 +33,7 @@ ITERS=${ITERS:-2000}
 COMPUTE_MS=${COMPUTE_MS:-3000}
 SIZE=${SIZE:-16777216}
 MODES=${MODES:-latency overlap idle}
-LL_IDLE=${LL_IDLE:-1}
+LL_IDLE=${LL_IDLE:-10}
 B=(--mca pml ob1 --mca btl self,llrdma --bind-to none --mca mpi_yield_when_idle 1)
 
 guest() {
@@ -143,8 +143,9 @@ for hint in ('0', '8K'):
     print(f'| {hint} | ' + ' | '.join(c) + ' |')
 idle = sorted(glob.glob(os.path.join(d, 'stats-idle-*.txt')))
 if idle:
+    ll = re.search(r'LL_IDLE=(\d+)', open(os.path.join(d, 'machine.txt')).read())
     print('\n### Idle: 8-byte message, hint 8K, thread on; its CPU time over the compute (s, both ranks)')
-    print('| run | LL idle look (ll_idle 1) | LL left to the application (ll_idle 0) |\n|---|---|---|')
+    print(f'| run | LL idle look (ll_idle {ll.group(1) if ll else 1}) | LL left to the application (ll_idle 0) |\n|---|---|---|')
     cpu = {}
     for f in idle:
         m = re.search(r'stats-idle-(on(?:-noll)?)-(\d+)\.txt', f)
