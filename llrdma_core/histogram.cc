@@ -54,9 +54,13 @@ std::string stats_json(const llrdma_hist_t &h)
             o += std::to_string(h.cq_completions[p]);
             o += ",\"cq_events\":";
             o += std::to_string(h.cq_events[p]);
+            o += ",\"thread_completions\":";
+            o += std::to_string(h.thread_completions[p]);
         }
         o += '}';
     }
+    o += ",\"thread_cpu_us\":";
+    o += std::to_string(h.thread_cpu_us);
     o += '}';
     return o;
 }
@@ -169,16 +173,25 @@ int parse(const char *text, llrdma_rank_stats_t &r, std::string &why)
             return LLRDMA_ERR_INVALID;
         }
         // CQ counters: absent in dumps written before they existed (0 then).
-        for (int k = 0; k < 2 && p < 2; ++k) {
-            const char *key = k == 0 ? "cq_completions" : "cq_events";
+        for (int k = 0; k < 3 && p < 2; ++k) {
+            static const char *const keys[3] = {"cq_completions", "cq_events",
+                                                "thread_completions"};
+            uint64_t *dst[3] = {&r.hist.cq_completions[p], &r.hist.cq_events[p],
+                                &r.hist.thread_completions[p]};
+            const char *key = keys[k];
             const JValue *v = path->get(key);
             if (v == nullptr)
                 continue;
-            if (!u64_of(v, k == 0 ? r.hist.cq_completions[p] : r.hist.cq_events[p])) {
+            if (!u64_of(v, *dst[k])) {
                 why = name + "." + key + ": not a non-negative integer";
                 return LLRDMA_ERR_INVALID;
             }
         }
+    }
+    const JValue *cpu = st->get("thread_cpu_us");
+    if (cpu != nullptr && !u64_of(cpu, r.hist.thread_cpu_us)) {
+        why = "stats.thread_cpu_us: not a non-negative integer";
+        return LLRDMA_ERR_INVALID;
     }
     return LLRDMA_OK;
 }
@@ -205,7 +218,9 @@ extern "C" void llrdma_hist_merge(llrdma_hist_t *dst, const llrdma_hist_t *src)
     for (int p = 0; p < 2; ++p) {
         dst->cq_completions[p] += src->cq_completions[p];
         dst->cq_events[p] += src->cq_events[p];
+        dst->thread_completions[p] += src->thread_completions[p];
     }
+    dst->thread_cpu_us += src->thread_cpu_us;
 }
 
 extern "C" uint64_t llrdma_hist_totals(const llrdma_hist_t *h, uint64_t *counts)

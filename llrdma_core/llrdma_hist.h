@@ -42,6 +42,10 @@ typedef struct {
      * thread's wake-ups; 0 on a polled path).  Events per completion show
      * the moderation working. */
     uint64_t cq_completions[2], cq_events[2];
+    /* The progress thread's share of cq_completions (LL: taken while the
+     * application computed) and its CPU time (microseconds, summed over
+     * ports); 0 without a thread. */
+    uint64_t thread_completions[2], thread_cpu_us;
 } llrdma_hist_t;
 
 /* Hot path: inline, one count and one sum per fragment, no branch beyond the

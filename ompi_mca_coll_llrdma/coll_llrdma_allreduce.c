@@ -332,7 +332,7 @@ static int run_plan(const llrdma_ar_plan_t *plan, const void *sbuf, void *rbuf, 
         /* Small vector on the GPU, or a GPU other ranks use too: two whole
          * copies and the host path cost fewer GPU operations (each a context
          * switch when ranks share a GPU) than per-round staging;
-         * docs/benchmarks.md has the measurements. */
+         * docs/benchmarks-h200.md has the measurements. */
         return mca_coll_llrdma_gpu_fallback(sbuf, rbuf, count, dtype, op, comm, m, skind, rkind, 1);
     }
     if (LLRDMA_MEM_HOST != rkind) {

@@ -131,8 +131,12 @@ typedef struct mca_btl_llrdma_module_t {
     pthread_t thread;
     uint64_t completions[LLRDMA_NPATHS]; /* work completions polled per path */
     uint64_t events[LLRDMA_NPATHS];      /* completion events taken per path */
-    int failed;                          /* a module-wide fatal error was reported */
-    int running;                         /* creation finished: errors now go to ob1 */
+    uint64_t app_progress;               /* progress calls by the application (relaxed atomic) */
+    uint64_t thread_seen;                /* app_progress at the thread's last look */
+    uint64_t thread_completions[LLRDMA_NPATHS]; /* of completions[]: taken by the thread */
+    uint64_t thread_cpu_us;                     /* the thread's CPU time, when it ended */
+    int failed;                                 /* a module-wide fatal error was reported */
+    int running;                                /* creation finished: errors now go to ob1 */
     mca_btl_base_module_error_cb_fn_t error_cb;
 } mca_btl_llrdma_module_t;
 
@@ -164,9 +168,10 @@ typedef struct mca_btl_llrdma_component_t {
     int stall_warn_ms;      /* a peer without credits this long is reported (verbose 1) */
     int coalesce;           /* pack messages behind a queued fragment (docs/btl-design.md) */
     int progress_thread;    /* a thread per module sleeps on the BW CQs' events */
-    char *fork_safe;        /* auto | yes | no */
-    char *rdma;             /* get | put | off: ob1's RDMA protocol (btl_llrdma_rdma.c) */
-    char *gpu_rdma;         /* auto | dmabuf | peermem | off (btl_llrdma_gpu.c) */
+    int progress_thread_ll_idle_ms; /* the thread polls LL after this long without progress */
+    char *fork_safe;                /* auto | yes | no */
+    char *rdma;                     /* get | put | off: ob1's RDMA protocol (btl_llrdma_rdma.c) */
+    char *gpu_rdma;                 /* auto | dmabuf | peermem | off (btl_llrdma_gpu.c) */
 
     int output;                  /* opal_output stream for verbose messages */
     llrdma_rank_config_t config; /* what took effect on this rank */

@@ -242,6 +242,13 @@ int mca_btl_llrdma_register_params(void)
                   "safety (as MPI_THREAD_MULTIPLE does) because ob1's callbacks then run on "
                   "that thread",
                   OPAL_INFO_LVL_4, &c->progress_thread, 0);
+    (void)reg_int("progress_thread_ll_idle",
+                  "With the progress thread on: when the application has not called Open "
+                  "MPI's progress for this many milliseconds (it computes), the thread also "
+                  "polls the low-latency path, so ob1's rendezvous headers and FINs, which are "
+                  "small and travel there, are answered while the application computes.  "
+                  "0: the low-latency path is left to the application's threads",
+                  OPAL_INFO_LVL_5, &c->progress_thread_ll_idle_ms, 1);
     (void)reg_string("rdma",
                      "RDMA protocol offered to ob1 for large contiguous messages: get (the "
                      "receiver reads the sender's buffer, RGET), put (the sender writes into "
@@ -304,6 +311,7 @@ void mca_btl_llrdma_check_params(void)
     check_min("connect_timeout", c->connect_timeout_s, 1, "seconds");
     check_min("cm_timeout", c->cm_timeout_ms, 1, "milliseconds");
     check_min("stall_warn", c->stall_warn_ms, 0, "milliseconds");
+    check_min("progress_thread_ll_idle", c->progress_thread_ll_idle_ms, 0, "milliseconds");
     if (NULL == c->rdma || (0 != strcmp(c->rdma, "get") && 0 != strcmp(c->rdma, "put") &&
                             0 != strcmp(c->rdma, "off"))) {
         char v[160];

@@ -664,7 +664,9 @@ static void module_destroy(mca_btl_llrdma_module_t *m)
     for (int p = 0; p < LLRDMA_NPATHS; ++p) {
         h->cq_completions[p] += m->completions[p];
         h->cq_events[p] += m->events[p];
+        h->thread_completions[p] += m->thread_completions[p];
     }
+    h->thread_cpu_us += m->thread_cpu_us;
 
     /* QPs before the CQs and SRQs they use; ids after their QPs. */
     while (NULL != (item = opal_list_remove_first(&m->conns))) {
@@ -904,7 +906,10 @@ int mca_btl_llrdma_module_granted(const mca_btl_llrdma_module_t *m, llrdma_devic
                                      path_name(p), path->srq_depth, pp->rq_depth);
             ++misses;
         }
-        if (0 == path->cq_moderation) {
+        /* Moderation acts on completion events, which only the progress
+         * thread asks for: without it a device that lacks moderation
+         * changes nothing (the dump still says cq_moderation_supported). */
+        if (0 == path->cq_moderation && m->thread_running) {
             used += (size_t)snprintf(why + used, used < whylen ? whylen - used : 0,
                                      "%s CQ moderation (%u completions / %u us) not supported "
                                      "by the device; ",

@@ -217,6 +217,9 @@ int mca_btl_llrdma_module_progress(mca_btl_llrdma_module_t *m)
 {
     int count;
 
+    /* The application is in Open MPI: the progress thread leaves the LL
+     * path to it (btl_llrdma_thread.c). */
+    __atomic_fetch_add(&m->app_progress, 1, __ATOMIC_RELAXED);
     if (0 != OPAL_THREAD_TRYLOCK(&m->lock)) {
         return 0;
     }

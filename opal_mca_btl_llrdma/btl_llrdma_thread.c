@@ -6,7 +6,11 @@
  * and looks after connection set-up and credits, all under the module lock,
  * while the application's threads compute.  The low-latency path is never
  * armed: the application's threads busy-poll it (docs/btl-design.md
- * "Threads").
+ * "Threads").  Only when the application has not called progress for
+ * btl_llrdma_progress_thread_ll_idle ms (it computes) does the thread poll
+ * the LL path too, on that period: ob1's rendezvous headers and FINs are
+ * small and travel there, so without it a transfer above the hint could
+ * not start or end while the application computes.
  *
  * Event protocol (verbs): arm the CQ (ibv_req_notify_cq) when it is
  * created; on an event take it (ibv_get_cq_event), acknowledge it, re-arm,
@@ -24,6 +28,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "opal/util/output.h"
@@ -96,9 +101,27 @@ static int take_events(mca_btl_llrdma_module_t *m)
     return n;
 }
 
+/* The LL path, when the application has not progressed since the last
+ * look (it computes).  Module lock held. */
+static void poll_ll_if_idle(mca_btl_llrdma_module_t *m)
+{
+    uint64_t seen = __atomic_load_n(&m->app_progress, __ATOMIC_RELAXED);
+    int n;
+
+    if (seen != m->thread_seen) {
+        m->thread_seen = seen; /* the application polls LL itself */
+        return;
+    }
+    n = mca_btl_llrdma_module_poll_path(m, LLRDMA_PATH_LL, LLRDMA_THREAD_ROUNDS);
+    m->thread_completions[LLRDMA_PATH_LL] += (uint64_t)n;
+}
+
 static void *progress_main(void *arg)
 {
     mca_btl_llrdma_module_t *m = (mca_btl_llrdma_module_t *)arg;
+    const int ll_idle =
+        m->path_used[LLRDMA_PATH_LL] ? mca_btl_llrdma_component.progress_thread_ll_idle_ms : 0;
+    struct timespec cpu;
 
     for (;;) {
         /* CQ events, kicks, and connection events (a peer's request is
@@ -107,7 +130,7 @@ static void *progress_main(void *arg)
                                 {.fd = m->wake_fd, .events = POLLIN},
                                 {.fd = m->cm_channel->fd, .events = POLLIN}};
         uint64_t kicks;
-        int timeout, rc, stop;
+        int timeout, rc, stop, n;
 
         MCA_BTL_LLRDMA_LOCK(m);
         stop = m->thread_stop;
@@ -116,6 +139,9 @@ static void *progress_main(void *arg)
         MCA_BTL_LLRDMA_UNLOCK(m);
         if (stop) {
             break; /* finalize */
+        }
+        if (ll_idle > 0 && (timeout < 0 || ll_idle < timeout)) {
+            timeout = ll_idle;
         }
         rc = poll(fds, 3, timeout);
         if (rc < 0 && EINTR != errno) {
@@ -126,10 +152,29 @@ static void *progress_main(void *arg)
         if (rc > 0 && 0 != fds[1].revents) {
             (void)!read(m->wake_fd, &kicks, sizeof(kicks));
         }
+        /* A wake-up on the idle timer alone costs the poll() and two CQ
+         * polls (user space on rxe and mlx5): no system call for an event
+         * channel or the CM unless their fds said so or set-ups, retries
+         * or credit waits exist (measured: docs/benchmarks-softroce.md). */
         MCA_BTL_LLRDMA_LOCK(m);
-        (void)take_events(m);
-        (void)mca_btl_llrdma_module_poll_path(m, LLRDMA_PATH_BW, LLRDMA_THREAD_ROUNDS);
-        (void)mca_btl_llrdma_module_progress_control(m);
+        if (rc > 0 && 0 != fds[0].revents) {
+            (void)take_events(m);
+        }
+        n = mca_btl_llrdma_module_poll_path(m, LLRDMA_PATH_BW, LLRDMA_THREAD_ROUNDS);
+        m->thread_completions[LLRDMA_PATH_BW] += (uint64_t)n;
+        if (ll_idle > 0) {
+            poll_ll_if_idle(m);
+        }
+        if ((rc > 0 && 0 != fds[2].revents) || m->connecting > 0 || m->retrying > 0 ||
+            m->waiting > 0) {
+            (void)mca_btl_llrdma_module_progress_control(m);
+        }
+        MCA_BTL_LLRDMA_UNLOCK(m);
+    }
+    /* What the thread cost, for the dump (RUSAGE_THREAD's clock). */
+    if (0 == clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu)) {
+        MCA_BTL_LLRDMA_LOCK(m);
+        m->thread_cpu_us = (uint64_t)cpu.tv_sec * 1000000u + (uint64_t)cpu.tv_nsec / 1000u;
         MCA_BTL_LLRDMA_UNLOCK(m);
     }
     return NULL;

@@ -391,7 +391,14 @@ static int show_stats(int argc, char **argv)
             if (0 != n && 0 != e) {
                 printf(" (%.3f events per completion)", (double)e / (double)n);
             }
+            if (0 != r->hist.thread_completions[p]) {
+                printf(", %llu of them by the progress thread",
+                       (unsigned long long)r->hist.thread_completions[p]);
+            }
             printf("%s", 0 == p ? ";" : "\n");
+        }
+        if (0 != r->hist.thread_cpu_us) {
+            printf("  progress thread CPU time: %.3f s\n", 1e-6 * (double)r->hist.thread_cpu_us);
         }
         printf("  %-18s %12s %12s %12s\n", "payload", "ll", "bw", "rdma");
         for (unsigned b = 0; b < LLRDMA_HIST_BUCKETS; ++b) {

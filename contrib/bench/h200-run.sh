@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark and GPU-test run on the H200 device machines (Ubuntu 24.04, Open MPI
 # 4.1.6, CUDA 13; `nvidia-h200-x2`: 2 GPUs, 32 cores), from a `make dist`
-# tarball.  The steps behind the dated H200 tables in docs/benchmarks.md.
+# tarball.  The steps behind the dated H200 tables in docs/benchmarks-h200.md.
 # Writes CSVs and logs under $OUT/res (tar it: the device tool returns at most
 # 8 files).
 #   make dist here, then on the machine:  bash contrib/bench/h200-run.sh llrdma-*.tar.gz

@@ -1,7 +1,7 @@
 # NCCL's all_reduce through torch.distributed, one rank per GPU: P50/P99 per size
 # (float32 sum, 8 B..256 MB; per iteration the maximum over ranks, each
 # iteration synchronised), CSV on rank 0's stdout.  The side-by-side peer of
-# `llrdma-bench allreduce --device` in docs/benchmarks.md.
+# `llrdma-bench allreduce --device` in docs/benchmarks-h200.md.
 #   torchrun --nproc_per_node 2 contrib/bench/nccl-allreduce.py > nccl.csv
 import os, sys, time, torch, torch.distributed as dist
 dist.init_process_group("nccl")

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Soft-RoCE benchmark of btl/llrdma, used for the "Soft-RoCE" section of
-# docs/benchmarks.md.  Each repetition boots one Soft-RoCE guest
+# docs/benchmarks-softroce.md.  Each repetition boots one Soft-RoCE guest
 # (contrib/softroce-vm, TCG) and measures, side by side on the same rxe0:
 #   1. the raw verbs floor: perftest ib_send_lat, 8 B (one-way figures; x2 = round trip)
 #   2. btl/llrdma: llrdma-bench sweep --hints 0,8K,64K over pml ob1 + btl self,llrdma
@@ -97,7 +97,7 @@ control() {
   done
 }
 
-# Medians over the repetitions in $1 (rep*/): the tables of docs/benchmarks.md.
+# Medians over the repetitions in $1 (rep*/): the tables of docs/benchmarks-softroce.md.
 summary() {
   python3 - "$1" <<'PYEOF'
 import csv, glob, os, re, statistics as st, sys

@@ -13,7 +13,7 @@ extern "C" uint64_t llrdma_ar_dev_stage_max(const llrdma_ar_dev_rule_t *r)
         return r->stage_max;
     // With an arena the device path wins from 32K (2 H200s, one rank each:
     // 25 against 43 us); without one per-segment PML staging only from
-    // about 2M (docs/benchmarks.md).
+    // about 2M (docs/benchmarks-h200.md).
     return r->arena ? uint64_t(16) << 10 : uint64_t(2) << 20;
 }
 

@@ -216,6 +216,7 @@ void fw_begin(void)
     c->stall_warn_ms = 2000;
     c->coalesce = 1; /* the knob's default */
     c->progress_thread = 0;
+    c->progress_thread_ll_idle_ms = 1; /* the knob's default */
     c->rdma = rdma_get;
     c->gpu_rdma = gpu_auto;
     /* No libcuda: every buffer is host memory unless a test says otherwise. */

@@ -306,14 +306,27 @@ static void test_granted_less_is_reported(void)
     CHECK(64 == m->granted.inline_bytes[LL]);
     CHECK(64 == m->lim.inline_max[LL]);
     CHECK(20 == m->path[LL].srq_depth && 20 == m->path[LL].rq.cap);
-    CHECK(4 == mca_btl_llrdma_module_granted(m, &dev, why, sizeof(why)));
+    /* No progress thread: moderation acts on nothing, so it is no miss. */
+    CHECK(3 == mca_btl_llrdma_module_granted(m, &dev, why, sizeof(why)));
     CHECK(NULL != strstr(why, "ll inline 64 of 256"));
-    CHECK(NULL != strstr(why, "CQ moderation"));
+    CHECK(NULL == strstr(why, "CQ moderation"));
     CHECK(NULL != strstr(why, "ll receive queue holds 20 buffers, less than one connection's 64"));
     CHECK(NULL != strstr(why, "bw receive queue holds 20 buffers"));
     CHECK(0 == dev.cq_moderation_supported);
     CHECK(64 == dev.max_inline_granted_ll);
     CHECK(20 == dev.rq_depth_granted_ll);
+    fw_end(0);
+
+    /* With the thread, the missing moderation is reported. */
+    fw_begin();
+    fake_lock_install(); /* the thread polls the fake too */
+    fake.modify_cq_supported = 0;
+    mca_btl_llrdma_component.progress_thread = 1;
+    CHECK(0 == fw_add(8192, 0, 0));
+    mca_btl_llrdma_component.progress_thread = 0;
+    CHECK(fw[0].m->thread_running);
+    CHECK(1 == mca_btl_llrdma_module_granted(fw[0].m, &dev, why, sizeof(why)));
+    CHECK(NULL != strstr(why, "bw CQ moderation (16 completions / 8 us) not supported"));
     fw_end(0);
 }
 

@@ -211,10 +211,65 @@ static void progress_thread_case(int moderation)
     memset(&mca_btl_llrdma_component.hist, 0, sizeof(mca_btl_llrdma_component.hist));
 }
 
+/* Process 0 has the thread and its application never calls progress (it
+ * computes): LL messages from process 1 reach ob1 through the thread's idle
+ * look at the LL path, and only through it (ll_idle 0: not before process 0
+ * progresses itself). */
+static void ll_idle_case(int ll_idle_ms)
+{
+    const int n = 20;
+    uint64_t by_thread;
+    int r;
+
+    fw_begin();
+    fake_lock_install();
+    mca_btl_llrdma_component.progress_thread = 1;
+    mca_btl_llrdma_component.progress_thread_ll_idle_ms = ll_idle_ms;
+    CHECK(0 == fw_add(4096, 0, 0));
+    mca_btl_llrdma_component.progress_thread = 0;
+    CHECK(1 == fw_add(4096, 0, 0));
+    CHECK(fw[0].m->thread_running);
+    fw_mesh();
+    for (int k = 0; k < n; ++k) {
+        int rc = fw_send(1, 0, 100, 0);
+        CHECK(OPAL_SUCCESS == rc || 1 == rc);
+    }
+    /* 2 s at most, or 300 ms when nothing may arrive. */
+    for (r = 0; r < (ll_idle_ms > 0 ? 20000 : 3000) && received_locked(0, 1) < (uint32_t)n; ++r) {
+        fw_progress_one(1, 1);
+        usleep(100);
+    }
+    MCA_BTL_LLRDMA_LOCK(fw[0].m);
+    by_thread = fw[0].m->thread_completions[LL];
+    MCA_BTL_LLRDMA_UNLOCK(fw[0].m);
+    printf("# ll_idle %d ms: %u of %d LL messages received while the application computed, "
+           "%llu LL completions by the thread\n",
+           ll_idle_ms, received_locked(0, 1), n, (unsigned long long)by_thread);
+    if (ll_idle_ms > 0) {
+        CHECK((uint32_t)n == received_locked(0, 1));
+        CHECK(by_thread >= (uint64_t)n);
+    } else {
+        CHECK(0 == received_locked(0, 1));
+        CHECK(0 == by_thread);
+        for (r = 0; r < 20000 && received_locked(0, 1) < (uint32_t)n; ++r) {
+            fw_progress(1); /* the application is back */
+        }
+        CHECK((uint32_t)n == received_locked(0, 1));
+    }
+    fw_end(0);
+    if (ll_idle_ms > 0) {
+        CHECK(mca_btl_llrdma_component.hist.thread_completions[LL] >= (uint64_t)n);
+        CHECK(mca_btl_llrdma_component.hist.thread_cpu_us > 0);
+    }
+    memset(&mca_btl_llrdma_component.hist, 0, sizeof(mca_btl_llrdma_component.hist));
+}
+
 static void test_progress_thread(void)
 {
     progress_thread_case(1);
     progress_thread_case(0);
+    ll_idle_case(1);
+    ll_idle_case(0);
 }
 
 /* ------------------------------------------- several threads at once */

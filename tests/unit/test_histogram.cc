@@ -116,6 +116,9 @@ BOOST_AUTO_TEST_CASE(finalize_record_round_trip)
     h.cq_completions[LLRDMA_HIST_LL] = 1000;
     h.cq_completions[LLRDMA_HIST_BW] = 640;
     h.cq_events[LLRDMA_HIST_BW] = 40;
+    h.thread_completions[LLRDMA_HIST_LL] = 12;
+    h.thread_completions[LLRDMA_HIST_BW] = 600;
+    h.thread_cpu_us = 123456;
     static char buf[LLRDMA_STATS_JSON_MAX];
     BOOST_REQUIRE(llrdma_stats_to_json(&c, &h, buf, sizeof buf) == LLRDMA_OK);
     std::string s(buf);
@@ -126,7 +129,9 @@ BOOST_AUTO_TEST_CASE(finalize_record_round_trip)
     BOOST_TEST(s.find("btl_status") == std::string::npos); // the MPI_Init record has it
     BOOST_TEST(s.find("\"bucket_max\":[1,2,4,") != std::string::npos);
     BOOST_TEST(s.find("1073741824,null]") != std::string::npos);
-    BOOST_TEST(s.find("\"cq_completions\":640,\"cq_events\":40}") != std::string::npos);
+    BOOST_TEST(s.find("\"cq_completions\":640,\"cq_events\":40,\"thread_completions\":600}") !=
+               std::string::npos);
+    BOOST_TEST(s.find("\"thread_cpu_us\":123456}") != std::string::npos);
     BOOST_TEST(s.back() == '}');
     BOOST_TEST(s.find('\n') == std::string::npos);
 
