@@ -36,6 +36,23 @@ MODES=${MODES:-latency overlap idle}
 LL_IDLE=${LL_IDLE:-10}
 B=(--mca pml ob1 --mca btl self,llrdma --bind-to none --mca mpi_yield_when_idle 1)
 
+# overlap DIR TAG HINT MODE BYTES: one t_threads overlap run (MODE: off, on = the LL
+# idle look at LL_IDLE ms, on-noll = the thread without it), its dumps summarised.
+overlap() {
+  local d=$1 tag=$2 hint=$3 mode=$4 n=$5 pt=1 idle=$LL_IDLE
+  [[ $mode == off ]] && pt=0
+  [[ $mode == on-noll ]] && idle=0
+  mkdir -p "$d/dump-$tag"
+  timeout 300 mpirun -np 2 "${B[@]}" --mca btl_llrdma_size_hint "$hint" \
+    --mca btl_llrdma_progress_thread "$pt" --mca btl_llrdma_progress_thread_ll_idle "$idle" \
+    --mca btl_llrdma_dump "$d/dump-$tag/d-%r.json" \
+    "$T_THREADS" overlap "$COMPUTE_MS" "$n" > "$d/overlap-$tag.txt" 2>&1
+  echo "overlap $tag rc=$?"
+  grep -h 'overlap rank' "$d/overlap-$tag.txt"
+  llrdma-check --stats "$d/dump-$tag"/d-*.json > "$d/stats-$tag.txt" 2>&1
+  grep -hE 'cq:|progress thread' "$d/stats-$tag.txt"
+}
+
 guest() {
   local d=$1 r lvl hint mode
   mkdir -p "$d"
@@ -59,18 +76,7 @@ guest() {
   [[ $MODES == *overlap* ]] && for r in $(seq "$REPS"); do
     for hint in 0 8K; do
       for mode in off on on-noll; do
-        local pt=1 idle=$LL_IDLE tag="$hint-$mode-$r"
-        [[ $mode == off ]] && pt=0
-        [[ $mode == on-noll ]] && idle=0
-        mkdir -p "$d/dump-$tag"
-        timeout 300 mpirun -np 2 "${B[@]}" --mca btl_llrdma_size_hint "$hint" \
-          --mca btl_llrdma_progress_thread "$pt" --mca btl_llrdma_progress_thread_ll_idle "$idle" \
-          --mca btl_llrdma_dump "$d/dump-$tag/d-%r.json" \
-          "$T_THREADS" overlap "$COMPUTE_MS" "$SIZE" > "$d/overlap-$tag.txt" 2>&1
-        echo "overlap $tag rc=$?"
-        grep -h 'overlap rank' "$d/overlap-$tag.txt"
-        llrdma-check --stats "$d/dump-$tag"/d-*.json > "$d/stats-$tag.txt" 2>&1
-        grep -hE 'cq:|progress thread' "$d/stats-$tag.txt"
+        overlap "$d" "$hint-$mode-$r" "$hint" "$mode" "$SIZE"
       done
     done
   done
@@ -79,17 +85,7 @@ guest() {
   # in the context of whichever thread posts or polls: see docs/benchmarks-softroce.md).
   [[ $MODES == *idle* ]] && for r in $(seq "$REPS"); do
     for mode in on on-noll; do
-      local idle=$LL_IDLE tag="idle-$mode-$r"
-      [[ $mode == on-noll ]] && idle=0
-      mkdir -p "$d/dump-$tag"
-      timeout 300 mpirun -np 2 "${B[@]}" --mca btl_llrdma_size_hint 8K \
-        --mca btl_llrdma_progress_thread 1 --mca btl_llrdma_progress_thread_ll_idle "$idle" \
-        --mca btl_llrdma_dump "$d/dump-$tag/d-%r.json" \
-        "$T_THREADS" overlap "$COMPUTE_MS" 8 > "$d/overlap-$tag.txt" 2>&1
-      echo "overlap $tag rc=$?"
-      grep -h 'overlap rank' "$d/overlap-$tag.txt"
-      llrdma-check --stats "$d/dump-$tag"/d-*.json > "$d/stats-$tag.txt" 2>&1
-      grep -hE 'cq:|progress thread' "$d/stats-$tag.txt"
+      overlap "$d" "idle-$mode-$r" 8K "$mode" 8
     done
   done
   echo "=== done"

@@ -269,6 +269,11 @@ LOCKED(struct ibv_cq *, create_cq,
        (struct ibv_context * c, int n, void *ctx, struct ibv_comp_channel *ch, int v),
        (c, n, ctx, ch, v))
 LOCKED(int, destroy_cq, (struct ibv_cq * cq), (cq))
+LOCKED(struct ibv_pd *, alloc_pd, (struct ibv_context * c), (c))
+LOCKED(int, dealloc_pd, (struct ibv_pd * pd), (pd))
+LOCKED(struct ibv_srq *, create_srq, (struct ibv_pd * pd, struct ibv_srq_init_attr *a), (pd, a))
+LOCKED(int, query_srq, (struct ibv_srq * s, struct ibv_srq_attr *a), (s, a))
+LOCKED(int, destroy_srq, (struct ibv_srq * s), (s))
 LOCKED(int, modify_cq, (struct ibv_cq * cq, struct ibv_modify_cq_attr *a), (cq, a))
 LOCKED(int, query_qp,
        (struct ibv_qp * qp, struct ibv_qp_attr *a, int mask, struct ibv_qp_init_attr *i),
@@ -327,6 +332,11 @@ void fake_lock_install(void)
     SWAP(dereg_mr);
     SWAP(create_cq);
     SWAP(destroy_cq);
+    SWAP(alloc_pd);
+    SWAP(dealloc_pd);
+    SWAP(create_srq);
+    SWAP(query_srq);
+    SWAP(destroy_srq);
     SWAP(modify_cq);
     SWAP(query_qp);
     SWAP(modify_qp);

@@ -255,8 +255,13 @@ void fake_cq_completion_added(fake_cq_t *f);
 void fake_cq_channel_attach(fake_cq_t *f);
 void fake_events_tick(void);
 int fake_cq_destroy_check(fake_cq_t *f);
+/* The call counter is atomic: entries that the lock layer (fake_events.c)
+ * does not serialise, e.g. set-up calls of one process, may run while
+ * another process's progress thread polls. */
 #define FAKE_FAIL_POINT()                                                                          \
-    (++fake.calls == fake.fail_at ? (fake.failed_fn = __func__, fake.failed = 1) : 0)
+    (__atomic_add_fetch(&fake.calls, 1, __ATOMIC_RELAXED) == fake.fail_at                          \
+         ? (fake.failed_fn = __func__, fake.failed = 1)                                            \
+         : 0)
 extern struct ibv_context fake_ctx;
 void fake_fault(int *counter, const char *fmt, ...);
 struct ibv_qp *fake_new_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a);
