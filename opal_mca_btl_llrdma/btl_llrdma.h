@@ -131,8 +131,9 @@ typedef struct mca_btl_llrdma_module_t {
     pthread_t thread;
     uint64_t completions[LLRDMA_NPATHS]; /* work completions polled per path */
     uint64_t events[LLRDMA_NPATHS];      /* completion events taken per path */
-    uint64_t app_progress;               /* progress calls by the application (relaxed atomic) */
-    uint64_t thread_seen;                /* app_progress at the thread's last look */
+    int ll_idle_look;      /* the thread looks at LL when the application is idle: set once */
+    uint64_t app_progress; /* progress calls by the application (relaxed atomic) */
+    uint64_t thread_seen;  /* app_progress at the thread's last look */
     uint64_t thread_completions[LLRDMA_NPATHS]; /* of completions[]: taken by the thread */
     uint64_t thread_cpu_us;                     /* the thread's CPU time, when it ended */
     int failed;                                 /* a module-wide fatal error was reported */

@@ -218,8 +218,11 @@ int mca_btl_llrdma_module_progress(mca_btl_llrdma_module_t *m)
     int count;
 
     /* The application is in Open MPI: the progress thread leaves the LL
-     * path to it (btl_llrdma_thread.c). */
-    __atomic_fetch_add(&m->app_progress, 1, __ATOMIC_RELAXED);
+     * path to it (btl_llrdma_thread.c).  Only then: without the look this
+     * hot path pays no atomic. */
+    if (m->ll_idle_look) {
+        __atomic_fetch_add(&m->app_progress, 1, __ATOMIC_RELAXED);
+    }
     if (0 != OPAL_THREAD_TRYLOCK(&m->lock)) {
         return 0;
     }

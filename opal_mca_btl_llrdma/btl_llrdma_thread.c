@@ -119,8 +119,7 @@ static void poll_ll_if_idle(mca_btl_llrdma_module_t *m)
 static void *progress_main(void *arg)
 {
     mca_btl_llrdma_module_t *m = (mca_btl_llrdma_module_t *)arg;
-    const int ll_idle =
-        m->path_used[LLRDMA_PATH_LL] ? mca_btl_llrdma_component.progress_thread_ll_idle_ms : 0;
+    const int ll_idle = m->ll_idle_look ? mca_btl_llrdma_component.progress_thread_ll_idle_ms : 0;
     struct timespec cpu;
 
     for (;;) {
@@ -194,8 +193,12 @@ void mca_btl_llrdma_thread_start(mca_btl_llrdma_module_t *m)
     /* ob1's callbacks will run on the thread: Open MPI must take its locks
      * (as under MPI_THREAD_MULTIPLE; it never turns them off again). */
     opal_set_using_threads(true);
+    /* Set before the thread and the application's progress can read it. */
+    m->ll_idle_look =
+        m->path_used[LLRDMA_PATH_LL] && mca_btl_llrdma_component.progress_thread_ll_idle_ms > 0;
     if (0 != pthread_create(&m->thread, NULL, progress_main, m)) {
         snprintf(m->thread_why, sizeof(m->thread_why), "pthread_create failed");
+        m->ll_idle_look = 0;
         close(m->wake_fd);
         m->wake_fd = -1;
         return;

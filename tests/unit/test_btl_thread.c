@@ -248,6 +248,10 @@ static void ll_idle_case(int ll_idle_ms)
     if (ll_idle_ms > 0) {
         CHECK((uint32_t)n == received_locked(0, 1));
         CHECK(by_thread >= (uint64_t)n);
+        /* The application's progress calls are counted for the thread... */
+        CHECK(fw[0].m->ll_idle_look);
+        fw_progress_one(0, 3);
+        CHECK(__atomic_load_n(&fw[0].m->app_progress, __ATOMIC_RELAXED) >= 3);
     } else {
         CHECK(0 == received_locked(0, 1));
         CHECK(0 == by_thread);
@@ -255,7 +259,11 @@ static void ll_idle_case(int ll_idle_ms)
             fw_progress(1); /* the application is back */
         }
         CHECK((uint32_t)n == received_locked(0, 1));
+        CHECK(!fw[0].m->ll_idle_look);
+        CHECK(0 == fw[0].m->app_progress);
     }
+    /* ...and only when there is a look: no atomic on a hot path for nothing. */
+    CHECK(!fw[1].m->ll_idle_look && 0 == fw[1].m->app_progress);
     fw_end(0);
     if (ll_idle_ms > 0) {
         CHECK(mca_btl_llrdma_component.hist.thread_completions[LL] >= (uint64_t)n);
