@@ -43,7 +43,7 @@ guest() {
   export PATH="$PREFIX/bin:$PATH" LD_LIBRARY_PATH="$PREFIX/lib"
   export OMPI_MCA_mca_base_component_path="$PREFIX/lib/openmpi:SYS_DEFAULT"
   # As tests/cluster/env.sh: what reaches the other node, keepalives on mpirun's links.
-  local C="--hostfile $SOFTROCE_VM_HOSTFILE -x LD_LIBRARY_PATH --bind-to none
+  local C="--hostfile $SOFTROCE_VM_HOSTFILE -x PATH -x LD_LIBRARY_PATH --bind-to none
     --mca mpi_yield_when_idle 1 --mca oob_tcp_keepalive_time 5"
   local OB1="--mca pml ob1 --mca btl self,vader,llrdma"
   local UCX="--mca pml ucx --mca btl ^vader,tcp,openib,uct,ofi,llrdma --mca osc ^ucx
