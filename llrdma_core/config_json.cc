@@ -125,6 +125,7 @@ std::string to_json(const llrdma_rank_config_t &c)
     put_u64(o, "min_rnr_timer", d.min_rnr_timer);
     put_u64(o, "rnr_retry", d.rnr_retry);
     put_u64(o, "retry_count", d.retry_count);
+    put_u64(o, "ack_timeout", d.ack_timeout);
     put_u64(o, "rd_atomic_granted", d.rd_atomic_granted);
     put_u64(o, "dest_rd_atomic_granted", d.dest_rd_atomic_granted);
     put_u64(o, "rdma_limit_granted", d.rdma_limit_granted);
@@ -316,6 +317,7 @@ bool from_json(const char *json, llrdma_rank_config_t &c)
         dr.unsig("min_rnr_timer", d.min_rnr_timer, UINT32_MAX);
         dr.unsig("rnr_retry", d.rnr_retry, UINT32_MAX);
         dr.unsig("retry_count", d.retry_count, UINT32_MAX);
+        dr.unsig("ack_timeout", d.ack_timeout, UINT32_MAX);
         dr.unsig("rd_atomic_granted", d.rd_atomic_granted, UINT32_MAX);
         dr.unsig("dest_rd_atomic_granted", d.dest_rd_atomic_granted, UINT32_MAX);
         dr.unsig("rdma_limit_granted", d.rdma_limit_granted, UINT64_MAX);

@@ -366,6 +366,14 @@ int llrdma_ar_plan_hier(size_t bytes, size_t dtype_size, const llrdma_ar_topo_t 
                         uint64_t hint, size_t eager_bytes, int forced_alg, size_t forced_segment,
                         llrdma_ar_plan_t *out);
 
+/* The largest message in bytes that the inter-node step of a HIER plan sends
+ * for a vector of count elements of esize bytes (0: none, or not a HIER
+ * plan): the largest slice for recursive doubling and for the fold onto a
+ * power of two, the first half of it for Rabenseifner on a power of two of
+ * nodes, the ring's segment (at most a block of the slice).  The glue sends
+ * a call whose messages all fit the PML's eager limit through the PML. */
+size_t llrdma_ar_hier_msg_max(const llrdma_ar_plan_t *plan, size_t count, size_t esize);
+
 /* Test-only node grouping (coll_llrdma_node_split): "" = off; "N" = blocks
  * of N consecutive world ranks; "A,B,..." = groups of A, B, ... ranks, which
  * must cover the world exactly.  Parses text into sizes[0..*n-1] (at most

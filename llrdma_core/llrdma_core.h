@@ -154,6 +154,8 @@ typedef struct {
     /* Set on every connection's QP: RNR back-off asked of senders (IB
      * encoding), RNR and transport retries. */
     uint32_t min_rnr_timer, rnr_retry, retry_count;
+    /* ACK timeout set on every QP (IB encoding); 0 = rdma_cm's default. */
+    uint32_t ack_timeout;
     /* RDMA on the BW path: reads outstanding (initiator depth) and answered
      * (responder resources) as granted -- by the device's limits at start-up,
      * then as read back from the first BW connection's QP -- and the largest

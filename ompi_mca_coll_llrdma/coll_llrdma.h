@@ -118,6 +118,10 @@ typedef struct mca_coll_llrdma_module_t {
      * (NULL: the PML), and the BTL put transport's state when it is that. */
     const struct mca_coll_llrdma_net *net;
     struct mca_coll_llrdma_btlnet *btlnet;
+    /* With net btl under auto: calls whose inter-node messages are all at
+     * most this many bytes (the smallest eager limit of btl/llrdma to any
+     * rank's inter-node peers, agreed at set-up) take the PML. */
+    size_t net_eager;
     int hier_said; /* a broken node arena was reported */
     /* The GPU peer path (coll_llrdma_peer.c): its state (same on every
      * rank), mapped peer allocations and events, exported handles, this
@@ -217,6 +221,13 @@ typedef struct mca_coll_llrdma_net {
 void mca_coll_llrdma_net_setup(struct mca_coll_llrdma_module_t *m,
                                struct ompi_communicator_t *comm);
 const mca_coll_llrdma_net_t *mca_coll_llrdma_net_of(const struct mca_coll_llrdma_module_t *m);
+/* The transport of one hierarchical call (plan of count elements of esize
+ * bytes): the communicator's, except that under auto a call whose
+ * inter-node messages all fit the eager limit takes the PML.  The same on
+ * every rank (equal plans, agreed limit). */
+const mca_coll_llrdma_net_t *mca_coll_llrdma_net_for(const struct mca_coll_llrdma_module_t *m,
+                                                     const llrdma_ar_plan_t *plan, size_t count,
+                                                     size_t esize);
 const char *mca_coll_llrdma_net_name(int knob); /* "auto", "pml", "btl" */
 
 /* coll_llrdma_btlnet.c: the BTL put transport (see there). */

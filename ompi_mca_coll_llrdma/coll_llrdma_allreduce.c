@@ -297,7 +297,7 @@ static int run_plan(const llrdma_ar_plan_t *plan, const void *sbuf, void *rbuf, 
             llrdma_ar_op_name(lop), comm->c_name, ompi_comm_size(comm), (unsigned long)m->hint,
             plan->nodes, plan->slices, llrdma_ar_alg_name(plan->inter_alg), plan->inter_why,
             (unsigned long)plan->segment_bytes, plan->nsegments_in_flight,
-            mca_coll_llrdma_net_of(m)->name,
+            mca_coll_llrdma_net_for(m, plan, (size_t)count, esize)->name,
             LLRDMA_MEM_HOST != rkind ? where(rkind) : where(skind));
     } else if (c->verbose >= 10) {
         opal_output_verbose(
@@ -361,7 +361,7 @@ static int run_plan(const llrdma_ar_plan_t *plan, const void *sbuf, void *rbuf, 
     tc.shm = NULL != m->shm.base ? &m->shm : NULL;
     if (LLRDMA_AR_HIER == plan->alg) {
         /* The only messages are the inter-node step's: through the seam. */
-        const mca_coll_llrdma_net_t *net = mca_coll_llrdma_net_of(m);
+        const mca_coll_llrdma_net_t *net = mca_coll_llrdma_net_for(m, plan, (size_t)count, esize);
         if (NULL != net->begin) {
             tc.ctx = net->begin(m, &ctx);
         }

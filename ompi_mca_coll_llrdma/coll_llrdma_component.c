@@ -187,7 +187,8 @@ static int llrdma_register(void)
             "writes (btl_put) of btl/llrdma straight into the receiver's registered buffer, "
             "with small READY / DONE messages over the PML; pml = point-to-point messages "
             "through the PML (ob1 picks the BTL); auto = btl when every rank reaches each of "
-            "its inter-node peers through btl/llrdma RDMA, else pml. A forced btl that some "
+            "its inter-node peers through btl/llrdma RDMA (calls whose inter-node messages all "
+            "fit btl/llrdma's eager limit still take pml), else pml. A forced btl that some "
             "rank cannot meet is said (naming the peer) and the communicator uses pml",
             nets, OPAL_INFO_LVL_5, &c->internode_transport);
     }

@@ -11,14 +11,22 @@
  *    (coll_llrdma_btlnet.c), the BTL found per peer as osc/rdma finds it.
  * Chosen once per communicator, at its set-up, the same on every rank
  * (coll_llrdma_internode_transport; docs/allreduce.md, "Transport seam").
+ * Under auto, calls whose inter-node messages all fit the BTL's eager limit
+ * still take the PML: one eager message each, where a put costs READY, the
+ * write and DONE (2-4x slower up to 32 KB across two Soft-RoCE guests,
+ * docs/benchmarks-cluster.md).
  */
 #include "ompi_config.h"
 
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "mpi.h"
 #include "ompi/communicator/communicator.h"
 #include "ompi/constants.h"
+#include "ompi/mca/bml/bml.h"
+#include "opal/mca/btl/btl.h"
 #include "opal/util/output.h"
 
 #include "coll_llrdma.h"
@@ -51,6 +59,19 @@ const mca_coll_llrdma_net_t *mca_coll_llrdma_net_of(const mca_coll_llrdma_module
     return NULL != m->net ? m->net : &pml_net;
 }
 
+const mca_coll_llrdma_net_t *mca_coll_llrdma_net_for(const mca_coll_llrdma_module_t *m,
+                                                     const llrdma_ar_plan_t *plan, size_t count,
+                                                     size_t esize)
+{
+    const mca_coll_llrdma_net_t *net = mca_coll_llrdma_net_of(m);
+
+    if (&btl_net == net && LLRDMA_NET_AUTO == mca_coll_llrdma_component.internode_transport &&
+        llrdma_ar_hier_msg_max(plan, count, esize) <= m->net_eager) {
+        return &pml_net;
+    }
+    return net;
+}
+
 const char *mca_coll_llrdma_net_name(int knob)
 {
     return LLRDMA_NET_BTL == knob ? "btl" : LLRDMA_NET_PML == knob ? "pml" : "auto";
@@ -62,10 +83,11 @@ void mca_coll_llrdma_net_setup(mca_coll_llrdma_module_t *m, struct ompi_communic
     const int knob = c->internode_transport, me = ompi_comm_rank(comm);
     const char *why = NULL, *said;
     int *ranks = NULL, k = 0, bad = -1, rc;
-    long mine = 0, all = 0;
+    long mine[2] = {0, LONG_MAX}, all[2] = {0, 0}; /* btl usable; smallest eager limit */
     mca_coll_llrdma_btlnet_t *net = NULL;
 
     m->net = &pml_net;
+    m->net_eager = 0;
     if (LLRDMA_NET_PML == knob) {
         said = "forced";
         goto out_say;
@@ -78,9 +100,13 @@ void mca_coll_llrdma_net_setup(mca_coll_llrdma_module_t *m, struct ompi_communic
             if (node == m->hier.node || r < 0) {
                 continue;
             }
-            if (NULL == mca_coll_llrdma_btlnet_find(comm, r, &why)) {
+            mca_bml_base_btl_t *b = mca_coll_llrdma_btlnet_find(comm, r, &why);
+            if (NULL == b) {
                 bad = r;
                 break;
+            }
+            if ((long)b->btl->btl_eager_limit < mine[1]) {
+                mine[1] = (long)b->btl->btl_eager_limit;
             }
             ranks[k++] = r;
         }
@@ -107,12 +133,12 @@ void mca_coll_llrdma_net_setup(mca_coll_llrdma_module_t *m, struct ompi_communic
                         comm->c_name, me, why, comm->c_name);
         }
     }
-    mine = NULL != net;
-    rc = m->previous_allreduce(&mine, &all, 1, MPI_LONG, MPI_MIN, comm,
-                               m->previous_allreduce_module);
-    if (OMPI_SUCCESS == rc && 1 == all) {
+    mine[0] = NULL != net;
+    rc = m->previous_allreduce(mine, all, 2, MPI_LONG, MPI_MIN, comm, m->previous_allreduce_module);
+    if (OMPI_SUCCESS == rc && 1 == all[0]) {
         m->btlnet = net;
         m->net = &btl_net;
+        m->net_eager = (size_t)all[1];
         said = LLRDMA_NET_BTL == knob ? "forced; every inter-node peer through btl/llrdma RDMA"
                                       : "every inter-node peer through btl/llrdma RDMA";
     } else {
@@ -124,7 +150,14 @@ void mca_coll_llrdma_net_setup(mca_coll_llrdma_module_t *m, struct ompi_communic
     free(ranks);
 out_say:
     if (c->verbose >= 10 && 0 == me) {
-        opal_output_verbose(10, c->output, "coll:llrdma: %s: inter-node transport %s (%s)",
-                            comm->c_name, mca_coll_llrdma_net_of(m)->name, said);
+        char small[128] = "";
+        if (0 != m->net_eager && LLRDMA_NET_AUTO == knob) {
+            snprintf(small, sizeof(small),
+                     "; calls whose inter-node messages fit the eager limit (%lu bytes) take "
+                     "the PML",
+                     (unsigned long)m->net_eager);
+        }
+        opal_output_verbose(10, c->output, "coll:llrdma: %s: inter-node transport %s (%s)%s",
+                            comm->c_name, mca_coll_llrdma_net_of(m)->name, said, small);
     }
 }

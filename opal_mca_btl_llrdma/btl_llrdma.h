@@ -165,6 +165,7 @@ typedef struct mca_btl_llrdma_component_t {
     unsigned min_rnr_timer; /* IB encoding 0..31 */
     unsigned rnr_retry;     /* 0..7, 7 = forever */
     unsigned retry_count;   /* transport retries, 0..7 */
+    unsigned ack_timeout;   /* IB encoding 1..31; 0 = rdma_cm's choice */
     size_t recv_mem_max;    /* bytes of receive buffers per path before allotments shrink */
     int stall_warn_ms;      /* a peer without credits this long is reported (verbose 1) */
     int coalesce;           /* pack messages behind a queued fragment (docs/btl-design.md) */

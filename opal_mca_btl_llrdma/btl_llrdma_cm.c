@@ -158,6 +158,15 @@ static void fill_conn_param(mca_btl_llrdma_conn_t *conn, mca_btl_llrdma_conn_req
     }
 }
 
+/* btl_llrdma_ack_timeout, when set, on this side's id before connect or
+ * accept: rdma_cm puts it on the QP as it moves the QP to RTS (an RTS QP's
+ * timeout cannot be changed).  0, or -1 with errno. */
+static int conn_set_ack_timeout(struct rdma_cm_id *id)
+{
+    unsigned t = mca_btl_llrdma_component.ack_timeout; /* validated at init */
+    return 0 == t ? 0 : mca_btl_llrdma_verbs.cm_set_ack_timeout(id, (uint8_t)t);
+}
+
 /* The receiver-not-ready back-off this side asks of its senders: rdma_cm
  * leaves it at 0 (655 ms on real NICs).  Allowed on an RTS queue pair. */
 static void conn_set_rnr_timer(mca_btl_llrdma_conn_t *conn)
@@ -612,6 +621,11 @@ static void handle_connect_request(mca_btl_llrdma_module_t *m, struct rdma_cm_id
     if (param.responder_resources > asked->responder_resources) {
         param.responder_resources = asked->responder_resources;
     }
+    if (0 != conn_set_ack_timeout(id)) {
+        snprintf(why, sizeof(why), "setting btl_llrdma_ack_timeout %u failed: %s",
+                 mca_btl_llrdma_component.ack_timeout, strerror(errno));
+        goto destroy_qp;
+    }
     if (0 != mca_btl_llrdma_verbs.cm_accept(id, &param)) {
         snprintf(why, sizeof(why), "rdma_accept failed: %s", strerror(errno));
         goto destroy_qp;
@@ -736,7 +750,11 @@ int mca_btl_llrdma_cm_progress(mca_btl_llrdma_module_t *m)
             }
             conn->state = LLRDMA_CONN_CONNECTING;
             fill_conn_param(conn, &mine, &param);
-            if (0 != mca_btl_llrdma_verbs.cm_connect(id, &param)) {
+            if (0 != conn_set_ack_timeout(id)) {
+                snprintf(qwhy, sizeof(qwhy), "btl_llrdma_ack_timeout %u: %s",
+                         mca_btl_llrdma_component.ack_timeout, strerror(errno));
+                active_failed(conn, LLRDMA_CM_ERR_LOCAL, "setting the ACK timeout failed", qwhy);
+            } else if (0 != mca_btl_llrdma_verbs.cm_connect(id, &param)) {
                 active_failed(conn, LLRDMA_CM_ERR_TIMEOUT, "rdma_connect failed", strerror(errno));
             }
             break;

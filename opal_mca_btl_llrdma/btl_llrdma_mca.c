@@ -213,6 +213,13 @@ int mca_btl_llrdma_register_params(void)
     (void)reg_uint("retry_count",
                    "Transport retries (lost packets, no acknowledgement) before a send fails (0-7)",
                    OPAL_INFO_LVL_6, &c->retry_count, 7);
+    (void)reg_uint(
+        "ack_timeout",
+        "How long a sender waits for an acknowledgement before it retransmits (IB "
+        "encoding 1-31: 4.096 us x 2^N, e.g. 14 = 67 ms, 18 = 1.07 s; 0 = leave it to "
+        "rdma_cm). On links that drop packets each loss stalls its queue pair this long; "
+        "too short on a congested fabric retransmits needlessly",
+        OPAL_INFO_LVL_6, &c->ack_timeout, 0);
     c->recv_mem_max = 256u << 20;
     (void)reg_var(
         "recv_mem_max",
@@ -308,6 +315,7 @@ void mca_btl_llrdma_check_params(void)
     check_max("min_rnr_timer", c->min_rnr_timer, 31, "a 5-bit IB RNR timer code");
     check_max("rnr_retry", c->rnr_retry, 7, "a 3-bit retry count (7 = forever)");
     check_max("retry_count", c->retry_count, 7, "a 3-bit retry count");
+    check_max("ack_timeout", c->ack_timeout, 31, "a 5-bit IB timeout code (0 = rdma_cm's)");
     check_min("connect_timeout", c->connect_timeout_s, 1, "seconds");
     check_min("cm_timeout", c->cm_timeout_ms, 1, "milliseconds");
     check_min("stall_warn", c->stall_warn_ms, 0, "milliseconds");

@@ -260,6 +260,12 @@ static int real_cm_accept(struct rdma_cm_id *id, struct rdma_conn_param *p)
     return rdma_accept(id, p);
 }
 
+static int real_cm_set_ack_timeout(struct rdma_cm_id *id, uint8_t timeout)
+{
+    return rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &timeout,
+                           sizeof(timeout));
+}
+
 static int real_cm_reject(struct rdma_cm_id *id, const void *d, uint8_t len)
 {
     return rdma_reject(id, d, len);
@@ -335,11 +341,12 @@ static struct ibv_mr *real_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, siz
         .cm_get_src_port = real_cm_get_src_port, .cm_resolve_addr = real_cm_resolve_addr,          \
         .cm_resolve_route = real_cm_resolve_route, .cm_create_qp = real_cm_create_qp,              \
         .cm_destroy_qp = real_cm_destroy_qp, .cm_connect = real_cm_connect,                        \
-        .cm_accept = real_cm_accept, .cm_reject = real_cm_reject,                                  \
-        .cm_disconnect = real_cm_disconnect, .cm_get_event = real_cm_get_event,                    \
-        .cm_ack_event = real_cm_ack_event, .cm_event_str = real_cm_event_str,                      \
-        .fork_init = real_fork_init, .is_fork_initialized = real_is_fork_initialized,              \
-        .reg_dmabuf_mr = real_reg_dmabuf_mr, .peermem_loaded = mca_btl_llrdma_peermem_loaded_real, \
+        .cm_accept = real_cm_accept, .cm_set_ack_timeout = real_cm_set_ack_timeout,                \
+        .cm_reject = real_cm_reject, .cm_disconnect = real_cm_disconnect,                          \
+        .cm_get_event = real_cm_get_event, .cm_ack_event = real_cm_ack_event,                      \
+        .cm_event_str = real_cm_event_str, .fork_init = real_fork_init,                            \
+        .is_fork_initialized = real_is_fork_initialized, .reg_dmabuf_mr = real_reg_dmabuf_mr,      \
+        .peermem_loaded = mca_btl_llrdma_peermem_loaded_real,                                      \
     }
 
 const mca_btl_llrdma_verbs_ops_t mca_btl_llrdma_verbs_real = LLRDMA_REAL_OPS;

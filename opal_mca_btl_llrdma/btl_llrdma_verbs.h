@@ -81,6 +81,9 @@ typedef struct mca_btl_llrdma_verbs_ops_t {
     void (*cm_destroy_qp)(struct rdma_cm_id *id);
     int (*cm_connect)(struct rdma_cm_id *id, struct rdma_conn_param *param);
     int (*cm_accept)(struct rdma_cm_id *id, struct rdma_conn_param *param);
+    /* rdma_set_option(RDMA_OPTION_ID_ACK_TIMEOUT) before connect/accept: the
+     * QP's ACK timeout (IB encoding) as rdma_cm moves it to RTS */
+    int (*cm_set_ack_timeout)(struct rdma_cm_id *id, uint8_t timeout);
     int (*cm_reject)(struct rdma_cm_id *id, const void *private_data, uint8_t len);
     int (*cm_disconnect)(struct rdma_cm_id *id);
     /* the channel's fd is non-blocking: -1 with errno EAGAIN when no event */

@@ -137,6 +137,25 @@ extern "C" int llrdma_ar_plan_hier(size_t bytes, size_t dtype_size, const llrdma
     return LLRDMA_AR_OK;
 }
 
+extern "C" size_t llrdma_ar_hier_msg_max(const llrdma_ar_plan_t *plan, size_t count, size_t esize)
+{
+    if (!plan || plan->alg != LLRDMA_AR_HIER || plan->nodes < 2 || plan->slices < 1 || esize == 0)
+        return 0;
+    const size_t p = static_cast<size_t>(plan->nodes);
+    const size_t n = block_len(count, static_cast<size_t>(plan->slices), 0); // largest slice
+    const bool pow2 = (p & (p - 1)) == 0;
+    switch (plan->inter_alg) {
+    case LLRDMA_AR_RABENSEIFNER:
+        // p blocks; the first halving step sends the half it does not keep,
+        // at most the lower half (blocks hold one element more first).
+        return (pow2 ? block_start(n, p, p / 2) : n) * esize;
+    case LLRDMA_AR_RING:
+        return std::min(plan->segment_bytes / esize, block_len(n, p, 0)) * esize;
+    default:
+        return n * esize;
+    }
+}
+
 extern "C" int llrdma_ar_node_split_parse(const char *text, int *sizes, int max, int *n,
                                           int *repeat, char *err, size_t errlen)
 {

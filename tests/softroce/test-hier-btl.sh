@@ -8,9 +8,9 @@
 # and 64K and on the irregular 3+1, with the transport forced; the PML
 # transport as a control.  That RDMA really carried the data is read twice:
 # from coll/llrdma's verbose lines (the communicator's transport and every
-# call's), and, for 8000-byte vectors whose messages the PML sends eagerly,
-# from the BTL's own finalize records (RDMA operations counted: some with
-# the btl transport, none with the PML).  Injected failures (a btl_put, a
+# call's), and from the BTL's own finalize records (RDMA operations counted:
+# some for 800 KB calls under auto, none for 8000-byte calls, whose messages
+# auto and the PML send eagerly).  Injected failures (a btl_put, a
 # registration) fail that call on every rank, without a hang.
 . ./tests/mpi/env.sh
 T="$top_builddir/tests/mpi/t_allreduce"
@@ -54,22 +54,34 @@ launch -np 4 "${B[@]}" "${V[@]}" --mca coll_llrdma_internode_transport pml \
 check_pass "2+2, hint 8K, transport pml (control): matrix" t_allreduce 4
 check_run "control: every hierarchical call over pml" over pml
 
-# The BTL's count, not coll/llrdma's word: 2 calls of 1000 doubles on 2+2
-# (one slice, one 8000-byte recursive-doubling exchange per call, eager for
-# the PML).  auto picks btl here: every peer is reached through btl/llrdma.
+# auto: the communicator takes btl (every peer is reached through
+# btl/llrdma), and each call takes it only when its inter-node messages pass
+# the eager limit.  The BTL's count, not coll/llrdma's word: 2 calls of 1000
+# doubles (one slice, one 8000-byte recursive-doubling exchange: eager) go
+# through the PML with no RDMA operation, as with the PML forced; 2 calls of
+# 100000 (two slices of 400 KB, Rabenseifner halves of 200 KB) by btl_put.
+small_over_pml() {
+  has "MPI_COMM_WORLD: inter-node transport btl " && has "in flight over pml;" &&
+    lacks "in flight over btl;"
+}
 launch -np 4 "${B[@]}" "${V[@]}" --mca coll_llrdma_node_split 2 \
-  --mca btl_llrdma_dump "$d/auto-%r.json" "$T" --fault 0 1000
+  --mca btl_llrdma_dump "$d/small-%r.json" "$T" --fault 0 1000
 check_pass "2+2, 8000 B, transport auto: 2 calls verified" t_allreduce 4
-check_run "auto: btl chosen (every peer through btl/llrdma)" over btl
+check_run "auto, 8000 B: btl for the communicator, the PML for the (eager) calls" small_over_pml
+small_ops=$(all_ops "$d"/small-[0-3].json)
+launch -np 4 "${B[@]}" "${V[@]}" --mca coll_llrdma_node_split 2 \
+  --mca btl_llrdma_dump "$d/auto-%r.json" "$T" --fault 0 100000
+check_pass "2+2, 800 KB, transport auto: 2 calls verified" t_allreduce 4
+check_run "auto, 800 KB: btl chosen (every peer through btl/llrdma, messages past eager)" over btl
 auto_ops=$(all_ops "$d"/auto-[0-3].json)
 launch -np 4 "${B[@]}" "${V[@]}" --mca coll_llrdma_internode_transport pml \
   --mca coll_llrdma_node_split 2 --mca btl_llrdma_dump "$d/pml-%r.json" "$T" --fault 0 1000
 check_pass "2+2, 8000 B, transport pml: 2 calls verified" t_allreduce 4
 pml_ops=$(all_ops "$d"/pml-[0-3].json)
-echo "# RDMA operations counted by btl/llrdma: auto (btl) $auto_ops, pml $pml_ops"
-# One put per holder and call: 2 holders x 2 calls.
-check "8000 B: RDMA writes with the btl transport ($auto_ops), none with the PML ($pml_ops)" \
-  [ "$auto_ops" -ge 4 -a "$pml_ops" -eq 0 ]
+echo "# RDMA operations counted by btl/llrdma: auto 800 KB $auto_ops, auto 8000 B $small_ops, pml 8000 B $pml_ops"
+# At least one put per holder and call: 2 holders x 2 calls.
+check "RDMA writes with the btl transport ($auto_ops), none for eager calls ($small_ops, $pml_ops)" \
+  [ "$auto_ops" -ge 4 -a "$small_ops" -eq 0 -a "$pml_ops" -eq 0 ]
 
 # Injected failures: the call fails on every rank (the failing pair through
 # READY / DONE, the others through their node arena), later ones too (a

@@ -212,6 +212,7 @@ void fw_begin(void)
     c->min_rnr_timer = 12;
     c->rnr_retry = 7;
     c->retry_count = 7;
+    c->ack_timeout = 0;
     c->recv_mem_max = 256u << 20;
     c->stall_warn_ms = 2000;
     c->coalesce = 1; /* the knob's default */

@@ -298,6 +298,7 @@ LOCKED(int, cm_create_qp, (struct rdma_cm_id * id, struct ibv_pd *pd, struct ibv
        (id, pd, a))
 LOCKED(int, cm_connect, (struct rdma_cm_id * id, struct rdma_conn_param *p), (id, p))
 LOCKED(int, cm_accept, (struct rdma_cm_id * id, struct rdma_conn_param *p), (id, p))
+LOCKED(int, cm_set_ack_timeout, (struct rdma_cm_id * id, uint8_t t), (id, t))
 LOCKED(int, cm_reject, (struct rdma_cm_id * id, const void *d, uint8_t n), (id, d, n))
 LOCKED(int, cm_disconnect, (struct rdma_cm_id * id), (id))
 LOCKED(int, cm_get_event, (struct rdma_event_channel * ch, struct rdma_cm_event **ev), (ch, ev))
@@ -354,6 +355,7 @@ void fake_lock_install(void)
     SWAP(cm_destroy_qp);
     SWAP(cm_connect);
     SWAP(cm_accept);
+    SWAP(cm_set_ack_timeout);
     SWAP(cm_reject);
     SWAP(cm_disconnect);
     SWAP(cm_get_event);

@@ -56,6 +56,7 @@ typedef struct fake_id {
     struct sockaddr_in dst;
     int passive, raw, answered, established, disconnected;
     uint8_t offer_init, offer_resp; /* passive: read depths the request allows this side */
+    uint8_t ack_timeout;            /* RDMA_OPTION_ID_ACK_TIMEOUT; 0 = not set */
 } fake_id_t;
 
 static uint16_t next_port = 4242;
@@ -434,10 +435,33 @@ static void f_cm_destroy_qp(struct rdma_cm_id *id)
 
 static void take_param(struct rdma_cm_id *id, const struct rdma_conn_param *p)
 {
+    uint8_t t = ((fake_id_t *)id)->ack_timeout;
     if (NULL != p && NULL != id->qp) {
         fake_qp(id->qp)->rnr_retry = p->rnr_retry_count;
         fake_qp(id->qp)->retry_count = p->retry_count;
     }
+    if (NULL != id->qp) {
+        fake_qp(id->qp)->ack_timeout = 0 != t ? t : 18; /* rdma_cm's default for RoCE */
+    }
+}
+
+/* As rdma_cm: the option is taken when the QP moves to RTS, so it must come
+ * before connect / accept; the kernel takes 0..31. */
+static int f_cm_set_ack_timeout(struct rdma_cm_id *id, uint8_t timeout)
+{
+    fake_id_t *f = (fake_id_t *)id;
+    if (FAIL_POINT()) {
+        errno = ENOSYS;
+        return -1;
+    }
+    if (timeout > 31 || f->answered || f->established || f->listening) {
+        fake_fault(&fake.misuse, "ACK timeout %u set on an id that is listening or connected",
+                   timeout);
+        errno = EINVAL;
+        return -1;
+    }
+    f->ack_timeout = timeout;
+    return 0;
 }
 
 static int f_cm_connect(struct rdma_cm_id *id, struct rdma_conn_param *p)
@@ -661,6 +685,7 @@ void fake_cm_install(mca_btl_llrdma_verbs_ops_t *ops)
     ops->cm_destroy_qp = f_cm_destroy_qp;
     ops->cm_connect = f_cm_connect;
     ops->cm_accept = f_cm_accept;
+    ops->cm_set_ack_timeout = f_cm_set_ack_timeout;
     ops->cm_reject = f_cm_reject;
     ops->cm_disconnect = f_cm_disconnect;
     ops->cm_get_event = f_cm_get_event;

@@ -121,6 +121,7 @@ typedef struct fake_qp {
     int rnr_retry;                /* 7 = forever */
     int retry_count;
     int min_rnr_timer; /* -1: never set with ibv_modify_qp */
+    int ack_timeout;   /* as rdma_cm set it: the id's option, else rdma_cm's 18 */
     fake_swr_t *sq;
     uint64_t head, exec, tail; /* oldest not retired, next to run, next free */
     uint64_t sends_done, recvs_done, writes_done, reads_done;

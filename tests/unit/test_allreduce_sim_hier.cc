@@ -340,6 +340,50 @@ BOOST_AUTO_TEST_CASE(planned_calls_large_vectors)
     report(run_world(l, 4096, cases, sim::Options{}));
 }
 
+BOOST_AUTO_TEST_CASE(largest_inter_node_message)
+{
+    // llrdma_ar_hier_msg_max (the glue's PML-or-put choice per call) against
+    // the largest message the simulated inter-node step really sends, for the
+    // planner's plans and forced algorithms, on powers of two of nodes and not.
+    for (const Layout &l :
+         {Layout{"2+2", blocks({2, 2})}, Layout{"2+2+2", blocks({2, 2, 2})},
+          Layout{"2+2+2+2", blocks({2, 2, 2, 2})}, Layout{"3+1+2", blocks({3, 1, 2})}}) {
+        Nodes probe(l.key, 4096);
+        llrdma_ar_topo_t t = probe.topo();
+        t.arenas = 1;
+        for (int forced : {int(LLRDMA_AR_AUTO), int(LLRDMA_AR_RECURSIVE_DOUBLING),
+                           int(LLRDMA_AR_RABENSEIFNER), int(LLRDMA_AR_RING)})
+            for (uint64_t hint : {uint64_t(0), uint64_t(65536)})
+                for (size_t n : {size_t(1), size_t(1001), size_t(20001), size_t(70001)}) {
+                    Case k{{LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM}, n, 0, {}, mix(hint + n), {}, {}};
+                    BOOST_REQUIRE(llrdma_ar_plan_hier(n * 8, 8, &t, hint, 0, forced, 0, &k.plan) ==
+                                  LLRDMA_AR_OK);
+                    prepare(k, l.key);
+                    int p = static_cast<int>(l.key.size());
+                    sim::World w(p, sim::Options{});
+                    Nodes nodes(l.key, 4096);
+                    std::vector<std::string> errs(static_cast<size_t>(p));
+                    std::vector<std::thread> th;
+                    for (int r = 0; r < p; ++r)
+                        th.emplace_back([&, r] { errs[r] = run_rank(w, nodes, r, p, k); });
+                    for (auto &x : th)
+                        x.join();
+                    for (const std::string &e : errs)
+                        BOOST_CHECK_MESSAGE(e.empty(), describe(k, l.name, 4096) << ": " << e);
+                    BOOST_CHECK_MESSAGE(w.max_sent() == llrdma_ar_hier_msg_max(&k.plan, n, 8),
+                                        describe(k, l.name, 4096)
+                                            << ": sent at most " << w.max_sent()
+                                            << " bytes, llrdma_ar_hier_msg_max says "
+                                            << llrdma_ar_hier_msg_max(&k.plan, n, 8));
+                }
+    }
+    // Not a hierarchical plan, or one node: no inter-node message.
+    llrdma_ar_plan_t flat;
+    BOOST_REQUIRE(llrdma_ar_plan(1 << 20, 8, 4, 0, 0, 0, &flat) == LLRDMA_AR_OK);
+    BOOST_CHECK_EQUAL(llrdma_ar_hier_msg_max(&flat, 1 << 17, 8), 0u);
+    BOOST_CHECK_EQUAL(llrdma_ar_hier_msg_max(nullptr, 1 << 17, 8), 0u);
+}
+
 BOOST_AUTO_TEST_CASE(two_communicators_at_once)
 {
     // Two hierarchical communicators (e.g. the halves of a split) at the same time.

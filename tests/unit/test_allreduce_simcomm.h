@@ -133,6 +133,11 @@ class World
         std::lock_guard<std::mutex> g(m_);
         return fired_;
     }
+    size_t max_sent() // the largest message any rank sent
+    {
+        std::lock_guard<std::mutex> g(m_);
+        return max_sent_;
+    }
     std::vector<std::string> problems()
     {
         std::lock_guard<std::mutex> g(m_);
@@ -233,6 +238,8 @@ class World
         *out = nullptr;
         if (inject(rank, send ? kFailIsend : kFailIrecv) || broken_)
             return kErr;
+        if (send && bytes > max_sent_)
+            max_sent_ = bytes;
         if (peer < 0 || peer >= n_ || peer == rank || tag < 0 || tag >= LLRDMA_AR_TAG_MAX ||
             bytes == 0 || !buf) {
             problem("bad call from rank " + std::to_string(rank) + ": peer " +
@@ -360,6 +367,7 @@ class World
     std::vector<Line> arena_; // zero-filled, 64-byte aligned
     std::vector<std::string> problems_;
     bool broken_ = false;
+    size_t max_sent_ = 0;
     bool fired_ = false;
 };
 

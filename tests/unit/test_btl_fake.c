@@ -382,6 +382,8 @@ static void test_lazy_connect_and_post_flags(void)
     /* RNR timer set after establishment; retry counts from the connect parameters. */
     CHECK(12 == fake_qp(ca->qp)->min_rnr_timer && 12 == fake_qp(cb->qp)->min_rnr_timer);
     CHECK(7 == fake_qp(ca->qp)->rnr_retry && 7 == fake_qp(cb->qp)->retry_count);
+    /* btl_llrdma_ack_timeout 0: rdma_cm's own ACK timeout on both sides. */
+    CHECK(18 == fake_qp(ca->qp)->ack_timeout && 18 == fake_qp(cb->qp)->ack_timeout);
     /* The first send: inline, unsignalled. */
     CHECK(1 == fake.nsends && IBV_WR_SEND == fake.sends[0].opcode);
     CHECK(fake.sends[0].flags & IBV_SEND_INLINE);
@@ -660,6 +662,57 @@ static void wait_delivered(int from, int to, uint32_t n, int ms)
     }
 }
 
+static int ack_fail_in;
+static int cm_set_ack_timeout_failing(struct rdma_cm_id *id, uint8_t t)
+{
+    if (0 < ack_fail_in && 0 == --ack_fail_in) {
+        errno = ENOSYS;
+        return -1;
+    }
+    return fake_ops.cm_set_ack_timeout(id, t);
+}
+
+/* btl_llrdma_ack_timeout reaches both sides' QPs (the active side sets it
+ * before connect, the passive before accept); a device that cannot take it
+ * fails the connection, said with the knob's name, on the side that set it
+ * first (1) or second (2), and nothing is left connected. */
+static void test_ack_timeout(void)
+{
+    mca_btl_llrdma_conn_t *ca, *cb;
+
+    fw_begin();
+    mca_btl_llrdma_component.ack_timeout = 14;
+    CHECK(0 == fw_add(8192, 0, 0) && 1 == fw_add(8192, 0, 0));
+    fw_mesh();
+    CHECK(OPAL_SUCCESS == fw_send(0, 1, 16, 0));
+    wait_delivered(0, 1, 1, 2000);
+    ca = fw[0].ep[1]->conn[LL];
+    cb = fw[1].ep[0]->conn[LL];
+    CHECK(NULL != ca && NULL != cb && 0 == fake.misuse);
+    if (NULL != ca && NULL != cb) {
+        CHECK(14 == fake_qp(ca->qp)->ack_timeout && 14 == fake_qp(cb->qp)->ack_timeout);
+    }
+    fw_end(0);
+
+    for (int nth = 1; nth <= 2; ++nth) {
+        fw_begin();
+        mca_btl_llrdma_component.ack_timeout = 14;
+        mca_btl_llrdma_component.connect_timeout_s = 0;
+        CHECK(0 == fw_add(8192, 0, 0) && 1 == fw_add(8192, 0, 0));
+        fw_mesh();
+        ack_fail_in = nth;
+        mca_btl_llrdma_verbs.cm_set_ack_timeout = cm_set_ack_timeout_failing;
+        CHECK(OPAL_SUCCESS == fw_send(0, 1, 16, 0));
+        fw_settle(100);
+        CHECK(0 == ack_fail_in && 0 == fw_sent(0, 1));
+        CHECK(1 == fw[0].cb_calls && 1 == fw[0].cb_errors && 1 == fw[0].err_calls);
+        if (1 == nth) {
+            CHECK(NULL != strstr(fw[0].err_text, "btl_llrdma_ack_timeout 14"));
+        }
+        fw_end(0);
+    }
+}
+
 static void test_connection_rejected(void)
 {
     /* No route: with no time left to retry, the peer is unreachable. */
@@ -922,6 +975,7 @@ int main(int argc, char **argv)
     test_post_failure_reaches_ob1();
     test_post_failure_mid_burst();
     test_accept_failure_after_tie();
+    test_ack_timeout();
     test_connection_rejected();
     test_passive_connection();
     test_peer_disconnect();
