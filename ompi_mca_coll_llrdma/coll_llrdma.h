@@ -120,7 +120,8 @@ typedef struct mca_coll_llrdma_module_t {
     struct mca_coll_llrdma_btlnet *btlnet;
     /* With net btl under auto: calls whose inter-node messages are all at
      * most this many bytes (the smallest eager limit of btl/llrdma to any
-     * rank's inter-node peers, agreed at set-up) take the PML. */
+     * rank's inter-node peers, agreed at set-up, less ob1's header: what ob1
+     * sends eagerly) take the PML. */
     size_t net_eager;
     int hier_said; /* a broken node arena was reported */
     /* The GPU peer path (coll_llrdma_peer.c): its state (same on every

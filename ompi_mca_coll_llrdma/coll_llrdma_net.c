@@ -31,6 +31,11 @@
 
 #include "coll_llrdma.h"
 
+/* ob1 sends a message eagerly only up to btl_eager_limit minus
+ * sizeof(mca_pml_ob1_hdr_t) (pml_ob1_sendreq.h); that header is not
+ * installed, and the union is under this many bytes in Open MPI 4.1. */
+#define OB1_HDR_ALLOWANCE 128
+
 static const mca_coll_llrdma_net_t pml_net = {
     .name = "pml",
     .isend = mca_coll_llrdma_pml_isend,
@@ -138,7 +143,7 @@ void mca_coll_llrdma_net_setup(mca_coll_llrdma_module_t *m, struct ompi_communic
     if (OMPI_SUCCESS == rc && 1 == all[0]) {
         m->btlnet = net;
         m->net = &btl_net;
-        m->net_eager = (size_t)all[1];
+        m->net_eager = all[1] > OB1_HDR_ALLOWANCE ? (size_t)(all[1] - OB1_HDR_ALLOWANCE) : 0;
         said = LLRDMA_NET_BTL == knob ? "forced; every inter-node peer through btl/llrdma RDMA"
                                       : "every inter-node peer through btl/llrdma RDMA";
     } else {
@@ -153,8 +158,8 @@ out_say:
         char small[128] = "";
         if (0 != m->net_eager && LLRDMA_NET_AUTO == knob) {
             snprintf(small, sizeof(small),
-                     "; calls whose inter-node messages fit the eager limit (%lu bytes) take "
-                     "the PML",
+                     "; calls whose inter-node messages ob1 sends eagerly (up to %lu bytes) "
+                     "take the PML",
                      (unsigned long)m->net_eager);
         }
         opal_output_verbose(10, c->output, "coll:llrdma: %s: inter-node transport %s (%s)%s",
