@@ -23,7 +23,9 @@
 # WARMUP (5), MIN_ITERS (1), BUDGET (16M bytes per size and direction), PT_BUDGET (16M),
 # UCX_TLS (rc_verbs,ud_verbs,self), RUN_TIMEOUT (seconds per mpirun, 420: then the
 # stacks of both ranks and rxe0's counters go to NAME.rROUND.hang), CONFIGS (all of the above, space-separated),
-# VM_TIMEOUT (seconds for the guest, 3600).
+# VM_TIMEOUT (seconds for the guest, 3600), BIND (core: rank 0 and the perftest server on
+# vCPU 0, rank 1 and the client on vCPU 1; none: the guest's scheduler places them).  Runs
+# are bimodal either way (a whole run near 45 or near 27 MB/s), unpinned more often.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
@@ -40,6 +42,7 @@ BUDGET=${BUDGET:-16M}
 PT_BUDGET=${PT_BUDGET:-16M}
 UCX_TLS=${UCX_TLS:-rc_verbs,ud_verbs,self}
 RUN_TIMEOUT=${RUN_TIMEOUT:-420}
+BIND=${BIND:-core}
 CONFIGS=${CONFIGS:-llrdma-bw-0 llrdma-bw-8K llrdma-bw-64K llrdma-bibw-0 llrdma-bibw-8K \
 llrdma-bibw-64K llrdma-bw-8K-put llrdma-bw-8K-off ucx-bw ucx-bibw pt-write pt-read}
 
@@ -57,6 +60,8 @@ bench_args() { # MODE
 # size,iters,bw_MBps (10^6 B/s: perftest's MB/sec is 2^20 B/s) per size.
 perftest() {
   local prog=$1 name=$2 dev=${SOFTROCE_VM_IBDEV:-rxe0} gid=${SOFTROCE_VM_GID_INDEX:-1} s n b i max
+  local pin0=() pin1=()
+  [[ $BIND == core ]] && pin0=(taskset -c 0) && pin1=(taskset -c 1)
   max=$(ibv_devinfo -v -d "$dev" | awk '/max_msg_sz/ { print $2; exit }')
   max=$((max))
   echo "size,iters,bw_MBps" > "$name.csv"
@@ -70,12 +75,12 @@ perftest() {
     n=$(($(bytes "$PT_BUDGET") / b))
     ((n < 5)) && n=5
     ((n > 2000)) && n=2000
-    timeout 180 "$prog" -d "$dev" -x "$gid" -F -s "$b" -n "$n" > "$name.srv" 2>&1 &
+    timeout 180 ${pin0[@]+"${pin0[@]}"} "$prog" -d "$dev" -x "$gid" -F -s "$b" -n "$n" > "$name.srv" 2>&1 &
     for i in $(seq 100); do
       ss -ltnH 'sport = :18515' | grep -q . && break
       sleep 0.1
     done
-    timeout 180 "$prog" -d "$dev" -x "$gid" -F -s "$b" -n "$n" 127.0.0.1 > "$name.cli" 2>&1
+    timeout 180 ${pin1[@]+"${pin1[@]}"} "$prog" -d "$dev" -x "$gid" -F -s "$b" -n "$n" 127.0.0.1 > "$name.cli" 2>&1
     wait
     cat "$name.cli" >> "$name.out"
     # " 1048576    200    45.37    13.81    0.000014": bytes iters peak average Mpps
@@ -119,7 +124,8 @@ mpi_run() {
 
 run_config() { # CONFIG ROUND
   local c=$1 r=$2 f="$d/$1.r$2" t0=$SECONDS rc=0 h m
-  local ob1=(--mca pml ob1 --mca btl self,llrdma)
+  local ob1=(--mca pml ob1 --mca btl self,llrdma) bind=(--bind-to none)
+  [[ $BIND == core ]] && bind=(--map-by core --bind-to core)
   local ucx=(--mca pml ucx --mca btl ^vader,tcp,openib,uct,ofi,llrdma --mca osc ^ucx
     -x UCX_NET_DEVICES=rxe0:1 -x UCX_TLS="$UCX_TLS" -x UCX_UD_ETH_DGID_CHECK=n)
   case $c in
@@ -128,11 +134,11 @@ run_config() { # CONFIG ROUND
       h=${c#llrdma-"$m"-}
       local rdma=()
       [[ $h == *-* ]] && rdma=(--mca btl_llrdma_rdma "${h#*-}") && h=${h%%-*}
-      mpi_run "$f" -np 2 --bind-to none "${ob1[@]}" --mca btl_llrdma_size_hint "$h" \
+      mpi_run "$f" -np 2 "${bind[@]}" "${ob1[@]}" --mca btl_llrdma_size_hint "$h" \
         "${rdma[@]}" "$BENCH" $(bench_args "$m") || rc=$?
       ;;
     ucx-*)
-      mpi_run "$f" -np 2 --bind-to none "${ucx[@]}" "$BENCH" $(bench_args "${c#ucx-}") || rc=$?
+      mpi_run "$f" -np 2 "${bind[@]}" "${ucx[@]}" "$BENCH" $(bench_args "${c#ucx-}") || rc=$?
       ;;
     pt-write) perftest ib_write_bw "$f" || rc=$? ;;
     pt-read) perftest ib_read_bw "$f" || rc=$? ;;
@@ -166,7 +172,7 @@ guest() {
     echo "rdma-core: $(dpkg-query -W -f '${Version}' rdma-core 2> /dev/null)"
     ibv_devinfo -v -d "$dev" | grep -E 'hca_id|transport|active_mtu|max_msg_sz|max_qp_rd_atom|max_qp_init_rd_atom|max_mr_size|state'
     echo "ROUNDS=$ROUNDS SIZES=$SIZES WINDOW=$WINDOW WINDOW_BYTES=$WINDOW_BYTES ITERS=$ITERS"
-    echo "WARMUP=$WARMUP MIN_ITERS=$MIN_ITERS BUDGET=$BUDGET PT_BUDGET=$PT_BUDGET UCX_TLS=$UCX_TLS RUN_TIMEOUT=$RUN_TIMEOUT"
+    echo "WARMUP=$WARMUP MIN_ITERS=$MIN_ITERS BUDGET=$BUDGET PT_BUDGET=$PT_BUDGET UCX_TLS=$UCX_TLS RUN_TIMEOUT=$RUN_TIMEOUT BIND=$BIND"
     echo "llrdma-bench: $BENCH $(bench_args bw)"
   } > "$d/machine.txt" 2>&1
   cat "$d/machine.txt"
@@ -295,7 +301,7 @@ mkdir -p "$OUT"
 cat "$OUT/host.txt"
 (while sleep 30; do echo "$(date -u +%T) $(cat /proc/loadavg)"; done) > "$OUT/host-load.txt" &
 sampler=$!
-export BUILD ROUNDS SIZES WINDOW WINDOW_BYTES ITERS WARMUP MIN_ITERS BUDGET PT_BUDGET UCX_TLS CONFIGS \
+export BIND BUILD ROUNDS SIZES WINDOW WINDOW_BYTES ITERS WARMUP MIN_ITERS BUDGET PT_BUDGET UCX_TLS CONFIGS \
   RUN_TIMEOUT
 "$here/../softroce-vm" --rw "$BUILD" --timeout "${VM_TIMEOUT:-3600}" -- \
   bash "$here/bw-bench.sh" --guest "$OUT" 2>&1 | tee "$OUT/guest.log"

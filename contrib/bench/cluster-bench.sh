@@ -6,7 +6,8 @@
 #   1. Allreduce, 2 nodes x 2 ranks (--map-by node), pml ob1 + btl self,vader,llrdma:
 #      `llrdma-bench allreduce-compare --colls llrdma,tuned,han` (han at priority 100)
 #      once per size hint 0, 8K, 64K (btl_llrdma_size_hint: the BTL and coll/llrdma
-#      both follow it; tuned and han run over the same BTL profile), ROUNDS rounds.
+#      both follow it; tuned and han run over the same BTL profile), ROUNDS rounds,
+#      the order of the three components turning per round.
 #   2. Ping-pong across the nodes (1 rank per node): llrdma-bench pingpong at hints
 #      0, 8K, 64K and over pml ucx (UCX on rxe0).
 #   3. Bandwidth across the nodes: llrdma-bench bw at the same hints and over UCX.
@@ -57,11 +58,16 @@ guest() {
     echo "PP_SIZES=$PP_SIZES PP_ITERS=$PP_ITERS BW_SIZES=$BW_SIZES UCX_TLS=$UCX_TLS"
   } > "$d/machine.txt" 2>&1
   cat "$d/machine.txt"
+  local orders=(llrdma,tuned,han tuned,han,llrdma han,llrdma,tuned) colls
   for r in $(seq "$ROUNDS"); do
+    # The components run one after another; the order turns per round, so none
+    # always runs first (in one boot a cell's per-round llrdma / han at 8 B-32 KB
+    # spanned as much as 0.66-1.90).
+    colls=${orders[$(((r - 1) % 3))]}
     for h in $AR_HINTS; do
-      echo "=== allreduce round $r hint $h ($SECONDS s)"
+      echo "=== allreduce round $r hint $h, $colls ($SECONDS s)"
       # shellcheck disable=SC2086
-      timeout 1200 "$PREFIX/bin/llrdma-bench" allreduce-compare --np 4 --colls llrdma,tuned,han \
+      timeout 1200 "$PREFIX/bin/llrdma-bench" allreduce-compare --np 4 --colls "$colls" \
         --mpirun-args "$C $OB1 --map-by node --mca btl_llrdma_size_hint $h" \
         --csv "$d/ar-$h-r$r.csv" -- --sizes "$AR_SIZES" --iters "$AR_ITERS" \
         --budget "$AR_BUDGET" > "$d/ar-$h-r$r.txt" 2>&1
