@@ -43,6 +43,10 @@ PT_BUDGET=${PT_BUDGET:-16M}
 UCX_TLS=${UCX_TLS:-rc_verbs,ud_verbs,self}
 RUN_TIMEOUT=${RUN_TIMEOUT:-420}
 BIND=${BIND:-core}
+case $BIND in
+  core | none) ;;
+  *) echo "bw-bench.sh: BIND=$BIND (environment): expected core or none" >&2; exit 2 ;;
+esac
 CONFIGS=${CONFIGS:-llrdma-bw-0 llrdma-bw-8K llrdma-bw-64K llrdma-bibw-0 llrdma-bibw-8K \
 llrdma-bibw-64K llrdma-bw-8K-put llrdma-bw-8K-off ucx-bw ucx-bibw pt-write pt-read}
 
