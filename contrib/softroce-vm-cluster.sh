@@ -174,8 +174,7 @@ cluster_report() {  # K WHAT: nodeK ended early: say so with its console tail
   local r=$RUN/node$1
   note "node$1 $2"
   [[ ! -e "$r/guest-error" ]] || note "node$1: guest setup failed: $(cat "$r/guest-error")"
-  echo "----- node$1 guest console, last 40 lines -----" >&2
-  tail -n 40 "$r/console.log" >&2
+  show_console "$r/console.log" "node$1 "
   if grep -q -v CPUID "$r/qemu.err"; then
     echo "----- node$1 QEMU stderr -----" >&2
     grep -v CPUID "$r/qemu.err" >&2
