@@ -22,6 +22,9 @@ typedef enum {
 } llrdma_mismatch_action_t;
 
 #define MCA_COLL_LLRDMA_SPLIT_MAX 1024 /* groups in coll_llrdma_node_split */
+/* Communicator info key: "false" keeps coll/llrdma off that communicator
+ * (the previous module serves its Allreduce), e.g. for A/B measurements. */
+#define LLRDMA_INFO_ALLREDUCE "llrdma_allreduce"
 /* coll_llrdma_internode_transport */
 enum { LLRDMA_NET_AUTO = 0, LLRDMA_NET_PML = 1, LLRDMA_NET_BTL = 2 };
 /* coll_llrdma_gpu_peer */
@@ -114,6 +117,7 @@ typedef struct mca_coll_llrdma_module_t {
     int *locals; /* communicator ranks of this rank's node, by local rank */
     int node_leader;
     const char *decline_why; /* why coll/llrdma stepped aside (static text) */
+    int info_off;            /* the communicator's info said llrdma_allreduce=false */
     /* The inter-node step's transport (coll_llrdma_net.c), chosen at set-up
      * (NULL: the PML), and the BTL put transport's state when it is that. */
     const struct mca_coll_llrdma_net *net;

@@ -11,8 +11,10 @@
  * on all ranks: a rank that chose differently would wait for messages that
  * never come.  Where the buffers live may differ between ranks.
  */
+#define _GNU_SOURCE /* dladdr */
 #include "ompi_config.h"
 
+#include <dlfcn.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -250,10 +252,19 @@ static void decline(mca_coll_llrdma_module_t *m, struct ompi_communicator_t *com
         OBJ_RETAIN(m->previous_allreduce_module);
         OBJ_RELEASE(self); /* the communicator's module list still holds it */
     }
-    opal_output_verbose(
-        10, mca_coll_llrdma_component.output,
-        "coll:llrdma: %s: Allreduce handed to the previous module for good%s", comm->c_name,
-        mca_coll_llrdma_gpu_possible() ? " (device buffers copied to the host)" : "");
+    if (mca_coll_llrdma_component.verbose >= 10) {
+        Dl_info where; /* name the module below by the object its function lives in */
+        const char *obj =
+            (0 != dladdr((void *)m->previous_allreduce, &where) && NULL != where.dli_fname)
+                ? where.dli_fname
+                : "unknown object";
+        opal_output_verbose(10, mca_coll_llrdma_component.output,
+                            "coll:llrdma: %s: Allreduce handed to the previous module (%s) for "
+                            "good%s",
+                            comm->c_name, NULL != strrchr(obj, '/') ? strrchr(obj, '/') + 1 : obj,
+                            mca_coll_llrdma_gpu_possible() ? " (device buffers copied to the host)"
+                                                           : "");
+    }
 }
 
 static int make_plan(const mca_coll_llrdma_module_t *m, struct ompi_communicator_t *comm,

@@ -6,9 +6,11 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "ompi/communicator/communicator.h"
 #include "ompi/constants.h"
+#include "opal/util/info.h"
 #include "opal/util/output.h"
 #include "ompi/mca/bml/base/base.h"
 #include "ompi/mca/pml/base/base.h"
@@ -49,6 +51,7 @@ static void module_construct(mca_coll_llrdma_module_t *m)
     m->locals = NULL;
     m->node_leader = 0;
     m->decline_why = NULL;
+    m->info_off = 0;
     m->hier_said = 0;
     m->net = NULL;
     m->btlnet = NULL;
@@ -168,7 +171,9 @@ int mca_coll_llrdma_agree(mca_coll_llrdma_module_t *m, struct ompi_communicator_
     /* The inter-node transport knob (its set-up is collective). */
     mine[13] = c->internode_transport;
     mine[14] = -c->internode_transport;
-    mine[15] = 0;
+    /* Opting out by info must be unanimous to be consistent: any rank that
+     * opts out takes the communicator out for all (max of mine[15]). */
+    mine[15] = m->info_off;
     /* The GPU peer knobs decide which calls try the peer path (rounds). */
     peer = (long)c->gpu_peer << 41 | (long)c->gpu_peer_min;
     mine[16] = peer;
@@ -178,6 +183,16 @@ int mca_coll_llrdma_agree(mca_coll_llrdma_module_t *m, struct ompi_communicator_
     if (OMPI_SUCCESS != rc) {
         m->agreed = -1;
         m->decline_why = "the agreement Allreduce failed";
+    } else if (0 != all[15]) {
+        m->agreed = -1;
+        m->decline_why = "the communicator's info sets " LLRDMA_INFO_ALLREDUCE "=false";
+        if (!m->info_off) {
+            opal_output(0,
+                        "coll:llrdma: rank %d of %s: its info does not set " LLRDMA_INFO_ALLREDUCE
+                        "=false but another rank's does: coll/llrdma stays off on this "
+                        "communicator for every rank; give every rank the same info",
+                        ompi_comm_rank(comm), comm->c_name);
+        }
     } else if (all[0] != -all[1] || all[2] != -all[3] || all[4] != -all[5] || all[9] != -all[10] ||
                all[13] != -all[14] || all[16] != -all[17]) {
         m->agreed = -1;
@@ -224,6 +239,38 @@ int mca_coll_llrdma_agree(mca_coll_llrdma_module_t *m, struct ompi_communicator_
     return m->agreed > 0;
 }
 
+/* The communicator's info key LLRDMA_INFO_ALLREDUCE (given at creation, e.g.
+ * MPI_Comm_dup_with_info): 1 when it says false.  Any other value than a
+ * boolean is reported and ignored (MPI lets an implementation ignore info). */
+static int info_opts_out(struct ompi_communicator_t *comm)
+{
+    static const char *const off[] = {"false", "off", "no", "0"};
+    static const char *const on[] = {"true", "on", "yes", "1"};
+    char v[64];
+    int flag = 0;
+
+    if (NULL == comm->super.s_info ||
+        OPAL_SUCCESS !=
+            opal_info_get(comm->super.s_info, LLRDMA_INFO_ALLREDUCE, sizeof(v) - 1, v, &flag) ||
+        !flag) {
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof(off) / sizeof(off[0]); ++i) {
+        if (0 == strcasecmp(v, off[i])) {
+            return 1;
+        }
+        if (0 == strcasecmp(v, on[i])) {
+            return 0;
+        }
+    }
+    opal_output(0,
+                "coll:llrdma: rank %d: communicator info " LLRDMA_INFO_ALLREDUCE
+                "='%s' is not a boolean (true/false, on/off, yes/no, 1/0): ignored, "
+                "coll/llrdma serves the communicator",
+                ompi_comm_rank(comm), v);
+    return 0;
+}
+
 mca_coll_base_module_t *mca_coll_llrdma_comm_query(struct ompi_communicator_t *comm, int *priority)
 {
     mca_coll_llrdma_module_t *m;
@@ -241,6 +288,9 @@ mca_coll_base_module_t *mca_coll_llrdma_comm_query(struct ompi_communicator_t *c
         return NULL;
     }
     m->hint = mca_coll_llrdma_component.hint;
+    /* Declined at the first call (with the others' agreement), not here:
+     * ranks given different info must still pick the same module. */
+    m->info_off = info_opts_out(comm);
     m->super.coll_module_enable = module_enable;
     m->super.coll_allreduce = mca_coll_llrdma_allreduce;
     *priority = mca_coll_llrdma_component.priority;

@@ -34,7 +34,7 @@ typedef struct {
     bench_size_spec_t sizes;
     ar_dtype_t dtype;
     ar_op_t op;
-    int verify, device, staging, force_device;
+    int verify, device, staging, force_device, paired;
     const char *csv;
 } ar_opts_t;
 
@@ -113,6 +113,8 @@ static int parse(int argc, char **argv, ar_opts_t *o)
             o->device = o->force_device = 1;
         } else if (bench_opt(a, "--staging-baseline")) {
             o->staging = 1;
+        } else if (bench_opt(a, "--paired")) {
+            o->paired = 1;
         } else if (bench_opt(a, "--csv")) {
             VAL();
             o->csv = v;
@@ -274,15 +276,15 @@ static int mpi_cuda_aware(void)
 }
 #endif
 
-/* One timed call; returns seconds. */
-static double one_call(const ar_opts_t *o, ar_bufs_t *b, int count, size_t bytes)
+/* One timed call on comm; returns seconds. */
+static double one_call(const ar_opts_t *o, ar_bufs_t *b, int count, size_t bytes, MPI_Comm comm)
 {
     double t0 = MPI_Wtime();
 #ifdef LLRDMA_HAVE_CUDA
     if (o->staging) {
         to_host(b->hs, b->s, bytes);
         MPI_Allreduce(b->hs, b->hr, count, mpi_dtype(o->dtype), OP_SUM == o->op ? MPI_SUM : MPI_MAX,
-                      MPI_COMM_WORLD);
+                      comm);
         to_device(b->r, b->hr, bytes);
         cudaDeviceSynchronize();
         return MPI_Wtime() - t0;
@@ -290,7 +292,7 @@ static double one_call(const ar_opts_t *o, ar_bufs_t *b, int count, size_t bytes
 #endif
     (void)bytes;
     MPI_Allreduce(b->s, b->r, count, mpi_dtype(o->dtype), OP_SUM == o->op ? MPI_SUM : MPI_MAX,
-                  MPI_COMM_WORLD);
+                  comm);
     return MPI_Wtime() - t0;
 }
 
@@ -300,7 +302,8 @@ int bench_allreduce_main(int argc, char **argv)
     ar_bufs_t b;
     int me, nranks, n, dropped = 0, rc = BENCH_EXIT_OK, failed = 0, any_failed = 0;
     uint64_t hint = 0, hint_min, hint_max, sizes[BENCH_MAX_SIZES], maxsize;
-    double *samples = NULL, *maxs = NULL;
+    double *samples = NULL, *maxs = NULL, *psamples = NULL, *pmaxs = NULL, *ratios = NULL;
+    MPI_Comm prev = MPI_COMM_NULL; /* --paired: the duplicate coll/llrdma leaves alone */
     FILE *out = stdout, *csv = NULL;
     long errors = 0, all_errors = 0;
     char err[512] = "";
@@ -367,7 +370,13 @@ int bench_allreduce_main(int argc, char **argv)
     }
     samples = malloc(sizeof(double) * (size_t)o.iters);
     maxs = malloc(sizeof(double) * (size_t)o.iters);
-    if (NULL == samples || NULL == maxs) {
+    if (o.paired) {
+        psamples = malloc(sizeof(double) * (size_t)o.iters);
+        pmaxs = malloc(sizeof(double) * (size_t)o.iters);
+        ratios = malloc(sizeof(double) * (size_t)o.iters);
+    }
+    if (NULL == samples || NULL == maxs ||
+        (o.paired && (NULL == psamples || NULL == pmaxs || NULL == ratios))) {
         snprintf(err, sizeof(err), "out of memory");
         failed = 1;
     }
@@ -407,6 +416,16 @@ int bench_allreduce_main(int argc, char **argv)
         to_device(b.s, b.hs, maxsize);
     }
 #endif
+    if (o.paired) {
+        /* The info key makes coll/llrdma hand this communicator to the module
+         * below it at its first call; one untimed call settles that. */
+        MPI_Info info;
+        MPI_Info_create(&info);
+        MPI_Info_set(info, "llrdma_allreduce", "false");
+        MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &prev);
+        MPI_Info_free(&info);
+        (void)one_call(&o, &b, 1, elem_size(o.dtype), prev);
+    }
     csv_stdout = NULL != o.csv && 0 == strcmp(o.csv, "-");
     if (0 == me) {
         if (NULL != o.csv && !csv_stdout && NULL == (csv = fopen(o.csv, "w"))) {
@@ -457,14 +476,29 @@ int bench_allreduce_main(int argc, char **argv)
         if (0 == me) {
             bench_allreduce_component(MPI_COMM_WORLD, name, sizeof(name), detail, sizeof(detail));
             fprintf(out, "# allreduce served by: coll/%s (%s)\n", name, detail);
+            if (o.paired) {
+                bench_allreduce_component(prev, name, sizeof(name), detail, sizeof(detail));
+                fprintf(out,
+                        "# --paired: every iteration also calls MPI_Allreduce on a duplicate of "
+                        "MPI_COMM_WORLD with info llrdma_allreduce=false, served by: coll/%s "
+                        "(%s); the two calls take turns going first.  prev = that duplicate; "
+                        "ratio = P50 / prev P50; paired = median over iterations of time / "
+                        "prev time (same iteration)\n",
+                        name, detail);
+            }
         }
     }
     if (0 == me) {
         if (NULL != csv) {
-            fprintf(csv, "ranks,hint,size,count,iters,p50_us,p90_us,p99_us,p999_us,max_us,"
-                         "mean_us,min_us,bw_MBps\n");
+            fprintf(csv,
+                    "ranks,hint,size,count,iters,p50_us,p90_us,p99_us,p999_us,max_us,"
+                    "mean_us,min_us,bw_MBps%s\n",
+                    o.paired ? ",prev_p50_us,prev_p99_us,ratio_p50,ratio_paired" : "");
         }
-        if (!csv_stdout) {
+        if (!csv_stdout && o.paired) {
+            fprintf(out, "%10s %10s %6s %10s %10s %10s %10s %7s %7s\n", "size", "count", "iters",
+                    "P50", "P99", "prev P50", "prev P99", "ratio", "paired");
+        } else if (!csv_stdout) {
             fprintf(out, "%10s %10s %6s %10s %10s %10s %10s %10s %10s\n", "size", "count", "iters",
                     "P50", "P90", "P99", "max", "mean", "MB/s");
         }
@@ -478,13 +512,29 @@ int bench_allreduce_main(int argc, char **argv)
 
         MPI_Barrier(MPI_COMM_WORLD);
         for (long i = 0; i < warm + iters; ++i) {
-            double t = one_call(&o, &b, count, size);
+            /* --paired: odd iterations call the duplicate first, so neither
+             * side always follows the other. */
+            double tp = (o.paired && (i & 1)) ? one_call(&o, &b, count, size, prev) : 0.0;
+            double t = one_call(&o, &b, count, size, MPI_COMM_WORLD);
+            if (o.paired && !(i & 1)) {
+                tp = one_call(&o, &b, count, size, prev);
+            }
             if (i >= warm) {
                 samples[i - warm] = t * 1e6;
+                if (o.paired) {
+                    psamples[i - warm] = tp * 1e6;
+                }
             }
         }
         MPI_Reduce(samples, maxs, (int)iters, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-        if (o.verify) {
+        if (o.paired) {
+            MPI_Reduce(psamples, pmaxs, (int)iters, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+        }
+        for (int c = 0; c < (o.paired ? 2 : 1) && o.verify; ++c) {
+            if (1 == c) { /* the other communicator's result, untimed */
+                (void)one_call(&o, &b, count, size,
+                               ((warm + iters - 1) & 1) ? prev : MPI_COMM_WORLD);
+            }
 #ifdef LLRDMA_HAVE_CUDA
             if (o.device) {
                 to_host(b.hr, b.r, size);
@@ -492,7 +542,33 @@ int bench_allreduce_main(int argc, char **argv)
 #endif
             errors += check_result(b.hr, &o, (size_t)count, nranks, me, size);
         }
-        if (0 == me) {
+        if (0 == me && o.paired) {
+            char label[32];
+            bench_summary_t ps, rs;
+            for (long i = 0; i < iters; ++i) {
+                ratios[i] = pmaxs[i] > 0 ? maxs[i] / pmaxs[i] : 0.0;
+            }
+            bench_summarize(ratios, (size_t)iters, &rs);
+            bench_summarize(maxs, (size_t)iters, &s);
+            bench_summarize(pmaxs, (size_t)iters, &ps);
+            bench_size_label(size, label, sizeof(label));
+            if (!csv_stdout) {
+                fprintf(out, "%10s %10d %6ld %10.2f %10.2f %10.2f %10.2f %7.3f %7.3f\n", label,
+                        count, iters, s.p50, s.p99, ps.p50, ps.p99,
+                        ps.p50 > 0 ? s.p50 / ps.p50 : 0.0, rs.p50);
+                fflush(out);
+            }
+            if (NULL != csv) {
+                fprintf(csv,
+                        "%d,%llu,%llu,%d,%ld,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,"
+                        "%.4f,%.4f\n",
+                        nranks, (unsigned long long)hint, (unsigned long long)size, count, iters,
+                        s.p50, s.p90, s.p99, s.p999, s.max, s.mean, s.min,
+                        s.p50 > 0 ? (double)size / s.p50 : 0.0, ps.p50, ps.p99,
+                        ps.p50 > 0 ? s.p50 / ps.p50 : 0.0, rs.p50);
+                fflush(csv);
+            }
+        } else if (0 == me) {
             char label[32];
             double bw;
             bench_summarize(maxs, (size_t)iters, &s);
@@ -536,6 +612,12 @@ out:
         free(b.s);
         free(b.r);
     }
+    if (MPI_COMM_NULL != prev) {
+        MPI_Comm_free(&prev);
+    }
+    free(ratios);
+    free(pmaxs);
+    free(psamples);
     free(maxs);
     free(samples);
     fflush(out);

@@ -14,6 +14,8 @@
  * --fault-stays N [COUNT]: as --fault, but call N and every later one must fail
  * (a failure in the hierarchical schedule: its node arenas are not rebuilt).
  * --forever: Allreduce until killed (prints "t_allreduce rank R: running").
+ * --info VALUE [RANK]: the suite on a duplicate of MPI_COMM_WORLD made with info
+ * llrdma_allreduce=VALUE (only on rank RANK when given; the others pass none).
  * Each rank judges its own results: it prints "t_allreduce rank R: PASS" or its
  * first problems (FAIL lines) and exits 1.  The verdict never travels through
  * an MPI_Allreduce, i.e. through the code under test; mpirun exits nonzero when
@@ -525,6 +527,21 @@ int main(int argc, char **argv)
     }
     if (argc > 1 && 0 == strcmp(argv[1], "--forever"))
         forever();
+    if (argc > 2 && 0 == strcmp(argv[1], "--info")) {
+        MPI_Info info = MPI_INFO_NULL;
+        MPI_Comm dup;
+        if (argc < 4 || rank == atoi(argv[3])) {
+            MPI_Info_create(&info);
+            MPI_Info_set(info, "llrdma_allreduce", argv[2]);
+        }
+        MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &dup);
+        MPI_Comm_set_name(dup, "t_allreduce info dup");
+        if (MPI_INFO_NULL != info)
+            MPI_Info_free(&info);
+        suite(dup);
+        MPI_Comm_free(&dup);
+        goto done;
+    }
     if (argc > 3 && 0 == strcmp(argv[1], "--die")) {
         faults(atoi(argv[3]), argc > 4 ? atol(argv[4]) : 1000, atoi(argv[2]));
         /* MPI_Finalize may wait for the dead rank (a PMIx fence): judge first. */

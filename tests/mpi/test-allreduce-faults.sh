@@ -5,7 +5,8 @@
 # every rank instead of leaving the others waiting, and the next call works on
 # a fresh arena; a rank killed during an arena Allreduce is named by the
 # survivors within seconds; a communicator whose ranks disagree on the plan
-# hands its Allreduce to the module below once.  Every rank judges its own
+# hands its Allreduce to the module below once, as does one made with info
+# llrdma_allreduce=false.  Every rank judges its own
 # results (env.sh: check_pass).
 . ./tests/mpi/env.sh
 T="$top_builddir/tests/mpi/t_allreduce"
@@ -95,7 +96,28 @@ launch --mca op ^avx --mca coll_llrdma_verbose 10 --mca coll_llrdma_mismatch_act
   -np 1 -x OMPI_MCA_btl_llrdma_size_hint=4K "$T" : -np 1 -x OMPI_MCA_btl_llrdma_size_hint=1M "$T"
 check_pass "plan mismatch: results correct" t_allreduce 2
 check_run "plan mismatch: handed to the previous module once per rank" \
-  count "MPI_COMM_WORLD: Allreduce handed to the previous module for good" 2
+  count "MPI_COMM_WORLD: Allreduce handed to the previous module (.*) for good" 2
 check_run "plan mismatch on MPI_COMM_WORLD: only its first call passed through coll/llrdma" \
   count "on MPI_COMM_WORLD: ranks disagree on the plan inputs" 2
+# A communicator made with info llrdma_allreduce=false is handed to the module
+# below at its first call, on every rank even if only one rank's info says so;
+# a value that is not a boolean is named and ignored.  (op ^avx: Open MPI's
+# own Allreduce then sums unsigned chars, which op/avx 4.1.4 saturates.)
+D="t_allreduce info dup: Allreduce handed to the previous module (.*) for good"
+launch --mca op ^avx -np 2 --mca coll_llrdma_verbose 10 "$T" --info false
+check_pass "info llrdma_allreduce=false: results correct" t_allreduce 2
+check_run "info false: handed to the previous module once per rank" count "$D" 2
+check_run "info false: the reason is the info key" \
+  has "on t_allreduce info dup: the communicator's info sets llrdma_allreduce=false"
+launch --mca op ^avx -np 2 --mca coll_llrdma_verbose 10 "$T" --info OFF 0
+check_pass "info off on rank 0 only: results correct" t_allreduce 2
+check_run "info on one rank: both ranks hand it down" count "$D" 2
+check_run "info on one rank: the other rank says so" \
+  count "rank 1 of t_allreduce info dup: its info does not set llrdma_allreduce=false" 1
+launch --mca op ^avx -np 2 --mca coll_llrdma_verbose 10 "$T" --info maybe
+check_pass "info llrdma_allreduce=maybe: results correct" t_allreduce 2
+check_run "info maybe: named on every rank, ignored (coll/llrdma keeps the communicator)" \
+  eval 'count "llrdma_allreduce=.maybe. is not a boolean" 2 && count "$D" 0'
+launch --mca op ^avx -np 2 --mca coll_llrdma_verbose 10 "$T" --info true
+check_run "info true: coll/llrdma keeps the communicator" count "$D" 0
 finish

@@ -160,6 +160,21 @@ budget() {
 }
 check_run "allreduce int max: byte budget gives 4 iterations at 1 MB, 20 at 12 B" budget
 
+# --paired: a duplicate with info llrdma_allreduce=false, which coll/llrdma
+# hands to the module below; both results verified, both timed per iteration.
+launch -np 2 --mca coll_llrdma_verbose 10 "$BENCH" allreduce --paired --sizes 8,4K --warmup 2 \
+  --iters 20 --verify --csv "$T/paired.csv"
+paired() {
+  verified "verify: all results correct" && has '^# --paired: .* served by: coll/[a-z]' &&
+    grep -qE '^ +size +count +iters +P50 +P99 +prev P50 +prev P99 +ratio +paired$' <<<"$out" &&
+    [ "$(rows | wc -l)" -eq 2 ] && rows_ok 'NF != 10 || $5 <= 0 || $7 <= 0 || $9 <= 0 || $10 <= 0' &&
+    count "Allreduce handed to the previous module (.*) for good" 2 &&
+    csv_ok "$T/paired.csv" "ranks,hint,size,count,iters,p50_us" 3 &&
+    head -1 "$T/paired.csv" | grep -q ',prev_p50_us,prev_p99_us,ratio_p50,ratio_paired$'
+}
+check_run "allreduce --paired: the duplicate declined once per rank, both sides timed and verified" \
+  paired
+
 # --device: a skip only where the prerequisite may be missing: exit 4 when
 # this build has no CUDA, exit 3 when CUDA is built but nvidia-smi lists no GPU.
 launch -np 2 "$BENCH" allreduce --device --staging-baseline --max 64 --iters 2
