@@ -138,10 +138,12 @@ run_config() { # CONFIG ROUND
       h=${c#llrdma-"$m"-}
       local rdma=()
       [[ $h == *-* ]] && rdma=(--mca btl_llrdma_rdma "${h#*-}") && h=${h%%-*}
+      # shellcheck disable=SC2046  # bench_args prints options, one per word
       mpi_run "$f" -np 2 "${bind[@]}" "${ob1[@]}" --mca btl_llrdma_size_hint "$h" \
         "${rdma[@]}" "$BENCH" $(bench_args "$m") || rc=$?
       ;;
     ucx-*)
+      # shellcheck disable=SC2046  # as above
       mpi_run "$f" -np 2 "${bind[@]}" "${ucx[@]}" "$BENCH" $(bench_args "${c#ucx-}") || rc=$?
       ;;
     pt-write) perftest ib_write_bw "$f" || rc=$? ;;
@@ -166,7 +168,8 @@ guest() {
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
   BENCH="$BUILD/.libs/llrdma-bench"
   [[ -x $BENCH ]] || BENCH="$BUILD/llrdma-bench"
-  local dev=${SOFTROCE_VM_IBDEV:-rxe0} t0=$SECONDS list=($CONFIGS) n r i
+  local dev=${SOFTROCE_VM_IBDEV:-rxe0} t0=$SECONDS list n r i
+  read -r -a list <<< "$CONFIGS"
   {
     echo "uname: $(uname -srvm)"
     echo "nproc: $(nproc); memory: $(awk '/MemTotal/ { print $2 " kB" }' /proc/meminfo)"

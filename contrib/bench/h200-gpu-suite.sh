@@ -27,7 +27,7 @@ if [ -n "${LLRDMA_RDMACM_DEBS:-}" ] && [ ! -e /usr/include/rdma/rdma_cma.h ]; th
   echo "=== librdmacm headers added from $LLRDMA_RDMACM_DEBS (system library: $(readlink -f $lib/librdmacm.so.1))"
 fi
 work=/tmp/llrdma-suite; rm -rf "$work"; mkdir -p "$work"; tar -xzf "$tarball" -C "$work"
-cd "$work"/llrdma-*
+cd "$work"/llrdma-* || exit 1
 export PATH=/usr/local/cuda/bin:$PATH
 t0=$SECONDS
 { ./configure --prefix="$work/inst" --with-cuda=/usr/local/cuda && make -j"$(nproc)" &&

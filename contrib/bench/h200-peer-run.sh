@@ -15,7 +15,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_pml=ob
 command -v ssh >/dev/null || command -v rsh >/dev/null || export OMPI_MCA_plm_rsh_agent=sh
 grep -q single_copy /etc/openmpi/openmpi-mca-params.conf 2>/dev/null ||
   printf 'btl_vader_single_copy_mechanism = none\n' >> /etc/openmpi/openmpi-mca-params.conf
-work=/tmp/llrdma-peer; rm -rf "$work"; mkdir -p "$work"; tar -xzf "$tarball" -C "$work"; cd "$work"/llrdma-*
+work=/tmp/llrdma-peer; rm -rf "$work"; mkdir -p "$work"; tar -xzf "$tarball" -C "$work"; cd "$work"/llrdma-* || exit 1
 export PATH=/usr/local/cuda/bin:$PATH
 t0=$SECONDS
 step() { echo "=== $* ($((SECONDS - t0)) s)"; }
@@ -61,7 +61,7 @@ fi
 step "GPU suite (regression, peer path auto)"
 mkdir -p "$OUT/gl"; LLRDMA_GPU_LOGS="$OUT/gl" LLRDMA_TEST_TIMEOUT=100 timeout 170 tests/gpu/run-gpu-tests.sh > "$OUT/gpu-tests.txt" 2>&1
 echo "gpu suite rc=$?"; grep -c "^ok" "$OUT/gpu-tests.txt"; grep "^not ok" "$OUT/gpu-tests.txt" | head
-step done
+step "done"
 tar czf "$OUT/logs.tar.gz" -C "$OUT" gl peer-matrix.log peer-memcheck.log peer-racecheck.log machine.txt build.log gpu-tests.txt 2>/dev/null
 rm -rf "$OUT/gl" "$OUT"/peer-*.log "$OUT/machine.txt" "$OUT/build.log" "$OUT"/bench-*.txt
 python3 - "$OUT" <<'PY'

@@ -20,7 +20,7 @@ command -v ssh >/dev/null || command -v rsh >/dev/null || export OMPI_MCA_plm_rs
 grep -q single_copy /etc/openmpi/openmpi-mca-params.conf 2>/dev/null ||
   printf 'btl_vader_single_copy_mechanism = none\n' >> /etc/openmpi/openmpi-mca-params.conf
 work=/tmp/llrdma-h200
-rm -rf "$work" && mkdir -p "$work" && tar -xzf "$tarball" -C "$work" && cd "$work"/llrdma-*
+rm -rf "$work" && mkdir -p "$work" && tar -xzf "$tarball" -C "$work" && cd "$work"/llrdma-* || exit 1
 export PATH=/usr/local/cuda/bin:$PATH
 t0=$SECONDS
 { ./configure --prefix="$work/inst" --with-cuda=/usr/local/cuda && make -j"$(nproc)" &&
@@ -60,5 +60,5 @@ for n in ${HOST_RANKS:-4 8 16}; do
     --mpirun-args "--bind-to core" --csv "$R/host-np$n.csv" -- --max 16M --iters 100 \
     > "$R/host-np$n.txt" 2>&1; echo "np $n rc=$?"
 done
-step done
+step "done"
 tar czf "$OUT/res.tar.gz" -C "$OUT" res

@@ -78,6 +78,7 @@ guest() {
   cat "$d/machine.txt"
 
   echo "=== 1. incast over btl/llrdma ($((SECONDS - t0)) s)"
+  # shellcheck disable=SC2046  # incast_args prints options, one per word
   for h in $HINTS; do
     for c in $COALESCE; do
       run "$d/incast-llrdma-$h$([[ $c == 0 ]] && echo -nocoalesce)" timeout 900 \
@@ -86,6 +87,7 @@ guest() {
     done
   done
   echo "=== 2. incast over UCX ($((SECONDS - t0)) s)"
+  # shellcheck disable=SC2046  # as above
   for tls in $TLS_LIST; do
     run "$d/incast-ucx-$tls" timeout 900 "$LLRDMA_MPIRUN" -np "$NP" "${COMMON[@]}" "${UCX[@]}" \
       -x UCX_TLS="$tls" llrdma-bench $(incast_args)

@@ -1,4 +1,4 @@
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034  # C, T, ... are for the tests that source this
 # Sourced by the cluster tests (tests/cluster/test-*.sh), which run on node0 of
 # `contrib/softroce-vm --nodes 2` (see tier.sh): tests/mpi/env.sh, plus the
 # mpirun options that reach the other guests.

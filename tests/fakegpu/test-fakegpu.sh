@@ -100,6 +100,7 @@ done
 # with host calls between the device calls; ranks that disagreed on which
 # calls try the peer path read each other's data as records.
 for mode in auto force; do
+  # shellcheck disable=SC2046  # no word or two: -x FAKEGPU_DEVICE_KEY=7
   launch -np 4 --mca coll_llrdma_verbose 10 --mca coll_llrdma_gpu_peer $mode \
     --mca coll_llrdma_gpu_peer_min 0 -x FAKEGPU_EXPECT_PEER=1 \
     $([ $mode = force ] && echo -x FAKEGPU_DEVICE_KEY=7) "$T" --peer-split

@@ -8,7 +8,7 @@
 . ./tests/mpi/env.sh
 T="$top_builddir/tests/mpi/t_allreduce"
 V=(--mca coll_llrdma_verbose 10)
-leftovers() { ls /dev/shm 2>/dev/null | grep -c '^llrdma-coll-' || true; }
+leftovers() { find /dev/shm -maxdepth 1 -name 'llrdma-coll-*' 2>/dev/null | wc -l; }
 before=$(leftovers)
 
 for alg in shm_direct shm_split; do

@@ -58,6 +58,7 @@ grep "t_llrdma: " <<<"$out" | sed 's/^/# /'
 check_pass "non-contiguous MPI_Type_vector (1 MB of 4-int blocks) both ways" t_llrdma 2
 
 # RPUT: the receiver asks, the sender writes.
+# shellcheck disable=SC2046  # around prints sizes, one per word
 launch -np 2 "${B[@]}" --mca btl_llrdma_rdma put --mca btl_llrdma_dump "$d/put-%r.json" \
   "$T" sweep $((4 * M)) $(around $M)
 check_pass "btl_llrdma_rdma=put: 1 B..4 MB verified" t_llrdma 2

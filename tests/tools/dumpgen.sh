@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shell helpers that write llrdma finalize records (the btl_llrdma_dump line
 # written at MPI_Finalize, llrdma_core/histogram.cc) for the tool tests.
 #   mkrec RANK HINT WAITS_LL "PATH:BUCKET:COUNT ..."
