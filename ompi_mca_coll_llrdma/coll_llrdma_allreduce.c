@@ -252,13 +252,13 @@ static void decline(mca_coll_llrdma_module_t *m, struct ompi_communicator_t *com
         OBJ_RETAIN(m->previous_allreduce_module);
         OBJ_RELEASE(self); /* the communicator's module list still holds it */
     }
-    if (mca_coll_llrdma_component.verbose >= 10) {
+    if (mca_coll_llrdma_component.verbose >= 5) {
         Dl_info where; /* name the module below by the object its function lives in */
         const char *obj =
             (0 != dladdr((void *)m->previous_allreduce, &where) && NULL != where.dli_fname)
                 ? where.dli_fname
                 : "unknown object";
-        opal_output_verbose(10, mca_coll_llrdma_component.output,
+        opal_output_verbose(5, mca_coll_llrdma_component.output,
                             "coll:llrdma: %s: Allreduce handed to the previous module (%s) for "
                             "good%s",
                             comm->c_name, NULL != strrchr(obj, '/') ? strrchr(obj, '/') + 1 : obj,

@@ -87,8 +87,10 @@ static int llrdma_register(void)
               &c->priority);
     c->verbose = 0;
     (void)reg("verbose",
-              "Verbosity of coll/llrdma (10: algorithm choices and fallbacks per call, and "
-              "once per arena the NUMA node of each rank and of its arena pages)",
+              "Verbosity of coll/llrdma (5: once per communicator: how it is served "
+              "(flat, hierarchical, stepping aside), the inter-node transport, a hand-over "
+              "to the module below, and per arena the NUMA node of each rank and of its "
+              "pages; 10: also the algorithm choice or fallback of every call)",
               MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_5, &c->verbose);
     c->size_hint = "";
     c->size_hint_index =

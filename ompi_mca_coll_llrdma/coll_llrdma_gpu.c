@@ -467,7 +467,7 @@ int mca_coll_llrdma_gpu_shared(mca_coll_llrdma_module_t *m, struct ompi_communic
     }
     if (same > 0 && !m->gpu_shared_said) {
         m->gpu_shared_said = 1;
-        opal_output_verbose(10, mca_coll_llrdma_component.output,
+        opal_output_verbose(5, mca_coll_llrdma_component.output,
                             "coll:llrdma: %s: rank %d shares its GPU with %d other rank(s): "
                             "device vectors are copied whole to the host (fewer GPU operations, "
                             "each a context switch)",

@@ -84,8 +84,8 @@ int mca_coll_llrdma_hier_setup(mca_coll_llrdma_module_t *m, struct ompi_communic
         m->topo.arenas = 0; /* said by the rank that failed */
         mode = llrdma_ar_mode(&m->topo, &why);
     }
-    if (c->verbose >= 10 && 0 == me) {
-        opal_output_verbose(10, c->output,
+    if (c->verbose >= 5 && 0 == me) {
+        opal_output_verbose(5, c->output,
                             "coll:llrdma: %s: %d ranks on %d node(s), %d to %d per node: %s (%s)",
                             comm->c_name, n, m->topo.nnodes, m->topo.min_local, m->topo.max_local,
                             LLRDMA_AR_MODE_HIER == mode      ? "hierarchical"

@@ -154,7 +154,7 @@ void mca_coll_llrdma_net_setup(mca_coll_llrdma_module_t *m, struct ompi_communic
     }
     free(ranks);
 out_say:
-    if (c->verbose >= 10 && 0 == me) {
+    if (c->verbose >= 5 && 0 == me) {
         char small[128] = "";
         if (0 != m->net_eager && LLRDMA_NET_AUTO == knob) {
             snprintf(small, sizeof(small),
@@ -162,7 +162,7 @@ out_say:
                      "take the PML",
                      (unsigned long)m->net_eager);
         }
-        opal_output_verbose(10, c->output, "coll:llrdma: %s: inter-node transport %s (%s)%s",
+        opal_output_verbose(5, c->output, "coll:llrdma: %s: inter-node transport %s (%s)%s",
                             comm->c_name, mca_coll_llrdma_net_of(m)->name, said, small);
     }
 }

@@ -1,6 +1,6 @@
 /*
  * coll/llrdma: where a rank's own part of the shared-memory arena lives
- * (docs/allreduce.md, "NUMA placement").  At coll_llrdma_verbose 10, after
+ * (docs/allreduce.md, "NUMA placement").  At coll_llrdma_verbose 5, after
  * the arena's set-up, every rank says which NUMA node it runs on and on
  * which nodes the pages of its own ranges (llrdma_ar_shm_rank_pages: its
  * input slots and private chunks, whole pages only) are, so first-touch
@@ -54,7 +54,7 @@ void mca_coll_llrdma_numa_report(struct ompi_communicator_t *comm, void *base, i
     void *addr[BATCH];
     llrdma_ar_numa_census_t census;
 
-    if (opal_output_get_verbosity(c->output) < 10) {
+    if (opal_output_get_verbosity(c->output) < 5) {
         return;
     }
     node = current_node(&cpu);
@@ -78,7 +78,7 @@ void mca_coll_llrdma_numa_report(struct ompi_communicator_t *comm, void *base, i
     }
     if (0 == err) {
         llrdma_ar_numa_census(status, n, node, &census);
-        opal_output_verbose(10, c->output,
+        opal_output_verbose(5, c->output,
                             "coll:llrdma: %s: rank %d runs on NUMA node %d (cpu %d); its arena "
                             "slots: %lu pages, %lu on node %d, %lu on other nodes (most on node "
                             "%d), %lu not resident",
@@ -91,7 +91,7 @@ free_arrays:
     free(off);
     free(status);
     if (0 != err) {
-        opal_output_verbose(10, c->output,
+        opal_output_verbose(5, c->output,
                             "coll:llrdma: %s: rank %d runs on NUMA node %d; where its arena slots "
                             "live is unknown (move_pages: %s)",
                             comm->c_name, ompi_comm_rank(comm), node, strerror(err));

@@ -285,7 +285,7 @@ static int finish_setup(mca_coll_llrdma_module_t *m, struct ompi_communicator_t 
     m->shm.liveness_ns = (uint64_t)c->shm_liveness_ms * 1000000u;
     m->shm_ranks = nranks;
     m->shm_bytes = bytes;
-    opal_output_verbose(10, c->output,
+    opal_output_verbose(5, c->output,
                         "coll:llrdma: %s: shared-memory arena of %lu bytes, chunk %lu (%s), "
                         "%d ranks",
                         comm->c_name, (unsigned long)bytes, (unsigned long)chunk, name, nranks);
