@@ -109,6 +109,11 @@ check_pass "info llrdma_allreduce=false: results correct" t_allreduce 2
 check_run "info false: handed to the previous module once per rank" count "$D" 2
 check_run "info false: the reason is the info key" \
   has "on t_allreduce info dup: the communicator's info sets llrdma_allreduce=false"
+# Level 5 says the hand-over once and nothing per call (level 10's per-call
+# lines cost milliseconds across nodes, so benchmarks use 5).
+launch --mca op ^avx -np 2 --mca coll_llrdma_verbose 5 "$T" --info false
+check_run "verbose 5: the hand-over once per rank, no per-call line" \
+  eval 'count "$D" 2 && lacks "coll:llrdma: allreduce .* bytes" && lacks "using the previous module"'
 launch --mca op ^avx -np 2 --mca coll_llrdma_verbose 10 "$T" --info OFF 0
 check_pass "info off on rank 0 only: results correct" t_allreduce 2
 check_run "info on one rank: both ranks hand it down" count "$D" 2
