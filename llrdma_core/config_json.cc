@@ -126,6 +126,7 @@ std::string to_json(const llrdma_rank_config_t &c)
     put_u64(o, "rnr_retry", d.rnr_retry);
     put_u64(o, "retry_count", d.retry_count);
     put_u64(o, "ack_timeout", d.ack_timeout);
+    put_i64(o, "completion_timeout_ms", d.completion_timeout_ms);
     put_u64(o, "rd_atomic_granted", d.rd_atomic_granted);
     put_u64(o, "dest_rd_atomic_granted", d.dest_rd_atomic_granted);
     put_u64(o, "rdma_limit_granted", d.rdma_limit_granted);
@@ -318,6 +319,7 @@ bool from_json(const char *json, llrdma_rank_config_t &c)
         dr.unsig("rnr_retry", d.rnr_retry, UINT32_MAX);
         dr.unsig("retry_count", d.retry_count, UINT32_MAX);
         dr.unsig("ack_timeout", d.ack_timeout, UINT32_MAX);
+        dr.integer("completion_timeout_ms", d.completion_timeout_ms, INT32_MIN, INT32_MAX);
         dr.unsig("rd_atomic_granted", d.rd_atomic_granted, UINT32_MAX);
         dr.unsig("dest_rd_atomic_granted", d.dest_rd_atomic_granted, UINT32_MAX);
         dr.unsig("rdma_limit_granted", d.rdma_limit_granted, UINT64_MAX);

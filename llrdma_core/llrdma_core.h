@@ -156,6 +156,9 @@ typedef struct {
     uint32_t min_rnr_timer, rnr_retry, retry_count;
     /* ACK timeout set on every QP (IB encoding); 0 = rdma_cm's default. */
     uint32_t ack_timeout;
+    /* The completion watchdog's limit asked (ms): 0 derived from each QP's
+     * ACK timeout and retries (at least 60 s), -1 never. */
+    int32_t completion_timeout_ms;
     /* RDMA on the BW path: reads outstanding (initiator depth) and answered
      * (responder resources) as granted -- by the device's limits at start-up,
      * then as read back from the first BW connection's QP -- and the largest

@@ -108,6 +108,8 @@ typedef struct mca_btl_llrdma_module_t {
     uint64_t moved_ms;          /* 0: moved since the last look at the clock */
     unsigned quiet_polls;       /* progress calls without an event since then */
     unsigned stuck_dumps;       /* state dumps printed since it last moved */
+    unsigned wd_polls;          /* progress calls since the watchdog read the clock */
+    uint64_t wd_look_ms;        /* when it last looked at the connections */
     uint64_t stuck_completions; /* completions[] summed at the last look (the thread's too) */
     /* RDMA (btl_llrdma_rdma.c): registrations through Open MPI's grdma cache */
     mca_rcache_base_module_t *rcache;
@@ -162,14 +164,15 @@ typedef struct mca_btl_llrdma_component_t {
     char *roce_version; /* auto | 1 | 2 */
 
     /* Reliability and flow control (see docs/btl-design.md) */
-    unsigned min_rnr_timer; /* IB encoding 0..31 */
-    unsigned rnr_retry;     /* 0..7, 7 = forever */
-    unsigned retry_count;   /* transport retries, 0..7 */
-    unsigned ack_timeout;   /* IB encoding 1..31; 0 = rdma_cm's choice */
-    size_t recv_mem_max;    /* bytes of receive buffers per path before allotments shrink */
-    int stall_warn_ms;      /* a peer without credits this long is reported (verbose 1) */
-    int coalesce;           /* pack messages behind a queued fragment (docs/btl-design.md) */
-    int progress_thread;    /* a thread per module sleeps on the BW CQs' events */
+    unsigned min_rnr_timer;    /* IB encoding 0..31 */
+    unsigned rnr_retry;        /* 0..7, 7 = forever */
+    unsigned retry_count;      /* transport retries, 0..7 */
+    unsigned ack_timeout;      /* IB encoding 1..31; 0 = rdma_cm's choice */
+    size_t recv_mem_max;       /* bytes of receive buffers per path before allotments shrink */
+    int stall_warn_ms;         /* a peer without credits this long is reported (verbose 1) */
+    int completion_timeout_ms; /* no completion this long fails the peer; 0 derived, -1 never */
+    int coalesce;              /* pack messages behind a queued fragment (docs/btl-design.md) */
+    int progress_thread;       /* a thread per module sleeps on the BW CQs' events */
     int progress_thread_ll_idle_ms; /* the thread polls LL after this long without progress */
     char *fork_safe;                /* auto | yes | no */
     char *rdma;                     /* get | put | off: ob1's RDMA protocol (btl_llrdma_rdma.c) */
@@ -266,6 +269,11 @@ void mca_btl_llrdma_thread_channel_destroy(mca_btl_llrdma_module_t *m);
  * work is outstanding and nothing has moved for btl_llrdma_stall_warn ms. */
 void mca_btl_llrdma_stuck_check(mca_btl_llrdma_module_t *m, int moved);
 void mca_btl_llrdma_stuck_dump(mca_btl_llrdma_module_t *m, uint64_t quiet_ms, int busy);
+/* The completion watchdog (every progress call, under the module lock). */
+void mca_btl_llrdma_wd_check(mca_btl_llrdma_module_t *m);
+/* The completion watchdog's limit for a connection whose QP went to RTS with
+ * this ACK timeout (IB encoding) and retry count; 0: not watched. */
+uint64_t mca_btl_llrdma_wd_limit_ms(unsigned qp_timeout, unsigned qp_retry);
 
 /* btl_llrdma_rdma.c: registration, put/get/flush (docs/btl-design.md "RDMA"). */
 void mca_btl_llrdma_rdma_init(mca_btl_llrdma_module_t *m);

@@ -168,7 +168,9 @@ static int conn_set_ack_timeout(struct rdma_cm_id *id)
 }
 
 /* The receiver-not-ready back-off this side asks of its senders: rdma_cm
- * leaves it at 0 (655 ms on real NICs).  Allowed on an RTS queue pair. */
+ * leaves it at 0 (655 ms on real NICs).  Allowed on an RTS queue pair.  The
+ * QP's ACK timeout and retry count, read back here, set the completion
+ * watchdog's limit (rdma_cm's 18 and 7 when the query fails). */
 static void conn_set_rnr_timer(mca_btl_llrdma_conn_t *conn)
 {
     struct ibv_qp_init_attr init;
@@ -182,10 +184,14 @@ static void conn_set_rnr_timer(mca_btl_llrdma_conn_t *conn)
                             mca_btl_llrdma_component.min_rnr_timer, conn->qp->qp_num);
     }
     memset(&qa, 0, sizeof(qa));
+    conn->qp_timeout = 18;
+    conn->qp_retry = 7;
     if (0 == mca_btl_llrdma_verbs.query_qp(conn->qp, &qa,
                                            IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
                                                IBV_QP_MIN_RNR_TIMER,
                                            &init)) {
+        conn->qp_timeout = qa.timeout;
+        conn->qp_retry = qa.retry_cnt;
         opal_output_verbose(10, mca_btl_llrdma_component.output,
                             "btl:llrdma: qp %u: ack timeout %u, retry %u, rnr_retry %u, "
                             "min_rnr_timer %u",
@@ -444,6 +450,7 @@ static void conn_established(mca_btl_llrdma_conn_t *conn, const mca_btl_llrdma_c
     ep->attempts[p] = 0;
     ep->peer_waits[p] = 0;
     conn_set_rnr_timer(conn);
+    conn->wd_limit_ms = mca_btl_llrdma_wd_limit_ms(conn->qp_timeout, conn->qp_retry);
     mca_btl_llrdma_rdma_conn_up(conn);
     update_ready(ep);
     opal_output_verbose(20, mca_btl_llrdma_component.output,

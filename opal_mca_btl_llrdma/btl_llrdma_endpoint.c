@@ -674,6 +674,7 @@ void mca_btl_llrdma_conn_send_done(mca_btl_llrdma_wr_t *wr, enum ibv_wc_status s
         mca_btl_llrdma_endpoint_fail(ep, "a send failed",
                                      mca_btl_llrdma_verbs.wc_status_str(status));
     }
+    ++conn->sends_done; /* the watchdog's sign of life */
     /* A completion retires its WR and every unsignalled one before it. */
     for (;;) {
         mca_btl_llrdma_wr_t *e = &conn->ring[conn->ring_tail];

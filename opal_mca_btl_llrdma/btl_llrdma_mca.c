@@ -234,6 +234,15 @@ int mca_btl_llrdma_register_params(void)
         "long a module with work outstanding may stand still before it prints its state per "
         "peer (verbose level 1; 0 turns that off)",
         OPAL_INFO_LVL_6, &c->stall_warn_ms, 2000);
+    (void)reg_int(
+        "completion_timeout",
+        "Milliseconds a connection may hold work requests with none completing before its "
+        "peer is declared unreachable: the error is reported (ob1 ends the job naming the "
+        "peer) and the queue pair's work is flushed back with an error. A live peer's NIC "
+        "answers within the queue pair's retry budget whatever its process does, so this "
+        "only catches a device or driver that stopped. 0: four times that budget (ACK "
+        "timeout x (retry count + 1)), at least 60 s; -1: never",
+        OPAL_INFO_LVL_6, &c->completion_timeout_ms, 0);
     (void)reg_int("coalesce",
                   "On a connected path, copy a message that must queue (no credit or send "
                   "slot) behind the fragment queued before it, or into a new BTL fragment if "
@@ -319,6 +328,8 @@ void mca_btl_llrdma_check_params(void)
     check_min("connect_timeout", c->connect_timeout_s, 1, "seconds");
     check_min("cm_timeout", c->cm_timeout_ms, 1, "milliseconds");
     check_min("stall_warn", c->stall_warn_ms, 0, "milliseconds");
+    check_min("completion_timeout", c->completion_timeout_ms, -1,
+              "milliseconds, 0 (derived) or -1 (never)");
     check_min("progress_thread_ll_idle", c->progress_thread_ll_idle_ms, 0, "milliseconds");
     if (NULL == c->rdma || (0 != strcmp(c->rdma, "get") && 0 != strcmp(c->rdma, "put") &&
                             0 != strcmp(c->rdma, "off"))) {

@@ -854,6 +854,7 @@ int mca_btl_llrdma_module_granted(const mca_btl_llrdma_module_t *m, llrdma_devic
     dev->rnr_retry = mca_btl_llrdma_component.rnr_retry;
     dev->retry_count = mca_btl_llrdma_component.retry_count;
     dev->ack_timeout = mca_btl_llrdma_component.ack_timeout;
+    dev->completion_timeout_ms = mca_btl_llrdma_component.completion_timeout_ms;
     snprintf(dev->gid_type, sizeof(dev->gid_type), "%s",
              llrdma_gid_type_name((int)m->port.gid_type));
     dev->rq_depth_granted_ll = m->path_used[LLRDMA_PATH_LL] ? m->path[LLRDMA_PATH_LL].srq_depth : 0;

@@ -184,6 +184,7 @@ static int progress_locked(mca_btl_llrdma_module_t *m)
     }
     count += mca_btl_llrdma_module_progress_control(m);
     mca_btl_llrdma_stuck_check(m, count > 0);
+    mca_btl_llrdma_wd_check(m);
     return count;
 }
 

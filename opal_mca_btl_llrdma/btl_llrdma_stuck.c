@@ -12,10 +12,20 @@
  * At verbose level 20 a module with nothing outstanding is dumped as well
  * (a rank waiting for a message that never comes).  See docs/btl-design.md
  * "A receiver that stops progressing".
+ *
+ * The completion watchdog, always on: a live peer's NIC answers every work
+ * request (or the QP fails it with retry-exceeded) within the QP's retry
+ * budget, whatever the peer process does.  A connection holding work with
+ * no completion for btl_llrdma_completion_timeout ms has a device or driver
+ * that stopped: the peer is failed (ob1 is told) and the QP is moved to the
+ * error state, which flushes its work requests back with an error, instead
+ * of a job that hangs without a word.  See docs/btl-design.md "A queue pair
+ * that stops completing".
  */
 #include "opal_config.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "opal/util/output.h"
 
@@ -23,6 +33,13 @@
 
 /* Quiet progress calls between two looks at the clock. */
 #define LLRDMA_STUCK_POLLS 1024
+/* Progress calls between two looks at the clock by the watchdog, and the
+ * least time between two of its walks over the connections. */
+#define LLRDMA_WD_POLLS 4096
+#define LLRDMA_WD_PERIOD_MS 500
+/* The derived limit: this many times the retry budget, and at least this. */
+#define LLRDMA_WD_BUDGETS 4
+#define LLRDMA_WD_MIN_MS 60000
 
 static const char *conn_state_str(const mca_btl_llrdma_conn_t *c)
 {
@@ -170,4 +187,88 @@ void mca_btl_llrdma_stuck_check(mca_btl_llrdma_module_t *m, int moved)
         mca_btl_llrdma_stuck_dump(m, quiet, busy);
         ++m->stuck_dumps;
     }
+}
+
+uint64_t mca_btl_llrdma_wd_limit_ms(unsigned qp_timeout, unsigned qp_retry)
+{
+    int knob = mca_btl_llrdma_component.completion_timeout_ms;
+    uint64_t budget_ns, limit;
+
+    if (knob != 0) {
+        return knob < 0 ? 0 : (uint64_t)knob;
+    }
+    /* IB: each try waits 4.096 us x 2^timeout (0: forever, never seen on
+     * RC from rdma_cm); retry_cnt tries follow the first. */
+    budget_ns =
+        (4096ull << (qp_timeout > 0 && qp_timeout < 32 ? qp_timeout : 31)) * (qp_retry + 1u);
+    limit = LLRDMA_WD_BUDGETS * budget_ns / 1000000u;
+    return limit > LLRDMA_WD_MIN_MS ? limit : LLRDMA_WD_MIN_MS;
+}
+
+static void wd_fail(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_conn_t *c, uint64_t quiet,
+                    uint32_t waiting)
+{
+    struct ibv_qp_attr qa;
+    char status[320];
+    double try_s = 4.096e-6 * (double)(1ull << (c->qp_timeout < 32 ? c->qp_timeout : 31));
+
+    snprintf(status, sizeof(status),
+             "no work request completed for %llu ms while %u waited on the %s path (qp %u; a "
+             "live peer's NIC answers or fails them within %.1f s: ACK timeout %u = %.2f s, %u "
+             "retries); the queue pair is moved to the error state "
+             "(btl_llrdma_completion_timeout)",
+             (unsigned long long)quiet, waiting, LLRDMA_PATH_LL == c->path ? "ll" : "bw",
+             c->qp->qp_num, try_s * (c->qp_retry + 1), c->qp_timeout, try_s, c->qp_retry);
+    /* Report first (ob1 aborts there); otherwise the flush below hands every
+     * waiting fragment and put/get back with an error at the next poll. */
+    mca_btl_llrdma_endpoint_fail(ep, "the connection stopped completing work", status);
+    memset(&qa, 0, sizeof(qa));
+    qa.qp_state = IBV_QPS_ERR;
+    if (0 != mca_btl_llrdma_verbs.modify_qp(c->qp, &qa, IBV_QP_STATE)) {
+        opal_output(mca_btl_llrdma_component.output,
+                    "btl:llrdma: qp %u did not go to the error state: its work stays posted",
+                    c->qp->qp_num);
+    }
+}
+
+/* One walk: a connection whose completions moved, or that waits for none,
+ * starts its clock again. */
+static void wd_look(mca_btl_llrdma_module_t *m, uint64_t now)
+{
+    mca_btl_llrdma_endpoint_t *ep = NULL;
+
+    while (NULL != (ep = mca_btl_llrdma_endpoint_next(m, ep))) {
+        for (int p = 0; p < LLRDMA_NPATHS && LLRDMA_EP_FAILED != ep->state; ++p) {
+            mca_btl_llrdma_conn_t *c = ep->conn[p];
+            uint32_t waiting;
+            if (NULL == c || LLRDMA_CONN_ESTABLISHED != c->state || 0 == c->wd_limit_ms) {
+                continue;
+            }
+            waiting = c->sends_done == c->wd_seen && 0 != c->sq.posted ? conn_waiting_wrs(c) : 0;
+            if (0 == waiting || 0 == c->wd_since) {
+                c->wd_seen = c->sends_done;
+                c->wd_since = 0 == waiting ? 0 : now;
+                continue;
+            }
+            if (now - c->wd_since >= c->wd_limit_ms) {
+                wd_fail(ep, c, now - c->wd_since, waiting);
+            }
+        }
+    }
+}
+
+void mca_btl_llrdma_wd_check(mca_btl_llrdma_module_t *m)
+{
+    uint64_t now;
+
+    if (++m->wd_polls < LLRDMA_WD_POLLS) {
+        return;
+    }
+    m->wd_polls = 0;
+    now = mca_btl_llrdma_now_ms();
+    if (now - m->wd_look_ms < LLRDMA_WD_PERIOD_MS) {
+        return;
+    }
+    m->wd_look_ms = now;
+    wd_look(m, now);
 }

@@ -47,6 +47,8 @@ expect_fail "retry_count above 7" "btl_llrdma_retry_count = 9" "at most 7" -- \
   -np 2 --mca btl_llrdma_retry_count 9 "$TRING"
 expect_fail "ack_timeout above 31" "btl_llrdma_ack_timeout = 32" "at most 31" -- \
   -np 2 --mca btl_llrdma_ack_timeout 32 "$TRING"
+expect_fail "completion_timeout below -1" "btl_llrdma_completion_timeout = -2" "at least -1" -- \
+  -np 2 --mca btl_llrdma_completion_timeout -2 "$TRING"
 expect_fail "min_rnr_timer above 31" "btl_llrdma_min_rnr_timer = 32" "at most 31" \
   "OMPI_MCA_btl_llrdma_min_rnr_timer" -- \
   -np 2 -x OMPI_MCA_btl_llrdma_min_rnr_timer=32 "$TRING"

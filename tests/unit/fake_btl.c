@@ -215,7 +215,8 @@ void fw_begin(void)
     c->ack_timeout = 0;
     c->recv_mem_max = 256u << 20;
     c->stall_warn_ms = 2000;
-    c->coalesce = 1; /* the knob's default */
+    c->completion_timeout_ms = 0; /* derived: 60 s and more, never reached here */
+    c->coalesce = 1;              /* the knob's default */
     c->progress_thread = 0;
     c->progress_thread_ll_idle_ms = 10; /* the knob's default */
     c->rdma = rdma_get;

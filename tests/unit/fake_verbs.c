@@ -500,6 +500,9 @@ static int f_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask,
     a->min_rnr_timer = (uint8_t)(fake_qp(qp)->min_rnr_timer < 0 ? 0 : fake_qp(qp)->min_rnr_timer);
     a->max_rd_atomic = (uint8_t)fake_qp(qp)->max_rd_atomic;
     a->max_dest_rd_atomic = (uint8_t)fake_qp(qp)->max_dest_rd_atomic;
+    a->timeout = (uint8_t)fake_qp(qp)->ack_timeout;
+    a->retry_cnt = (uint8_t)fake_qp(qp)->retry_count;
+    a->rnr_retry = (uint8_t)fake_qp(qp)->rnr_retry;
     return 0;
 }
 
@@ -537,6 +540,8 @@ int fake_destroy_qp(struct ibv_qp *qp)
     return f_destroy_qp(qp);
 }
 
+static int run_qp(fake_qp_t *q);
+
 static int f_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask)
 {
     fake_qp_t *q = fake_qp(qp);
@@ -544,6 +549,15 @@ static int f_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask)
         return EINVAL;
     }
     ++fake.nmodify_qp;
+    /* Any state -> ERR: every WR not completed yet flushes at once, wire
+     * held or not (the device drops them; the CQ gets their completions). */
+    if (IBV_QP_STATE == mask && IBV_QPS_ERR == a->qp_state) {
+        q->error = 1;
+        qp->state = IBV_QPS_ERR;
+        ++fake.nerr_qp;
+        (void)run_qp(q);
+        return 0;
+    }
     /* RTS -> RTS may change the RNR timer (and a few others, unused here). */
     if (!q->rts || 0 != (mask & ~(IBV_QP_MIN_RNR_TIMER | IBV_QP_CUR_STATE))) {
         fake_fault(&fake.bad_posts, "ibv_modify_qp mask 0x%x on qp %u in state %s", mask,

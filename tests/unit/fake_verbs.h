@@ -26,7 +26,9 @@
  *   max_msg_sz fails with IBV_WC_LOC_LEN_ERR;
  * - receiver not ready: a SEND that finds no buffer in the peer's SRQ is an
  *   RNR event; the WR is held and retried (rnr_retry 7) or fails with
- *   IBV_WC_RNR_RETRY_EXC_ERR once the QP's rnr_retry count is used up.
+ *   IBV_WC_RNR_RETRY_EXC_ERR once the QP's rnr_retry count is used up;
+ * - ibv_modify_qp to IBV_QPS_ERR (from any state) flushes every WR not
+ *   completed yet with IBV_WC_WR_FLUSH_ERR at once, the wire held or not.
  *
  * rdma_cm is emulated (fake_rdmacm.c) between the modules of one process: listeners are
  * found by (address, port); rdma_connect delivers a connection request to
@@ -164,6 +166,7 @@ typedef struct fake_state {
     int nreads, nwrites; /* RDMA reads and writes executed */
     int nqp_created;
     int nconnects, naccepts, nrejects, nmodify_qp;
+    int nerr_qp; /* QPs moved to the error state with ibv_modify_qp */
     /* limits the device enforced (a correct BTL never hits one) */
     int sq_overflows;     /* post_send beyond max_send_wr (ENOMEM) */
     int srq_overflows;    /* post_srq_recv beyond max_wr (ENOMEM) */

@@ -454,6 +454,104 @@ static void test_access_error_reaches_ob1(void)
     free(dst);
 }
 
+/* Progress process i until ob1 has been told of an error, at most `ms`. */
+static int progress_until_error(int i, int ms)
+{
+    uint64_t end = mca_btl_llrdma_now_ms() + (uint64_t)ms;
+    while (0 == fw[i].err_calls && mca_btl_llrdma_now_ms() < end) {
+        fw_progress_one(i, 64);
+    }
+    return fw[i].err_calls;
+}
+
+/* The completion watchdog's limit: 4x the QP's retry budget, at least 60 s,
+ * or the knob's value; -1 turns it off. */
+static void test_watchdog_limit(void)
+{
+    mca_btl_llrdma_component_t *c = &mca_btl_llrdma_component;
+
+    c->completion_timeout_ms = 0;
+    CHECK(60000 == mca_btl_llrdma_wd_limit_ms(18, 7)); /* 4 x 8.6 s < 60 s */
+    /* 4.096 us x 2^20 = 4.29 s, x 8 tries x 4 */
+    CHECK(137438 == mca_btl_llrdma_wd_limit_ms(20, 7));
+    CHECK(68719 == mca_btl_llrdma_wd_limit_ms(20, 3));
+    CHECK(mca_btl_llrdma_wd_limit_ms(31, 7) > mca_btl_llrdma_wd_limit_ms(30, 7));
+    c->completion_timeout_ms = 1234;
+    CHECK(1234 == mca_btl_llrdma_wd_limit_ms(18, 7));
+    c->completion_timeout_ms = -1;
+    CHECK(0 == mca_btl_llrdma_wd_limit_ms(18, 7));
+    c->completion_timeout_ms = 0;
+}
+
+/* A QP that stops completing (a device or driver that stopped: the fake's
+ * wire held) fails its peer after btl_llrdma_completion_timeout, naming the
+ * peer and the path, and its work comes back with an error: nothing hangs
+ * and nothing is lost silently.  With -1 it waits for ever, as asked. */
+static void test_watchdog_fails_stopped_qp(void)
+{
+    size_t n = 65536;
+    unsigned char *src = malloc(n), *dst = malloc(n);
+    mca_btl_base_registration_handle_t *hs, *hd;
+    mca_btl_llrdma_conn_t *c;
+
+    /* Off: nothing is said however long it waits. */
+    CHECK(0 == two(8192, 0));
+    mca_btl_llrdma_component.completion_timeout_ms = -1;
+    connect_bw();
+    c = fw_conn(1, 0, BW);
+    CHECK(0 == c->wd_limit_ms);
+    hs = reg(1, src, n, 0);
+    hd = reg(0, dst, n, WR);
+    fake.wire_hold = 1;
+    CHECK(OPAL_SUCCESS == put(1, src, hs, dst, hd, n, 1));
+    CHECK(0 == progress_until_error(1, 1500));
+    CHECK(0 == rdma_calls && 0 == fake.nerr_qp);
+    fake.wire_hold = 0;
+    fw_settle(50);
+    CHECK(1 == rdma_calls && 0 == rdma_errors);
+    dereg(1, hs);
+    dereg(0, hd);
+    fw_end(0);
+
+    /* 300 ms: the put waits, the peer is failed, the put comes back failed. */
+    CHECK(0 == two(8192, 0));
+    mca_btl_llrdma_component.completion_timeout_ms = 300;
+    connect_bw();
+    c = fw_conn(1, 0, BW);
+    CHECK(300 == c->wd_limit_ms && 18 == c->qp_timeout && 7 == c->qp_retry);
+    hs = reg(1, src, n, 0);
+    hd = reg(0, dst, n, WR);
+    /* Completions that keep coming keep it quiet, however long it runs. */
+    for (int k = 0; k < 8; ++k) {
+        CHECK(OPAL_SUCCESS == put(1, src, hs, dst, hd, n, (uintptr_t)(10 + k)));
+        fw_settle(50);
+        usleep(60000);
+    }
+    CHECK(8 == rdma_calls && 0 == rdma_errors && 0 == fw[1].err_calls);
+    fake.wire_hold = 1;
+    CHECK(OPAL_SUCCESS == put(1, src, hs, dst, hd, n, 20));
+    CHECK(OPAL_SUCCESS == put(1, src, hs, dst, hd, n, 21));
+    CHECK(1 == progress_until_error(1, 5000));
+    CHECK(fw[1].err_proc == fw[0].proc);
+    CHECK(NULL != strstr(fw[1].err_text, "rank 0"));
+    CHECK(NULL != strstr(fw[1].err_text, "stopped completing"));
+    CHECK(NULL != strstr(fw[1].err_text, "while 2 waited on the bw path"));
+    CHECK(NULL != strstr(fw[1].err_text, "btl_llrdma_completion_timeout"));
+    CHECK(1 == fake.nerr_qp && LLRDMA_EP_FAILED == fw[1].ep[0]->state);
+    /* The flush hands both puts back, failed, while the wire is still held. */
+    fw_progress_one(1, 4);
+    CHECK(10 == rdma_calls && 2 == rdma_errors && 0 == rdma_order_bad);
+    CHECK(0 == fw[1].m->rdma_outstanding);
+    CHECK(OPAL_ERR_UNREACH == put(1, src, hs, dst, hd, n, 22));
+    CHECK(1 == fw[1].err_calls); /* said once */
+    fake.wire_hold = 0;
+    dereg(1, hs);
+    dereg(0, hd);
+    fw_end(0);
+    free(src);
+    free(dst);
+}
+
 /* ------------------------------------------------------------ GPU memory */
 
 static void test_gpu_modes(void)
@@ -754,6 +852,8 @@ int main(int argc, char **argv)
     test_limits();
     test_read_depth_negotiated();
     test_access_error_reaches_ob1();
+    test_watchdog_limit();
+    test_watchdog_fails_stopped_qp();
     test_gpu_modes();
     test_gpu_registration();
     fflush(stderr);

@@ -41,6 +41,7 @@ llrdma_rank_config_t sample(uint64_t hint)
     c.device.min_rnr_timer = 12;
     c.device.rnr_retry = 7;
     c.device.retry_count = 6;
+    c.device.completion_timeout_ms = -1;
     c.device.rd_atomic_granted = 16;
     c.device.dest_rd_atomic_granted = 8;
     c.device.rdma_limit_granted = 1048576;
@@ -111,6 +112,7 @@ BOOST_AUTO_TEST_CASE(key_order_and_shape)
         "\"cq_moderation_supported\":-1,\"gid_index\":1,\"rq_depth_granted_ll\":128,"
         "\"rq_depth_granted_bw\":64,\"gid_type\":\"roce_v2\",\"min_rnr_timer\":12,"
         "\"rnr_retry\":7,\"retry_count\":6,",
+        "\"ack_timeout\":0,\"completion_timeout_ms\":-1,",
         "\"rd_atomic_granted\":16,\"dest_rd_atomic_granted\":8,\"rdma_limit_granted\":1048576,"
         "\"gpu_rdma\":\"none (the device has no dma-buf MRs)\",\"progress_ll\":\"poll\","
         "\"progress_bw\":\"event\",\"cq_mod_count_granted\":16,\"cq_mod_usec_granted\":8,"
@@ -357,6 +359,7 @@ BOOST_AUTO_TEST_CASE(worst_case_fits_json_max)
     c.device.rd_atomic_granted = c.device.dest_rd_atomic_granted = UINT32_MAX;
     c.device.rdma_limit_granted = UINT64_MAX;
     c.device.gid_index = INT32_MIN;
+    c.device.completion_timeout_ms = INT32_MIN;
     c.hint.bytes = c.profile.coll_segment_bytes = UINT64_MAX;
     c.coll_hint = c.coll_segment_knob = c.coll_shm_chunk_knob = UINT64_MAX;
     c.coll_gpu_peer_min = c.coll_gpu_stage_max = UINT64_MAX;
