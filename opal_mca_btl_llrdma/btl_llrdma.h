@@ -110,6 +110,7 @@ typedef struct mca_btl_llrdma_module_t {
     unsigned stuck_dumps;       /* state dumps printed since it last moved */
     unsigned wd_polls;          /* progress calls since the watchdog read the clock */
     uint64_t wd_look_ms;        /* when it last looked at the connections */
+    uint64_t wd_nudges;         /* connections nudged (said at level 0 the first time) */
     uint64_t stuck_completions; /* completions[] summed at the last look (the thread's too) */
     /* RDMA (btl_llrdma_rdma.c): registrations through Open MPI's grdma cache */
     mca_rcache_base_module_t *rcache;
@@ -274,6 +275,9 @@ void mca_btl_llrdma_wd_check(mca_btl_llrdma_module_t *m);
 /* The completion watchdog's limit for a connection whose QP went to RTS with
  * this ACK timeout (IB encoding) and retry count; 0: not watched. */
 uint64_t mca_btl_llrdma_wd_limit_ms(unsigned qp_timeout, unsigned qp_retry);
+/* When the watchdog nudges such a connection (one WR more, see
+ * mca_btl_llrdma_conn_nudge): after the retry budget, at most half the limit. */
+uint64_t mca_btl_llrdma_wd_nudge_ms(unsigned qp_timeout, unsigned qp_retry, uint64_t limit_ms);
 
 /* btl_llrdma_rdma.c: registration, put/get/flush (docs/btl-design.md "RDMA"). */
 void mca_btl_llrdma_rdma_init(mca_btl_llrdma_module_t *m);

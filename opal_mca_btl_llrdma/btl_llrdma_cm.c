@@ -451,6 +451,8 @@ static void conn_established(mca_btl_llrdma_conn_t *conn, const mca_btl_llrdma_c
     ep->peer_waits[p] = 0;
     conn_set_rnr_timer(conn);
     conn->wd_limit_ms = mca_btl_llrdma_wd_limit_ms(conn->qp_timeout, conn->qp_retry);
+    conn->wd_nudge_ms =
+        mca_btl_llrdma_wd_nudge_ms(conn->qp_timeout, conn->qp_retry, conn->wd_limit_ms);
     mca_btl_llrdma_rdma_conn_up(conn);
     update_ready(ep);
     opal_output_verbose(20, mca_btl_llrdma_component.output,

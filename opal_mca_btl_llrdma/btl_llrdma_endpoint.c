@@ -42,6 +42,10 @@ static void conn_construct(mca_btl_llrdma_conn_t *c)
     c->stall_since = 0;
     c->stall_reported = 0;
     c->rd_atomic = c->dest_rd_atomic = 0;
+    c->sends_done = c->wd_seen = c->wd_since = 0;
+    c->wd_limit_ms = c->wd_nudge_ms = 0; /* not watched until established */
+    c->wd_nudged = 0;
+    c->qp_timeout = c->qp_retry = 0;
     memset(&c->sq, 0, sizeof(c->sq));
     memset(&c->credit, 0, sizeof(c->credit));
 }
@@ -399,6 +403,17 @@ static int post_credit(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_conn_t *con
     /* The source word is only ever overwritten with a larger count, which is
      * as true as the one it replaces: no completion needed either way. */
     return post_wr(ep, conn, &wr, NULL, 1, 0);
+}
+
+int mca_btl_llrdma_conn_nudge(mca_btl_llrdma_conn_t *conn)
+{
+    mca_btl_llrdma_endpoint_t *ep = conn->endpoint;
+
+    if (!mca_btl_llrdma_conn_up(conn) || LLRDMA_EP_FAILED == ep->state ||
+        0 == llrdma_sq_free_slots(&conn->sq)) {
+        return -1;
+    }
+    return post_credit(ep, conn) < 0 ? -1 : 0;
 }
 
 /* Post one fragment.  Returns 1 when it went inline (complete now), 0 when

@@ -69,11 +69,13 @@ typedef struct mca_btl_llrdma_conn_t {
     /* RDMA reads this QP may have outstanding / answers at once (granted) */
     uint32_t rd_atomic, dest_rd_atomic;
     /* completion watchdog (btl_llrdma_stuck.c) */
-    uint64_t sends_done;          /* send completions polled */
-    uint64_t wd_seen;             /* sends_done at the watchdog's last look */
-    uint64_t wd_since;            /* ms: work waited without a completion since then (0: none) */
-    uint64_t wd_limit_ms;         /* 0: not watched (btl_llrdma_completion_timeout -1) */
-    uint8_t qp_timeout, qp_retry; /* as the QP went to RTS, for the report */
+    uint64_t sends_done; /* send completions polled */
+    uint64_t wd_seen;    /* sends_done at the watchdog's last look */
+    uint64_t wd_since;   /* ms: work waited without a completion since then (0: none) */
+    uint64_t wd_limit_ms;
+    uint64_t wd_nudge_ms;               /* when one more WR is posted to restart it */
+    int wd_nudged; /* since wd_since */ /* 0: not watched (btl_llrdma_completion_timeout -1) */
+    uint8_t qp_timeout, qp_retry;       /* as the QP went to RTS, for the report */
 } mca_btl_llrdma_conn_t;
 OBJ_CLASS_DECLARATION(mca_btl_llrdma_conn_t);
 
@@ -136,6 +138,13 @@ void mca_btl_llrdma_endpoint_drain_path(mca_btl_llrdma_endpoint_t *ep, int p);
 int mca_btl_llrdma_endpoint_has_waiting(mca_btl_llrdma_endpoint_t *ep, int p);
 /* btl_llrdma_cm.c: start this side's rdma_cm attempt for path p. */
 int mca_btl_llrdma_conn_start_active(mca_btl_llrdma_endpoint_t *ep, int p);
+/* Post one more work request on a connection whose work stopped completing
+ * (the completion watchdog): the credit write, idempotent (the count only
+ * grows).  On rxe a QP whose retransmit timer was lost sends nothing until
+ * something is posted; the post restarts its requester.  0, or -1 when no
+ * send slot is free or the connection is not up. */
+int mca_btl_llrdma_conn_nudge(struct mca_btl_llrdma_conn_t *conn);
+
 static inline int mca_btl_llrdma_conn_up(const struct mca_btl_llrdma_conn_t *conn)
 {
     return NULL != conn && LLRDMA_CONN_ESTABLISHED == conn->state;

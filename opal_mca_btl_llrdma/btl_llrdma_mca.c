@@ -240,8 +240,10 @@ int mca_btl_llrdma_register_params(void)
         "peer is declared unreachable: the error is reported (ob1 ends the job naming the "
         "peer) and the queue pair's work is flushed back with an error. A live peer's NIC "
         "answers within the queue pair's retry budget whatever its process does, so this "
-        "only catches a device or driver that stopped. 0: four times that budget (ACK "
-        "timeout x (retry count + 1)), at least 60 s; -1: never",
+        "only catches a device or driver that stopped. Once that budget has passed (at most "
+        "half this limit) one more work request is posted on the queue pair, which restarts "
+        "one that stopped sending (seen with Soft-RoCE). 0: four times that budget (ACK "
+        "timeout x (retry count + 1)), at least 60 s; -1: never (no nudge either)",
         OPAL_INFO_LVL_6, &c->completion_timeout_ms, 0);
     (void)reg_int("coalesce",
                   "On a connected path, copy a message that must queue (no credit or send "

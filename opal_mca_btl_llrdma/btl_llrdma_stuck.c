@@ -19,8 +19,11 @@
  * no completion for btl_llrdma_completion_timeout ms has a device or driver
  * that stopped: the peer is failed (ob1 is told) and the QP is moved to the
  * error state, which flushes its work requests back with an error, instead
- * of a job that hangs without a word.  See docs/btl-design.md "A queue pair
- * that stops completing".
+ * of a job that hangs without a word.  Before that, once the retry budget
+ * has passed, it posts one more work request on the connection (a nudge):
+ * Soft-RoCE on Linux 6.1 was seen to leave a read or write unsent and
+ * unretried for good until something else was posted on its QP.  See docs/btl-design.md "A queue
+ * pair that stops completing".
  */
 #include "opal_config.h"
 
@@ -36,7 +39,7 @@
 /* Progress calls between two looks at the clock by the watchdog, and the
  * least time between two of its walks over the connections. */
 #define LLRDMA_WD_POLLS 4096
-#define LLRDMA_WD_PERIOD_MS 500
+#define LLRDMA_WD_PERIOD_MS 100
 /* The derived limit: this many times the retry budget, and at least this. */
 #define LLRDMA_WD_BUDGETS 4
 #define LLRDMA_WD_MIN_MS 60000
@@ -63,6 +66,17 @@ static uint32_t conn_waiting_wrs(const mca_btl_llrdma_conn_t *c)
 {
     uint32_t n = 0;
     for (uint32_t i = 0; NULL != c->ring && i < c->sq.depth; ++i) {
+        n += NULL != c->ring[i].frag || NULL != c->ring[i].rdma;
+    }
+    return n;
+}
+
+/* The same, over the posted entries only (oldest first from ring_tail): the
+ * watchdog's walk stays cheap on deep, mostly idle queues. */
+static uint32_t conn_waiting_posted(const mca_btl_llrdma_conn_t *c)
+{
+    uint32_t n = 0;
+    for (uint32_t k = 0, i = c->ring_tail; k < c->sq.posted; ++k, i = (i + 1) % c->sq.depth) {
         n += NULL != c->ring[i].frag || NULL != c->ring[i].rdma;
     }
     return n;
@@ -189,20 +203,49 @@ void mca_btl_llrdma_stuck_check(mca_btl_llrdma_module_t *m, int moved)
     }
 }
 
+/* IB: each try waits 4.096 us x 2^timeout (0: forever, never seen on RC
+ * from rdma_cm); retry_cnt tries follow the first. */
+static uint64_t budget_ns(unsigned qp_timeout, unsigned qp_retry)
+{
+    return (4096ull << (qp_timeout > 0 && qp_timeout < 32 ? qp_timeout : 31)) * (qp_retry + 1u);
+}
+
 uint64_t mca_btl_llrdma_wd_limit_ms(unsigned qp_timeout, unsigned qp_retry)
 {
     int knob = mca_btl_llrdma_component.completion_timeout_ms;
-    uint64_t budget_ns, limit;
+    uint64_t limit;
 
     if (knob != 0) {
         return knob < 0 ? 0 : (uint64_t)knob;
     }
-    /* IB: each try waits 4.096 us x 2^timeout (0: forever, never seen on
-     * RC from rdma_cm); retry_cnt tries follow the first. */
-    budget_ns =
-        (4096ull << (qp_timeout > 0 && qp_timeout < 32 ? qp_timeout : 31)) * (qp_retry + 1u);
-    limit = LLRDMA_WD_BUDGETS * budget_ns / 1000000u;
+    limit = LLRDMA_WD_BUDGETS * budget_ns(qp_timeout, qp_retry) / 1000000u;
     return limit > LLRDMA_WD_MIN_MS ? limit : LLRDMA_WD_MIN_MS;
+}
+
+uint64_t mca_btl_llrdma_wd_nudge_ms(unsigned qp_timeout, unsigned qp_retry, uint64_t limit_ms)
+{
+    uint64_t b = budget_ns(qp_timeout, qp_retry) / 1000000u;
+    return b < limit_ms / 2 ? b : limit_ms / 2;
+}
+
+static void wd_nudge(mca_btl_llrdma_module_t *m, mca_btl_llrdma_endpoint_t *ep,
+                     mca_btl_llrdma_conn_t *c, uint64_t quiet, uint32_t waiting)
+{
+    int rc = mca_btl_llrdma_conn_nudge(c);
+    /* Said for everyone the first time in this process: a stall this long
+     * is worth knowing about even when the work then moves on. */
+    int level = 0 == m->wd_nudges++ ? 0 : 1;
+
+    opal_output_verbose(level, mca_btl_llrdma_component.output,
+                        "btl:llrdma: %s:%d: qp %u (%s path to rank %u on %s): no work request "
+                        "completed for %llu ms while %u waited, past the queue pair's retry "
+                        "budget; %s (btl_llrdma_completion_timeout)",
+                        m->port.dev, m->port.port, c->qp->qp_num,
+                        LLRDMA_PATH_LL == c->path ? "ll" : "bw", (unsigned)ep->proc->proc_name.vpid,
+                        NULL != ep->proc->proc_hostname ? ep->proc->proc_hostname : "?",
+                        (unsigned long long)quiet, waiting,
+                        0 == rc ? "posted one more work request to restart it"
+                                : "no send slot free to post one more work request in");
 }
 
 static void wd_fail(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_conn_t *c, uint64_t quiet,
@@ -244,14 +287,18 @@ static void wd_look(mca_btl_llrdma_module_t *m, uint64_t now)
             if (NULL == c || LLRDMA_CONN_ESTABLISHED != c->state || 0 == c->wd_limit_ms) {
                 continue;
             }
-            waiting = c->sends_done == c->wd_seen && 0 != c->sq.posted ? conn_waiting_wrs(c) : 0;
+            waiting = c->sends_done == c->wd_seen && 0 != c->sq.posted ? conn_waiting_posted(c) : 0;
             if (0 == waiting || 0 == c->wd_since) {
                 c->wd_seen = c->sends_done;
                 c->wd_since = 0 == waiting ? 0 : now;
+                c->wd_nudged = 0;
                 continue;
             }
             if (now - c->wd_since >= c->wd_limit_ms) {
                 wd_fail(ep, c, now - c->wd_since, waiting);
+            } else if (!c->wd_nudged && now - c->wd_since >= c->wd_nudge_ms) {
+                c->wd_nudged = 1;
+                wd_nudge(m, ep, c, now - c->wd_since, waiting);
             }
         }
     }

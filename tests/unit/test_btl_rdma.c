@@ -476,6 +476,10 @@ static void test_watchdog_limit(void)
     CHECK(137438 == mca_btl_llrdma_wd_limit_ms(20, 7));
     CHECK(68719 == mca_btl_llrdma_wd_limit_ms(20, 3));
     CHECK(mca_btl_llrdma_wd_limit_ms(31, 7) > mca_btl_llrdma_wd_limit_ms(30, 7));
+    /* The nudge: after the retry budget (8.6 s at 18 and 7), at most half
+     * the limit. */
+    CHECK(8589 == mca_btl_llrdma_wd_nudge_ms(18, 7, 60000));
+    CHECK(150 == mca_btl_llrdma_wd_nudge_ms(18, 7, 300));
     c->completion_timeout_ms = 1234;
     CHECK(1234 == mca_btl_llrdma_wd_limit_ms(18, 7));
     c->completion_timeout_ms = -1;
@@ -483,16 +487,31 @@ static void test_watchdog_limit(void)
     c->completion_timeout_ms = 0;
 }
 
+/* The last WR posted on `qp`, from the fake's log (NULL: none since `since`). */
+static const fake_wr_t *last_wr_on(struct ibv_qp *qp, int since)
+{
+    for (int k = fake.nsends - 1; k >= since && k > fake.nsends - FAKE_MAX_WR; --k) {
+        if (fake.sends[k % FAKE_MAX_WR].qp == qp) {
+            return &fake.sends[k % FAKE_MAX_WR];
+        }
+    }
+    return NULL;
+}
+
 /* A QP that stops completing (a device or driver that stopped: the fake's
- * wire held) fails its peer after btl_llrdma_completion_timeout, naming the
- * peer and the path, and its work comes back with an error: nothing hangs
- * and nothing is lost silently.  With -1 it waits for ever, as asked. */
+ * wire held) is first nudged with one more WR (the credit write), then, if
+ * still nothing completes, fails its peer after btl_llrdma_completion_timeout,
+ * naming the peer and the path, and its work comes back with an error:
+ * nothing hangs and nothing is lost silently.  With -1 it waits for ever,
+ * as asked; a nudge that gets it moving again ends the episode. */
 static void test_watchdog_fails_stopped_qp(void)
 {
     size_t n = 65536;
     unsigned char *src = malloc(n), *dst = malloc(n);
     mca_btl_base_registration_handle_t *hs, *hd;
     mca_btl_llrdma_conn_t *c;
+    const fake_wr_t *w;
+    int posted;
 
     /* Off: nothing is said however long it waits. */
     CHECK(0 == two(8192, 0));
@@ -529,9 +548,15 @@ static void test_watchdog_fails_stopped_qp(void)
     }
     CHECK(8 == rdma_calls && 0 == rdma_errors && 0 == fw[1].err_calls);
     fake.wire_hold = 1;
+    posted = fake.nsends;
     CHECK(OPAL_SUCCESS == put(1, src, hs, dst, hd, n, 20));
     CHECK(OPAL_SUCCESS == put(1, src, hs, dst, hd, n, 21));
     CHECK(1 == progress_until_error(1, 5000));
+    /* The nudge went first: the credit write, to the peer's credit word. */
+    CHECK(3 == fake.nsends - posted && 1 == fw[1].m->wd_nudges);
+    w = last_wr_on(c->qp, posted);
+    CHECK(NULL != w && IBV_WR_RDMA_WRITE == w->opcode && c->peer_credit_rkey == w->rkey &&
+          c->peer_credit_addr == w->remote_addr);
     CHECK(fw[1].err_proc == fw[0].proc);
     CHECK(NULL != strstr(fw[1].err_text, "rank 0"));
     CHECK(NULL != strstr(fw[1].err_text, "stopped completing"));
@@ -545,6 +570,31 @@ static void test_watchdog_fails_stopped_qp(void)
     CHECK(OPAL_ERR_UNREACH == put(1, src, hs, dst, hd, n, 22));
     CHECK(1 == fw[1].err_calls); /* said once */
     fake.wire_hold = 0;
+    dereg(1, hs);
+    dereg(0, hd);
+    fw_end(0);
+
+    /* A nudge after which the QP moves on: no error, the data arrives. */
+    CHECK(0 == two(8192, 0));
+    mca_btl_llrdma_component.completion_timeout_ms = 2000; /* nudge at 1 s */
+    connect_bw();
+    c = fw_conn(1, 0, BW);
+    fill(src, n, 3);
+    memset(dst, 0, n);
+    hs = reg(1, src, n, 0);
+    hd = reg(0, dst, n, WR);
+    fake.wire_hold = 1;
+    CHECK(OPAL_SUCCESS == put(1, src, hs, dst, hd, n, 30));
+    for (uint64_t end = mca_btl_llrdma_now_ms() + 3000;
+         0 == fw[1].m->wd_nudges && mca_btl_llrdma_now_ms() < end;) {
+        fw_progress_one(1, 64);
+    }
+    CHECK(1 == fw[1].m->wd_nudges && 1 == c->wd_nudged);
+    fake.wire_hold = 0;
+    fw_settle(50);
+    CHECK(1 == rdma_calls && 0 == rdma_errors && same(dst, n, 3));
+    CHECK(0 == progress_until_error(1, 1200)); /* past the limit now: quiet */
+    CHECK(0 == c->wd_nudged && 0 == fake.nerr_qp);
     dereg(1, hs);
     dereg(0, hd);
     fw_end(0);
