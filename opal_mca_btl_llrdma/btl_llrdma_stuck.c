@@ -38,7 +38,7 @@
 #define LLRDMA_STUCK_POLLS 1024
 /* Progress calls between two looks at the clock by the watchdog, and the
  * least time between two of its walks over the connections. */
-#define LLRDMA_WD_POLLS 4096
+#define LLRDMA_WD_POLLS 256
 #define LLRDMA_WD_PERIOD_MS 100
 /* The derived limit: this many times the retry budget, and at least this. */
 #define LLRDMA_WD_BUDGETS 4
