@@ -69,13 +69,13 @@ typedef struct mca_btl_llrdma_conn_t {
     /* RDMA reads this QP may have outstanding / answers at once (granted) */
     uint32_t rd_atomic, dest_rd_atomic;
     /* completion watchdog (btl_llrdma_stuck.c) */
-    uint64_t sends_done; /* send completions polled */
-    uint64_t wd_seen;    /* sends_done at the watchdog's last look */
-    uint64_t wd_since;   /* ms: work waited without a completion since then (0: none) */
-    uint64_t wd_limit_ms;
-    uint64_t wd_nudge_ms;               /* when one more WR is posted to restart it */
-    int wd_nudged; /* since wd_since */ /* 0: not watched (btl_llrdma_completion_timeout -1) */
-    uint8_t qp_timeout, qp_retry;       /* as the QP went to RTS, for the report */
+    uint64_t sends_done;          /* send completions polled */
+    uint64_t wd_seen;             /* sends_done at the watchdog's last look */
+    uint64_t wd_since;            /* ms: work waited without a completion since then (0: none) */
+    uint64_t wd_limit_ms;         /* 0: not watched (btl_llrdma_completion_timeout -1) */
+    uint64_t wd_nudge_ms;         /* when one more WR is posted to restart it */
+    int wd_nudged;                /* since wd_since */
+    uint8_t qp_timeout, qp_retry; /* as the QP went to RTS, for the report */
 } mca_btl_llrdma_conn_t;
 OBJ_CLASS_DECLARATION(mca_btl_llrdma_conn_t);
 

@@ -22,8 +22,8 @@
  * of a job that hangs without a word.  Before that, once the retry budget
  * has passed, it posts one more work request on the connection (a nudge):
  * Soft-RoCE on Linux 6.1 was seen to leave a read or write unsent and
- * unretried for good until something else was posted on its QP.  See docs/btl-design.md "A queue
- * pair that stops completing".
+ * unretried for good until something else was posted on its QP.  See
+ * docs/btl-design.md "A queue pair that stops completing".
  */
 #include "opal_config.h"
 
@@ -61,22 +61,15 @@ static const char *conn_state_str(const mca_btl_llrdma_conn_t *c)
     }
 }
 
-/* Send WRs whose fragment or put/get waits for a completion. */
+/* Send WRs whose fragment or put/get waits for a completion: only posted
+ * entries carry one (retiring clears them), so only those are looked at,
+ * oldest first from ring_tail -- the watchdog's walk stays cheap on deep,
+ * mostly idle queues. */
 static uint32_t conn_waiting_wrs(const mca_btl_llrdma_conn_t *c)
 {
     uint32_t n = 0;
-    for (uint32_t i = 0; NULL != c->ring && i < c->sq.depth; ++i) {
-        n += NULL != c->ring[i].frag || NULL != c->ring[i].rdma;
-    }
-    return n;
-}
-
-/* The same, over the posted entries only (oldest first from ring_tail): the
- * watchdog's walk stays cheap on deep, mostly idle queues. */
-static uint32_t conn_waiting_posted(const mca_btl_llrdma_conn_t *c)
-{
-    uint32_t n = 0;
-    for (uint32_t k = 0, i = c->ring_tail; k < c->sq.posted; ++k, i = (i + 1) % c->sq.depth) {
+    for (uint32_t k = 0, i = c->ring_tail; NULL != c->ring && k < c->sq.posted;
+         ++k, i = (i + 1) % c->sq.depth) {
         n += NULL != c->ring[i].frag || NULL != c->ring[i].rdma;
     }
     return n;
@@ -253,7 +246,8 @@ static void wd_fail(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_conn_t *c, uin
 {
     struct ibv_qp_attr qa;
     char status[320];
-    double try_s = 4.096e-6 * (double)(1ull << (c->qp_timeout < 32 ? c->qp_timeout : 31));
+    double budget_s = (double)budget_ns(c->qp_timeout, c->qp_retry) / 1e9;
+    double try_s = budget_s / (c->qp_retry + 1);
 
     snprintf(status, sizeof(status),
              "no work request completed for %llu ms while %u waited on the %s path (qp %u; a "
@@ -261,7 +255,7 @@ static void wd_fail(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_conn_t *c, uin
              "retries); the queue pair is moved to the error state "
              "(btl_llrdma_completion_timeout)",
              (unsigned long long)quiet, waiting, LLRDMA_PATH_LL == c->path ? "ll" : "bw",
-             c->qp->qp_num, try_s * (c->qp_retry + 1), c->qp_timeout, try_s, c->qp_retry);
+             c->qp->qp_num, budget_s, c->qp_timeout, try_s, c->qp_retry);
     /* Report first (ob1 aborts there); otherwise the flush below hands every
      * waiting fragment and put/get back with an error at the next poll. */
     mca_btl_llrdma_endpoint_fail(ep, "the connection stopped completing work", status);
@@ -287,7 +281,7 @@ static void wd_look(mca_btl_llrdma_module_t *m, uint64_t now)
             if (NULL == c || LLRDMA_CONN_ESTABLISHED != c->state || 0 == c->wd_limit_ms) {
                 continue;
             }
-            waiting = c->sends_done == c->wd_seen && 0 != c->sq.posted ? conn_waiting_posted(c) : 0;
+            waiting = c->sends_done == c->wd_seen && 0 != c->sq.posted ? conn_waiting_wrs(c) : 0;
             if (0 == waiting || 0 == c->wd_since) {
                 c->wd_seen = c->sends_done;
                 c->wd_since = 0 == waiting ? 0 : now;
