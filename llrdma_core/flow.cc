@@ -16,6 +16,15 @@ extern "C" void llrdma_credit_init(llrdma_credit_t *c, uint32_t peer_granted, ui
     c->threshold = std::max<uint32_t>(1, my_allotment / 4);
 }
 
+extern "C" void llrdma_credit_connect(llrdma_credit_t *c, uint32_t peer_granted,
+                                      uint32_t my_allotment)
+{
+    const uint64_t consumed = c->consumed, returned = c->returned;
+    llrdma_credit_init(c, peer_granted, my_allotment);
+    c->consumed = consumed;
+    c->returned = returned;
+}
+
 extern "C" uint32_t llrdma_credit_avail(llrdma_credit_t *c, uint64_t peer_returned)
 {
     // The peer returns at most what we sent, and counts only up.

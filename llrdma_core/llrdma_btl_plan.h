@@ -90,6 +90,12 @@ typedef struct {
 
 /* my_allotment: buffers this side posted for the peer (sets the threshold). */
 void llrdma_credit_init(llrdma_credit_t *c, uint32_t peer_granted, uint32_t my_allotment);
+/* The same once the connection's peer parameters arrive, on a counter that
+ * may already have counted receives: on the active side the peer's first
+ * sends can be received before its parameters (in the ESTABLISHED event)
+ * are read.  Those stay consumed and owed; forgetting them would keep their
+ * credits from the peer for good. */
+void llrdma_credit_connect(llrdma_credit_t *c, uint32_t peer_granted, uint32_t my_allotment);
 /* Sends that may be posted now, given the cumulative count the peer last
  * wrote.  A value that cannot be true (decreasing, or more than was sent: a
  * torn read) is ignored. */

@@ -75,14 +75,21 @@ typedef struct mca_btl_llrdma_path_t {
 typedef struct mca_btl_llrdma_module_t {
     mca_btl_base_module_t super;
     /* Threads (docs/btl-design.md "Threads"): `lock` guards everything of the
-     * module but its endpoint list, and is held while ob1's callbacks run
-     * (recursive: they call back in); `ep_lock` guards the endpoint list
-     * only and is a leaf (nothing is called with it held but the modex), so
-     * add_procs, which ob1 calls holding its proc lock, never waits for the
-     * module lock.  Order: lock, then ep_lock.  Both are taken only when
+     * module but its endpoint list and is never held while ob1 is called:
+     * what ob1 must hear (send and RDMA completions, errors) is queued on
+     * `done` under it and delivered after it is released, received
+     * fragments are handed up between two holds of it.  `progressing` lets
+     * one thread at a time poll the CQs and deliver (in order); ob1's
+     * threads only try it (none blocks on a callback running elsewhere),
+     * the progress thread waits for it, yielding.  `ep_lock` guards the
+     * endpoint list only and is a leaf.
+     * Order: lock, then ep_lock.  Both are taken only when
      * opal_using_threads(). */
-    opal_recursive_mutex_t lock;
+    opal_mutex_t lock;
     opal_mutex_t ep_lock;
+    int progressing;          /* the progress token (btl_llrdma_done.c) */
+    opal_list_t done;         /* upcalls to deliver once the lock is released */
+    uint32_t ndone;           /* its length, read without the lock (atomic) */
     opal_process_name_t self; /* this process, as it names itself to peers */
     mca_btl_llrdma_port_t port;
     struct ibv_context *ctx; /* librdmacm's context for the device: not owned */
@@ -239,16 +246,20 @@ int mca_btl_llrdma_module_reserve(mca_btl_llrdma_module_t *m, struct mca_btl_llr
                                   char *why, size_t whylen);
 /* Return both when the connection goes. */
 void mca_btl_llrdma_module_release(mca_btl_llrdma_module_t *m, struct mca_btl_llrdma_conn_t *conn);
-/* Give a receive buffer back to the path's shared receive queue. */
-int mca_btl_llrdma_module_repost(mca_btl_llrdma_module_t *m, int path, mca_btl_llrdma_frag_t *frag);
+/* Give n receive buffers back to the path's shared receive queue in one
+ * chained post; *posted: how many of them were (all, unless it failed). */
+int mca_btl_llrdma_module_repost(mca_btl_llrdma_module_t *m, int path,
+                                 mca_btl_llrdma_frag_t *const *frags, int n, int *posted);
 /* QP attributes for a path (shared by the probe QP and real connections). */
 void mca_btl_llrdma_module_qp_attr(const mca_btl_llrdma_module_t *m, int path, struct ibv_cq *cq,
                                    struct ibv_qp_init_attr *attr);
 
 /* btl_llrdma_progress.c: poll path p's CQs until they are empty (or
- * `rounds` batches), with the module lock held; returns completions. */
+ * `rounds` batches); the caller holds the progress token, not the lock.
+ * Returns completions. */
 int mca_btl_llrdma_module_poll_path(mca_btl_llrdma_module_t *m, int p, int rounds);
-/* Connection set-up, retries and credit waits (progress minus the CQs). */
+/* Connection set-up, retries and credit waits (progress minus the CQs);
+ * module lock held (upcalls it causes are queued). */
 int mca_btl_llrdma_module_progress_control(mca_btl_llrdma_module_t *m);
 
 /* btl_llrdma_thread.c: the completion channel (before the BW CQs exist),
@@ -264,6 +275,31 @@ void mca_btl_llrdma_thread_kick(mca_btl_llrdma_module_t *m);
 /* Arm a CQ of path p for its next event (BW CQs on the channel only). */
 void mca_btl_llrdma_thread_arm(mca_btl_llrdma_module_t *m, int p, struct ibv_cq *cq);
 void mca_btl_llrdma_thread_channel_destroy(mca_btl_llrdma_module_t *m);
+
+/* btl_llrdma_done.c: the upcall queue and the progress token.  Queueing
+ * happens under the module lock; delivery with no lock held, by the token's
+ * holder, in the order queued.  A send fragment is queued only when ob1
+ * asked for its callback (else it goes back to its pool at once); an RDMA
+ * operation always (ob1's completion function, then the descriptor is
+ * recycled); an error with its text (ob1's error callback). */
+void mca_btl_llrdma_done_frag(mca_btl_llrdma_module_t *m, mca_btl_llrdma_frag_t *frag, int status);
+struct mca_btl_llrdma_rdma_op_t;
+void mca_btl_llrdma_done_rdma(mca_btl_llrdma_module_t *m, struct mca_btl_llrdma_rdma_op_t *op,
+                              int status);
+void mca_btl_llrdma_done_error(mca_btl_llrdma_module_t *m, opal_proc_t *proc, const char *detail);
+/* Deliver what is queued (token held, lock not held); returns how many. */
+int mca_btl_llrdma_done_run(mca_btl_llrdma_module_t *m);
+/* After an entry that may have queued upcalls (lock released): deliver
+ * them when no other thread progresses the module (it will, else). */
+void mca_btl_llrdma_done_kick(mca_btl_llrdma_module_t *m);
+/* Finalize: drop what was never delivered (ob1 is gone). */
+void mca_btl_llrdma_done_drop(mca_btl_llrdma_module_t *m);
+int mca_btl_llrdma_token_try(mca_btl_llrdma_module_t *m);
+void mca_btl_llrdma_token_release(mca_btl_llrdma_module_t *m);
+static inline int mca_btl_llrdma_done_pending(mca_btl_llrdma_module_t *m)
+{
+    return 0 != __atomic_load_n(&m->ndone, __ATOMIC_ACQUIRE);
+}
 
 /* btl_llrdma_stuck.c: called by every progress pass (moved: it did
  * something); prints the module's per-endpoint state at verbose level 1 when

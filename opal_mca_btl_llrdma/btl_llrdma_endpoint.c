@@ -261,16 +261,7 @@ mca_btl_llrdma_endpoint_t *mca_btl_llrdma_endpoint_next(mca_btl_llrdma_module_t 
 
 void mca_btl_llrdma_frag_complete(mca_btl_llrdma_frag_t *frag, int status)
 {
-    mca_btl_base_descriptor_t *des = &frag->base;
-    int own = des->des_flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP;
-    mca_btl_llrdma_module_t *m = frag->pool->module;
-
-    if ((des->des_flags & MCA_BTL_DES_SEND_ALWAYS_CALLBACK) && NULL != des->des_cbfunc) {
-        des->des_cbfunc(&m->super, frag->endpoint, des, status);
-    }
-    if (own) {
-        mca_btl_llrdma_pool_put(frag);
-    }
+    mca_btl_llrdma_done_frag(frag->pool->module, frag, status);
 }
 
 void mca_btl_llrdma_endpoint_fail(mca_btl_llrdma_endpoint_t *ep, const char *what,

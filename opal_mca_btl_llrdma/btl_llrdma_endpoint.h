@@ -182,7 +182,8 @@ static inline uint32_t mca_btl_llrdma_conn_credits(mca_btl_llrdma_conn_t *conn)
 /* Milliseconds of a monotonic clock. */
 uint64_t mca_btl_llrdma_now_ms(void);
 
-/* Complete a send fragment towards ob1 (callback and ownership as its flags say). */
+/* Complete a send fragment towards ob1 (callback and ownership as its flags
+ * say); the callback is queued and runs after the module lock is released. */
 void mca_btl_llrdma_frag_complete(mca_btl_llrdma_frag_t *frag, int status);
 
 #endif

@@ -56,9 +56,34 @@ static int post_recv(mca_btl_llrdma_module_t *m, int p, mca_btl_llrdma_frag_t *f
     return mca_btl_llrdma_verbs.post_srq_recv(m->path[p].srq, &wr, &bad);
 }
 
-int mca_btl_llrdma_module_repost(mca_btl_llrdma_module_t *m, int p, mca_btl_llrdma_frag_t *frag)
+int mca_btl_llrdma_module_repost(mca_btl_llrdma_module_t *m, int p,
+                                 mca_btl_llrdma_frag_t *const *frags, int n, int *posted)
 {
-    return post_recv(m, p, frag);
+    struct ibv_sge sge[16];
+    struct ibv_recv_wr wr[16], *bad = NULL;
+    int done = 0, rc = 0;
+
+    /* Chains of up to 16 (one CQ batch): one provider call and one
+     * doorbell per batch instead of one per buffer. */
+    while (0 == rc && done < n) {
+        int k = n - done < 16 ? n - done : 16;
+        for (int i = 0; i < k; ++i) {
+            mca_btl_llrdma_frag_t *f = frags[done + i];
+            sge[i] = (struct ibv_sge){
+                .addr = (uintptr_t)f->hdr, .length = f->pool->buf_bytes, .lkey = f->lkey};
+            wr[i] = (struct ibv_recv_wr){.wr_id = (uintptr_t)f | 1u,
+                                         .sg_list = &sge[i],
+                                         .num_sge = 1,
+                                         .next = i + 1 < k ? &wr[i + 1] : NULL};
+        }
+        rc = mca_btl_llrdma_verbs.post_srq_recv(m->path[p].srq, wr, &bad);
+        /* On failure, the WRs before the bad one were posted. */
+        done += 0 == rc ? k : (NULL != bad ? (int)(bad - wr) : 0);
+    }
+    if (NULL != posted) {
+        *posted = done;
+    }
+    return rc;
 }
 
 void mca_btl_llrdma_module_qp_attr(const mca_btl_llrdma_module_t *m, int p, struct ibv_cq *cq,
@@ -516,8 +541,9 @@ static mca_btl_base_descriptor_t *llrdma_prepare_src(struct mca_btl_base_module_
 static int send_locked(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
                        struct mca_btl_base_descriptor_t *des, mca_btl_base_tag_t tag);
 
-/* ob1 calls these from any thread: each takes the module lock (a branch
- * only, without threads). */
+/* ob1 calls these from any thread, from its callbacks too: each takes the
+ * module lock (a branch only, without threads) and, once it is released,
+ * delivers what the call queued for ob1 (a failed endpoint's fragments). */
 static int llrdma_send(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
                        struct mca_btl_base_descriptor_t *des, mca_btl_base_tag_t tag)
 {
@@ -527,6 +553,7 @@ static int llrdma_send(struct mca_btl_base_module_t *btl, struct mca_btl_base_en
     MCA_BTL_LLRDMA_LOCK(m);
     rc = send_locked(btl, ep, des, tag);
     MCA_BTL_LLRDMA_UNLOCK(m);
+    mca_btl_llrdma_done_kick(m);
     return rc;
 }
 
@@ -548,6 +575,7 @@ static int llrdma_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_e
     rc = llrdma_sendi_locked(btl, ep, conv, header, header_size, payload_size, order, flags, tag,
                              descriptor);
     MCA_BTL_LLRDMA_UNLOCK(m);
+    mca_btl_llrdma_done_kick(m);
     return rc;
 }
 
@@ -560,14 +588,9 @@ static int send_locked(struct mca_btl_base_module_t *btl, struct mca_btl_base_en
     frag->tag = tag;
     rc = mca_btl_llrdma_endpoint_send(ep, frag);
     if (1 == rc) {
-        /* Inline: the data left with the post; nothing will complete later. */
-        int own = des->des_flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP;
-        if ((des->des_flags & MCA_BTL_DES_SEND_ALWAYS_CALLBACK) && NULL != des->des_cbfunc) {
-            des->des_cbfunc(btl, ep, des, OPAL_SUCCESS);
-        }
-        if (own) {
-            mca_btl_llrdma_pool_put(frag);
-        }
+        /* Inline: the data left with the post; nothing will complete later.
+         * A callback ob1 asked for anyway runs once the lock is released. */
+        mca_btl_llrdma_frag_complete(frag, OPAL_SUCCESS);
     }
     return rc;
 }
@@ -668,6 +691,8 @@ static void module_destroy(mca_btl_llrdma_module_t *m)
     }
     h->thread_cpu_us += m->thread_cpu_us;
 
+    /* ob1 is finalizing: what it was never told stays untold. */
+    mca_btl_llrdma_done_drop(m);
     /* QPs before the CQs and SRQs they use; ids after their QPs. */
     while (NULL != (item = opal_list_remove_first(&m->conns))) {
         mca_btl_llrdma_conn_destroy((mca_btl_llrdma_conn_t *)item);
@@ -690,6 +715,7 @@ static void module_destroy(mca_btl_llrdma_module_t *m)
     }
     mca_btl_llrdma_thread_channel_destroy(m); /* after its CQs */
     (void)mca_btl_llrdma_verbs.dealloc_pd(m->pd);
+    OBJ_DESTRUCT(&m->done);
     OBJ_DESTRUCT(&m->by_qp);
     OBJ_DESTRUCT(&m->conns);
     OBJ_DESTRUCT(&m->endpoints);
@@ -729,8 +755,9 @@ int mca_btl_llrdma_module_create(const mca_btl_llrdma_port_t *port, const llrdma
     m->profile = prof;
     m->path_used[LLRDMA_PATH_LL] = !prof->generic;
     m->path_used[LLRDMA_PATH_BW] = 1;
-    OBJ_CONSTRUCT(&m->lock, opal_recursive_mutex_t);
+    OBJ_CONSTRUCT(&m->lock, opal_mutex_t);
     OBJ_CONSTRUCT(&m->ep_lock, opal_mutex_t);
+    OBJ_CONSTRUCT(&m->done, opal_list_t);
     m->self = opal_proc_local_get()->proc_name;
     OBJ_CONSTRUCT(&m->endpoints, opal_list_t);
     OBJ_CONSTRUCT(&m->conns, opal_list_t);
@@ -805,6 +832,8 @@ fail_destroy_paths:
     mca_btl_llrdma_thread_channel_destroy(m);
     (void)mca_btl_llrdma_verbs.dealloc_pd(m->pd);
 fail_free_module:
+    mca_btl_llrdma_done_drop(m); /* errors said while creating */
+    OBJ_DESTRUCT(&m->done);
     OBJ_DESTRUCT(&m->by_qp);
     OBJ_DESTRUCT(&m->conns);
     OBJ_DESTRUCT(&m->endpoints);

@@ -1,6 +1,7 @@
 /*
  * btl/llrdma progress: completion queues (LL first, then BW), receive
  * dispatch to ob1, and the rdma_cm channel.  Called from opal_progress.
+ * No lock is held while ob1 is called (docs/btl-design.md "Threads").
  */
 #include "opal_config.h"
 
@@ -33,11 +34,8 @@ void mca_btl_llrdma_module_fatal(mca_btl_llrdma_module_t *m, opal_proc_t *proc, 
         m->failed = 1;
     }
     llrdma_mca_warn("transport error", detail);
-    if (NULL != m->error_cb) {
-        m->error_cb(&m->super, MCA_BTL_ERROR_FLAGS_FATAL, proc, (char *)detail);
-    } else {
-        llrdma_mca_abort(detail);
-    }
+    /* ob1's error callback runs once the module lock is released. */
+    mca_btl_llrdma_done_error(m, proc, detail);
 }
 
 /* A received buffer is one record, or records packed by the sender
@@ -71,13 +69,14 @@ static int records_ok(const char *buf, uint32_t byte_len)
     return 0;
 }
 
-static void recv_done(mca_btl_llrdma_module_t *m, int p, const struct ibv_wc *wc)
+/* A receive completion that hands nothing to ob1: an error, or a malformed
+ * buffer.  The buffer goes back at once.  Module lock held. */
+static void recv_failed(mca_btl_llrdma_module_t *m, int p, const struct ibv_wc *wc)
 {
     mca_btl_llrdma_frag_t *frag = (mca_btl_llrdma_frag_t *)(uintptr_t)(wc->wr_id & ~(uint64_t)1);
-    mca_btl_llrdma_hdr_t *hdr = frag->hdr;
-    const mca_btl_active_message_callback_t *reg;
-    mca_btl_llrdma_conn_t *conn = NULL;
+    mca_btl_llrdma_conn_t *conn;
     char detail[256];
+    int posted;
 
     if (IBV_WC_SUCCESS != wc->status) {
         conn = conn_by_qp_num(m, wc->qp_num);
@@ -89,68 +88,115 @@ static void recv_done(mca_btl_llrdma_module_t *m, int p, const struct ibv_wc *wc
                      m->port.dev, m->port.port, mca_btl_llrdma_verbs.wc_status_str(wc->status));
             mca_btl_llrdma_module_fatal(m, NULL, detail);
         }
-    } else if (!records_ok((const char *)hdr, wc->byte_len)) {
+    } else {
         snprintf(detail, sizeof(detail),
                  "btl/llrdma: malformed fragment of %u bytes received on %s:%d (qp %u)",
                  wc->byte_len, m->port.dev, m->port.port, wc->qp_num);
         mca_btl_llrdma_module_fatal(m, NULL, detail);
-    } else {
-        uint32_t off = 0;
-        for (;;) {
-            mca_btl_llrdma_hdr_t *rec = (mca_btl_llrdma_hdr_t *)((char *)hdr + off);
-            frag->segment.seg_addr.pval = rec + 1;
-            frag->segment.seg_len = rec->len;
-            frag->base.des_segments = &frag->segment;
-            frag->base.des_segment_count = 1;
-            reg = mca_btl_base_active_message_trigger + rec->tag;
-            if (NULL != reg->cbfunc) {
-                reg->cbfunc(&m->super, rec->tag, &frag->base, reg->cbdata);
-            }
-            off += (uint32_t)sizeof(*rec) + rec->len;
-            if (off >= wc->byte_len) {
-                break;
-            }
-            off = MCA_BTL_LLRDMA_REC_ALIGN(off);
-        }
     }
-    /* ob1 copied what it needs inside the callback: the buffer goes back now. */
-    if (0 != mca_btl_llrdma_module_repost(m, p, frag)) {
+    if (0 != mca_btl_llrdma_module_repost(m, p, &frag, 1, &posted)) {
+        mca_btl_llrdma_pool_put(frag);
         snprintf(detail, sizeof(detail),
                  "btl/llrdma: reposting a receive buffer on %s:%d failed (ibv_post_srq_recv)",
                  m->port.dev, m->port.port);
-        mca_btl_llrdma_pool_put(frag);
         mca_btl_llrdma_module_fatal(m, NULL, detail);
-        return;
-    }
-    /* The buffer is back in the queue: count it towards the sender's credits. */
-    if (IBV_WC_SUCCESS == wc->status && NULL != (conn = conn_by_qp_num(m, wc->qp_num))) {
-        mca_btl_llrdma_conn_recv_done(conn);
     }
 }
 
+/* Hand every record of a received buffer to ob1.  No lock held: ob1's
+ * callback may send, put or get on this module or any other. */
+static void deliver(mca_btl_llrdma_module_t *m, mca_btl_llrdma_frag_t *frag, uint32_t byte_len)
+{
+    uint32_t off = 0;
+
+    for (;;) {
+        mca_btl_llrdma_hdr_t *rec = (mca_btl_llrdma_hdr_t *)((char *)frag->hdr + off);
+        const mca_btl_active_message_callback_t *reg =
+            mca_btl_base_active_message_trigger + rec->tag;
+        frag->segment.seg_addr.pval = rec + 1;
+        frag->segment.seg_len = rec->len;
+        frag->base.des_segments = &frag->segment;
+        frag->base.des_segment_count = 1;
+        if (NULL != reg->cbfunc) {
+            reg->cbfunc(&m->super, rec->tag, &frag->base, reg->cbdata);
+        }
+        off += (uint32_t)sizeof(*rec) + rec->len;
+        if (off >= byte_len) {
+            break;
+        }
+        off = MCA_BTL_LLRDMA_REC_ALIGN(off);
+    }
+}
+
+static mca_btl_llrdma_frag_t *recv_frag(const struct ibv_wc *wc)
+{
+    return (mca_btl_llrdma_frag_t *)(uintptr_t)(wc->wr_id & ~(uint64_t)1);
+}
+
+/* One batch of one CQ.  Under the lock: poll, retire sends, set failed
+ * receives aside.  Unlocked: hand the received buffers to ob1.  Under the
+ * lock again: repost them in one chained post and count them towards their
+ * senders' credits.  Then deliver the upcalls queued meanwhile.  The
+ * caller holds the progress token. */
 static int poll_cq(mca_btl_llrdma_module_t *m, int p, struct ibv_cq *cq)
 {
     struct ibv_wc wc[LLRDMA_POLL_BATCH];
-    int n = mca_btl_llrdma_verbs.poll_cq(cq, LLRDMA_POLL_BATCH, wc);
+    mca_btl_llrdma_frag_t *rx[LLRDMA_POLL_BATCH];
+    uint32_t rx_len[LLRDMA_POLL_BATCH], rx_qp[LLRDMA_POLL_BATCH];
+    int n, nrx = 0, posted = 0;
 
-    if (n > 0) {
-        m->completions[p] += (uint64_t)n;
-    }
+    MCA_BTL_LLRDMA_LOCK(m);
+    n = mca_btl_llrdma_verbs.poll_cq(cq, LLRDMA_POLL_BATCH, wc);
     if (n < 0) {
         char detail[160];
         snprintf(detail, sizeof(detail), "btl/llrdma: ibv_poll_cq failed on %s:%d (%d)",
                  m->port.dev, m->port.port, n);
         mca_btl_llrdma_module_fatal(m, NULL, detail);
-        return 0;
+        n = 0;
     }
+    m->completions[p] += (uint64_t)n;
     for (int i = 0; i < n; ++i) {
-        if (wc[i].wr_id & 1u) {
-            recv_done(m, p, &wc[i]);
-        } else {
+        if (!(wc[i].wr_id & 1u)) {
             mca_btl_llrdma_conn_send_done((mca_btl_llrdma_wr_t *)(uintptr_t)wc[i].wr_id,
                                           wc[i].status);
+        } else if (IBV_WC_SUCCESS == wc[i].status &&
+                   records_ok((const char *)recv_frag(&wc[i])->hdr, wc[i].byte_len)) {
+            rx[nrx] = recv_frag(&wc[i]);
+            rx_len[nrx] = wc[i].byte_len;
+            rx_qp[nrx++] = wc[i].qp_num;
+        } else {
+            recv_failed(m, p, &wc[i]);
         }
     }
+    MCA_BTL_LLRDMA_UNLOCK(m);
+
+    if (nrx > 0) {
+        for (int k = 0; k < nrx; ++k) {
+            deliver(m, rx[k], rx_len[k]);
+        }
+        /* ob1 copied what it needs inside the callbacks: the buffers go back. */
+        MCA_BTL_LLRDMA_LOCK(m);
+        if (0 != mca_btl_llrdma_module_repost(m, p, rx, nrx, &posted)) {
+            char detail[160];
+            snprintf(detail, sizeof(detail),
+                     "btl/llrdma: reposting a receive buffer on %s:%d failed (ibv_post_srq_recv)",
+                     m->port.dev, m->port.port);
+            for (int k = posted; k < nrx; ++k) {
+                mca_btl_llrdma_pool_put(rx[k]);
+            }
+            mca_btl_llrdma_module_fatal(m, NULL, detail);
+            nrx = posted;
+        }
+        /* Buffers back in the queue count towards their senders' credits. */
+        for (int k = 0; k < nrx; ++k) {
+            mca_btl_llrdma_conn_t *conn = conn_by_qp_num(m, rx_qp[k]);
+            if (NULL != conn) {
+                mca_btl_llrdma_conn_recv_done(conn);
+            }
+        }
+        MCA_BTL_LLRDMA_UNLOCK(m);
+    }
+    (void)mca_btl_llrdma_done_run(m);
     return n;
 }
 
@@ -170,21 +216,6 @@ int mca_btl_llrdma_module_poll_path(mca_btl_llrdma_module_t *m, int p, int round
         n = poll_path(m, p);
         count += n;
     } while (n > 0 && --rounds > 0);
-    return count;
-}
-
-static int progress_locked(mca_btl_llrdma_module_t *m)
-{
-    int count = 0;
-
-    for (int p = 0; p < LLRDMA_NPATHS; ++p) {
-        if (m->path_used[p]) {
-            count += poll_path(m, p);
-        }
-    }
-    count += mca_btl_llrdma_module_progress_control(m);
-    mca_btl_llrdma_stuck_check(m, count > 0);
-    mca_btl_llrdma_wd_check(m);
     return count;
 }
 
@@ -211,12 +242,13 @@ int mca_btl_llrdma_module_progress_control(mca_btl_llrdma_module_t *m)
     return count;
 }
 
-/* Any thread may progress; one at a time per module.  A thread that finds
- * another one progressing this module leaves: what it waits for is being
- * polled (btl/uct does the same). */
+/* Any thread may progress; one at a time per module (the token, which is
+ * only ever tried, never waited for).  A thread that finds another one
+ * progressing this module leaves: what it waits for is being polled
+ * (btl/uct does the same). */
 int mca_btl_llrdma_module_progress(mca_btl_llrdma_module_t *m)
 {
-    int count;
+    int count = 0;
 
     /* The application is in Open MPI: the progress thread leaves the LL
      * path to it (btl_llrdma_thread.c).  Only then: without the look this
@@ -224,10 +256,22 @@ int mca_btl_llrdma_module_progress(mca_btl_llrdma_module_t *m)
     if (m->ll_idle_look) {
         __atomic_fetch_add(&m->app_progress, 1, __ATOMIC_RELAXED);
     }
-    if (0 != OPAL_THREAD_TRYLOCK(&m->lock)) {
+    if (!mca_btl_llrdma_token_try(m)) {
         return 0;
     }
-    count = progress_locked(m);
+    for (int p = 0; p < LLRDMA_NPATHS; ++p) {
+        if (m->path_used[p]) {
+            count += poll_path(m, p);
+        }
+    }
+    MCA_BTL_LLRDMA_LOCK(m);
+    count += mca_btl_llrdma_module_progress_control(m);
+    mca_btl_llrdma_stuck_check(m, count > 0);
+    mca_btl_llrdma_wd_check(m);
     MCA_BTL_LLRDMA_UNLOCK(m);
+    count += mca_btl_llrdma_done_run(m);
+    mca_btl_llrdma_token_release(m);
+    /* What another thread queued while the token was taken. */
+    mca_btl_llrdma_done_kick(m);
     return count;
 }

@@ -140,18 +140,7 @@ static int conn_up(const mca_btl_llrdma_conn_t *conn)
 
 void mca_btl_llrdma_rdma_complete(mca_btl_llrdma_rdma_op_t *op, int status)
 {
-    mca_btl_llrdma_endpoint_t *ep = op->endpoint;
-    mca_btl_llrdma_module_t *m = ep->module;
-    mca_btl_base_rdma_completion_fn_t cb = op->cbfunc;
-    void *local = op->local, *ctx = op->cbcontext, *data = op->cbdata;
-    mca_btl_base_registration_handle_t *lh = op->local_handle;
-
-    /* Recycled before the callback, which may start the next operation. */
-    --m->rdma_outstanding;
-    opal_list_append(&m->rdma_free, &op->super);
-    if (NULL != cb) {
-        cb(&m->super, ep, local, lh, ctx, data, status);
-    }
+    mca_btl_llrdma_done_rdma(op->endpoint->module, op, status);
 }
 
 void mca_btl_llrdma_rdma_fail_pending(mca_btl_llrdma_endpoint_t *ep, int status)
@@ -282,6 +271,7 @@ static int llrdma_put(struct mca_btl_base_module_t *btl, struct mca_btl_base_end
     MCA_BTL_LLRDMA_LOCK(m);
     rc = rdma_start(m, ep, IBV_WR_RDMA_WRITE, local, remote, lh, rh, size, cb, ctx, data);
     MCA_BTL_LLRDMA_UNLOCK(m);
+    mca_btl_llrdma_done_kick(m); /* a failed endpoint's other operations */
     return rc;
 }
 
@@ -297,6 +287,7 @@ static int llrdma_get(struct mca_btl_base_module_t *btl, struct mca_btl_base_end
     MCA_BTL_LLRDMA_LOCK(m);
     rc = rdma_start(m, ep, IBV_WR_RDMA_READ, local, remote, lh, rh, size, cb, ctx, data);
     MCA_BTL_LLRDMA_UNLOCK(m);
+    mca_btl_llrdma_done_kick(m); /* a failed endpoint's other operations */
     return rc;
 }
 

@@ -45,6 +45,7 @@ typedef struct mca_btl_llrdma_rdma_op_t {
     mca_btl_base_registration_handle_t *local_handle;
     mca_btl_base_rdma_completion_fn_t cbfunc;
     void *cbcontext, *cbdata;
+    int status; /* queued for the callback (btl_llrdma_done.c): the result */
 } mca_btl_llrdma_rdma_op_t;
 OBJ_CLASS_DECLARATION(mca_btl_llrdma_rdma_op_t);
 
@@ -56,7 +57,8 @@ void mca_btl_llrdma_rdma_drain(struct mca_btl_base_endpoint_t *ep,
                                struct mca_btl_llrdma_conn_t *conn);
 /* A connection is up: read back the RDMA read depths it was granted. */
 void mca_btl_llrdma_rdma_conn_up(struct mca_btl_llrdma_conn_t *conn);
-/* Call the operation's callback with `status` and recycle it. */
+/* Queue the operation's callback with `status` (delivered after the lock
+ * is released, then the operation is recycled). */
 void mca_btl_llrdma_rdma_complete(mca_btl_llrdma_rdma_op_t *op, int status);
 /* Complete every waiting operation of `ep` with `status` (endpoint failed). */
 void mca_btl_llrdma_rdma_fail_pending(struct mca_btl_base_endpoint_t *ep, int status);

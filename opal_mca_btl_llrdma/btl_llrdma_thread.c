@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -102,7 +103,7 @@ static int take_events(mca_btl_llrdma_module_t *m)
 }
 
 /* The LL path, when the application has not progressed since the last
- * look (it computes).  Module lock held. */
+ * look (it computes).  Progress token held. */
 static void poll_ll_if_idle(mca_btl_llrdma_module_t *m)
 {
     uint64_t seen = __atomic_load_n(&m->app_progress, __ATOMIC_RELAXED);
@@ -113,7 +114,9 @@ static void poll_ll_if_idle(mca_btl_llrdma_module_t *m)
         return;
     }
     n = mca_btl_llrdma_module_poll_path(m, LLRDMA_PATH_LL, LLRDMA_THREAD_ROUNDS);
+    MCA_BTL_LLRDMA_LOCK(m);
     m->thread_completions[LLRDMA_PATH_LL] += (uint64_t)n;
+    MCA_BTL_LLRDMA_UNLOCK(m);
 }
 
 static void *progress_main(void *arg)
@@ -155,20 +158,32 @@ static void *progress_main(void *arg)
          * polls (user space on rxe and mlx5): no system call for an event
          * channel or the CM unless their fds said so or set-ups, retries
          * or credit waits exist (measured: docs/benchmarks-softroce.md). */
+        /* The application's progress holds the token for one pass at most
+         * and never waits for it: wait here, yielding. */
+        while (!mca_btl_llrdma_token_try(m)) {
+            sched_yield();
+        }
         MCA_BTL_LLRDMA_LOCK(m);
         if (rc > 0 && 0 != fds[0].revents) {
             (void)take_events(m);
         }
+        MCA_BTL_LLRDMA_UNLOCK(m);
         n = mca_btl_llrdma_module_poll_path(m, LLRDMA_PATH_BW, LLRDMA_THREAD_ROUNDS);
+        MCA_BTL_LLRDMA_LOCK(m);
         m->thread_completions[LLRDMA_PATH_BW] += (uint64_t)n;
+        MCA_BTL_LLRDMA_UNLOCK(m);
         if (ll_idle > 0) {
             poll_ll_if_idle(m);
         }
+        MCA_BTL_LLRDMA_LOCK(m);
         if ((rc > 0 && 0 != fds[2].revents) || m->connecting > 0 || m->retrying > 0 ||
             m->waiting > 0) {
             (void)mca_btl_llrdma_module_progress_control(m);
         }
         MCA_BTL_LLRDMA_UNLOCK(m);
+        (void)mca_btl_llrdma_done_run(m);
+        mca_btl_llrdma_token_release(m);
+        mca_btl_llrdma_done_kick(m);
     }
     /* What the thread cost, for the dump (RUSAGE_THREAD's clock). */
     if (0 == clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu)) {
@@ -192,7 +207,9 @@ void mca_btl_llrdma_thread_start(mca_btl_llrdma_module_t *m)
     }
     /* ob1's callbacks will run on the thread: Open MPI must take its locks
      * (as under MPI_THREAD_MULTIPLE; it never turns them off again). */
-    opal_set_using_threads(true);
+    if (!opal_using_threads()) { /* another module's thread may be reading it */
+        opal_set_using_threads(true);
+    }
     /* Set before the thread and the application's progress can read it. */
     m->ll_idle_look =
         m->path_used[LLRDMA_PATH_LL] && mca_btl_llrdma_component.progress_thread_ll_idle_ms > 0;

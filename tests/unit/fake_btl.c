@@ -4,6 +4,7 @@
 #include "fake_btl.h"
 
 #include <arpa/inet.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,6 +18,9 @@
 #include "btl_llrdma_gpu.h"
 
 int fw_failures, fw_checks;
+/* ob1's view: the BTL calls up with no lock of its own held, from any
+ * thread that progresses a module, so the recording takes this one. */
+pthread_mutex_t fw_ob1_lock = PTHREAD_MUTEX_INITIALIZER;
 fw_proc_t fw[FW_MAX];
 int fw_n;
 uint32_t fw_port_max_cqe, fw_port_max_srq_wr;
@@ -43,9 +47,11 @@ static void on_error(struct mca_btl_base_module_t *btl, int32_t flags, opal_proc
 {
     fw_proc_t *w = &fw[index_of(btl)];
     (void)flags;
+    pthread_mutex_lock(&fw_ob1_lock);
     ++w->err_calls;
     w->err_proc = proc;
     snprintf(w->err_text, sizeof(w->err_text), "%s", NULL != info ? info : "");
+    pthread_mutex_unlock(&fw_ob1_lock);
 }
 
 static void on_send_done(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
@@ -54,10 +60,12 @@ static void on_send_done(struct mca_btl_base_module_t *btl, struct mca_btl_base_
     fw_proc_t *w = &fw[index_of(btl)];
     (void)ep;
     (void)des;
+    pthread_mutex_lock(&fw_ob1_lock);
     ++w->cb_calls;
     if (OPAL_SUCCESS != status) {
         ++w->cb_errors;
     }
+    pthread_mutex_unlock(&fw_ob1_lock);
 }
 
 static unsigned char pattern(uint32_t seq, size_t k)
@@ -65,8 +73,19 @@ static unsigned char pattern(uint32_t seq, size_t k)
     return (unsigned char)(seq * 7u + k * 13u + 1u);
 }
 
+static void on_recv_locked(struct mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
+                           mca_btl_base_descriptor_t *des, void *cbdata);
+
 static void on_recv(struct mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
                     mca_btl_base_descriptor_t *des, void *cbdata)
+{
+    pthread_mutex_lock(&fw_ob1_lock);
+    on_recv_locked(btl, tag, des, cbdata);
+    pthread_mutex_unlock(&fw_ob1_lock);
+}
+
+static void on_recv_locked(struct mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
+                           mca_btl_base_descriptor_t *des, void *cbdata)
 {
     fw_proc_t *w = &fw[index_of(btl)];
     const unsigned char *p = des->des_segments[0].seg_addr.pval;

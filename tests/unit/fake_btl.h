@@ -13,6 +13,7 @@
 
 #include "opal_config.h"
 
+#include <pthread.h>
 #include <stdio.h>
 
 #include "opal/util/proc.h"
@@ -25,6 +26,9 @@
 #define FW_NCLS 8 /* message classes: in order within one (sender, class) */
 
 extern int fw_failures, fw_checks;
+/* Held by the recording callbacks (ob1's view in fw_proc_t): a thread
+ * reading those counters while others progress takes it too. */
+extern pthread_mutex_t fw_ob1_lock;
 
 #define CHECK(cond)                                                                                \
     do {                                                                                           \

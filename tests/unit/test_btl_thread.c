@@ -126,18 +126,18 @@ static void test_fake_moderation(void)
 static int cb_calls_locked(int i)
 {
     int n;
-    MCA_BTL_LLRDMA_LOCK(fw[i].m);
+    pthread_mutex_lock(&fw_ob1_lock);
     n = fw[i].cb_calls;
-    MCA_BTL_LLRDMA_UNLOCK(fw[i].m);
+    pthread_mutex_unlock(&fw_ob1_lock);
     return n;
 }
 
 static uint32_t received_locked(int j, int from)
 {
     uint32_t n;
-    MCA_BTL_LLRDMA_LOCK(fw[j].m);
+    pthread_mutex_lock(&fw_ob1_lock);
     n = fw[j].recv_from[from];
-    MCA_BTL_LLRDMA_UNLOCK(fw[j].m);
+    pthread_mutex_unlock(&fw_ob1_lock);
     return n;
 }
 
@@ -239,9 +239,16 @@ static void ll_idle_case(int ll_idle_ms)
         fw_progress_one(1, 1);
         usleep(100);
     }
-    MCA_BTL_LLRDMA_LOCK(fw[0].m);
-    by_thread = fw[0].m->thread_completions[LL];
-    MCA_BTL_LLRDMA_UNLOCK(fw[0].m);
+    /* The thread counts its completions after handing them to ob1. */
+    for (r = 0; r < (ll_idle_ms > 0 ? 20000 : 1); ++r) {
+        MCA_BTL_LLRDMA_LOCK(fw[0].m);
+        by_thread = fw[0].m->thread_completions[LL];
+        MCA_BTL_LLRDMA_UNLOCK(fw[0].m);
+        if (by_thread >= (uint64_t)n) {
+            break;
+        }
+        usleep(100);
+    }
     printf("# ll_idle %d ms: %u of %d LL messages received while the application computed, "
            "%llu LL completions by the thread\n",
            ll_idle_ms, received_locked(0, 1), n, (unsigned long long)by_thread);
@@ -333,6 +340,29 @@ static void *progress_main(void *arg)
     return NULL;
 }
 
+/* What a test that stopped short saw, per connection of i to j. */
+static void dump_conns(int i, int j)
+{
+    for (int p = 0; p < LLRDMA_NPATHS; ++p) {
+        mca_btl_llrdma_conn_t *c = fw_conn(i, j, p);
+        if (NULL == c) {
+            printf("#  %d->%d path %d: no connection\n", i, j, p);
+            continue;
+        }
+        printf("#  %d->%d path %d: state %d, %zu pending, sq %u/%u (unsignalled %u, owed %d), "
+               "credit granted %u sent %llu seen %llu consumed %llu returned %llu word %llu owed "
+               "%d, stalled %d, qp outstanding %u; module waiting %d, upcalls queued %u\n",
+               i, j, p, (int)c->state, opal_list_get_size(&fw[i].ep[j]->pending[p]), c->sq.posted,
+               c->sq.depth, c->sq.unsignalled, c->sq.owed, c->credit.granted,
+               (unsigned long long)c->credit.sent, (unsigned long long)c->credit.seen,
+               (unsigned long long)c->credit.consumed, (unsigned long long)c->credit.returned,
+               (unsigned long long)c->credit_buf[0], c->credit_owed, 0 != c->stall_since,
+               NULL != c->qp ? fake_qp_outstanding(c->qp) : 0, fw[i].m->waiting, fw[i].m->ndone);
+        printf("#   module %d path %d: srq posted %u, cq waiting %u\n", i, p,
+               fake_srq_posted(fw[i].m->path[p].srq), fake_cq_waiting(fw[i].m->path[p].cqs[0].cq));
+    }
+}
+
 static void threads_case(int with_progress_thread)
 {
     pthread_t st[2 * NT], pt[2];
@@ -373,6 +403,15 @@ static void threads_case(int with_progress_thread)
     CHECK(0 == total_fails);
     CHECK(NT * NMSG == received_locked(1, 0));
     CHECK(NT * NMSG == received_locked(0, 1));
+    if (NT * NMSG != received_locked(1, 0) || NT * NMSG != received_locked(0, 1)) {
+        printf("# stopped short (progress thread %s): %u of %d 0->1, %u of %d 1->0; progress "
+               "token taken: %d %d\n",
+               with_progress_thread ? "on" : "off", received_locked(1, 0), NT * NMSG,
+               received_locked(0, 1), NT * NMSG, __atomic_load_n(&fw[0].m->progressing, 0),
+               __atomic_load_n(&fw[1].m->progressing, 0));
+        dump_conns(0, 1);
+        dump_conns(1, 0);
+    }
     for (int i = 0; i < 2; ++i) {
         CHECK(0 == fw[i].err_calls && 0 == fw[i].recv_bad);
         /* Exactly one connection per path survived the simultaneous set-up. */
@@ -381,10 +420,12 @@ static void threads_case(int with_progress_thread)
         CHECK(fake_qp(fw_conn(i, 1 - i, LL)->qp)->peer == fake_qp(fw_conn(1 - i, i, LL)->qp));
         CHECK(fake_qp(fw_conn(i, 1 - i, BW)->qp)->peer == fake_qp(fw_conn(1 - i, i, BW)->qp));
     }
+    MCA_BTL_LLRDMA_LOCK(fw[0].m); /* its progress thread still runs */
     printf("# threads (progress thread %s): %d messages each way; events on process 0: %llu "
            "for %llu BW completions\n",
            with_progress_thread ? "on" : "off", NT * NMSG, (unsigned long long)fw[0].m->events[BW],
            (unsigned long long)fw[0].m->completions[BW]);
+    MCA_BTL_LLRDMA_UNLOCK(fw[0].m);
     fw_end(0);
     opal_set_using_threads(false);
     memset(&mca_btl_llrdma_component.hist, 0, sizeof(mca_btl_llrdma_component.hist));
@@ -394,6 +435,174 @@ static void test_threads(void)
 {
     threads_case(0);
     threads_case(1);
+}
+
+/* ------------------------------- callbacks that call another module */
+
+/* ob1's ACK handler schedules over every BTL of the peer: a callback from
+ * one module sends on another.  Here each relay message received on one
+ * module is answered, from inside its callback, by a send on the other
+ * module, while one thread progresses each module.  With a module lock held
+ * across callbacks, thread X (in m0's callback, holding m0) waits for m1
+ * while thread Y (in m1's callback, holding m1) waits for m0: a deadlock,
+ * caught by the watchdog below, and reported by ThreadSanitizer as a
+ * lock-order inversion even when the threads happen to miss each other. */
+#define RELAY_TAG (FW_TAG + 1)
+#define RELAY_CHAINS 8
+#define RELAY_HOPS 300
+
+typedef struct relay_msg {
+    uint32_t magic, hops;
+} relay_msg_t;
+
+static size_t relay_size;
+static int relay_received[2], relay_sent[2], relay_failed;
+static volatile int relay_stop;
+
+static int module_index(const struct mca_btl_base_module_t *btl)
+{
+    return &fw[0].m->super == btl ? 0 : 1;
+}
+
+/* From process `from` to the other one, on from's module. */
+static int relay_send(int from, uint32_t hops)
+{
+    mca_btl_llrdma_module_t *m = fw[from].m;
+    mca_btl_base_descriptor_t *d;
+    relay_msg_t h = {.magic = FW_MAGIC, .hops = hops};
+    int rc;
+
+    d = m->super.btl_alloc(&m->super, fw[from].ep[1 - from], MCA_BTL_NO_ORDER, relay_size,
+                           MCA_BTL_DES_FLAGS_BTL_OWNERSHIP);
+    if (NULL == d) {
+        return -1;
+    }
+    memset(d->des_segments[0].seg_addr.pval, 0x5a, relay_size);
+    memcpy(d->des_segments[0].seg_addr.pval, &h, sizeof(h));
+    d->des_cbfunc = NULL;
+    rc = m->super.btl_send(&m->super, fw[from].ep[1 - from], d, RELAY_TAG);
+    return OPAL_SUCCESS == rc || 1 == rc ? 0 : -1;
+}
+
+static void on_relay(struct mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
+                     mca_btl_base_descriptor_t *des, void *cbdata)
+{
+    int r = module_index(btl);
+    relay_msg_t h;
+    (void)tag;
+    (void)cbdata;
+    memcpy(&h, des->des_segments[0].seg_addr.pval, sizeof(h));
+    __atomic_add_fetch(&relay_received[r], 1, __ATOMIC_RELAXED);
+    if (FW_MAGIC != h.magic || des->des_segments[0].seg_len != relay_size) {
+        __atomic_add_fetch(&relay_failed, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    if (h.hops > 0) {
+        /* Received on module r (process r, from the other one): answer on
+         * the other module, to process r. */
+        if (0 != relay_send(1 - r, h.hops - 1)) {
+            __atomic_add_fetch(&relay_failed, 1, __ATOMIC_RELAXED);
+        } else {
+            __atomic_add_fetch(&relay_sent[1 - r], 1, __ATOMIC_RELAXED);
+        }
+    }
+}
+
+static void *relay_progress(void *arg)
+{
+    mca_btl_llrdma_module_t *m = fw[(int)(intptr_t)arg].m;
+    while (!__atomic_load_n(&relay_stop, __ATOMIC_ACQUIRE)) {
+        (void)mca_btl_llrdma_module_progress(m);
+    }
+    return NULL;
+}
+
+static void cross_module_case(size_t size, int with_progress_thread)
+{
+    const int want = 2 * RELAY_CHAINS * (RELAY_HOPS + 1);
+    pthread_t pt[2];
+    int got = 0;
+
+    fw_begin();
+    fake_lock_install();
+    opal_set_using_threads(true);
+    mca_btl_llrdma_component.progress_thread = with_progress_thread;
+    CHECK(0 == fw_add(4096, 0, 0));
+    CHECK(1 == fw_add(4096, 0, 0));
+    mca_btl_llrdma_component.progress_thread = 0;
+    fw_mesh();
+    /* Both paths connected before the threads start. */
+    for (int i = 0; i < 2; ++i) {
+        CHECK(0 <= fw_send(i, 1 - i, 100, 0));
+        CHECK(0 <= fw_send(i, 1 - i, 9000, 1));
+    }
+    /* Through the modules only (the seam's lock): their threads may run. */
+    for (int r = 0; r < 20000 && (received_locked(1, 0) < 2 || received_locked(0, 1) < 2); ++r) {
+        fw_progress(1);
+    }
+    for (int i = 0; i < 2; ++i) {
+        CHECK(mca_btl_llrdma_conn_up(fw_conn(i, 1 - i, LL)));
+        CHECK(mca_btl_llrdma_conn_up(fw_conn(i, 1 - i, BW)));
+    }
+    relay_size = size;
+    memset(relay_received, 0, sizeof(relay_received));
+    memset(relay_sent, 0, sizeof(relay_sent));
+    relay_failed = 0;
+    mca_btl_base_active_message_trigger[RELAY_TAG].cbfunc = on_relay;
+    __atomic_store_n(&relay_stop, 0, __ATOMIC_RELEASE);
+    for (int i = 0; i < 2; ++i) {
+        pthread_create(&pt[i], NULL, relay_progress, (void *)(intptr_t)i);
+    }
+    /* Chains in both directions: messages arrive on both modules, so both
+     * threads call into the other module from a callback. */
+    for (int c = 0; c < RELAY_CHAINS; ++c) {
+        for (int i = 0; i < 2; ++i) {
+            CHECK(0 == relay_send(i, RELAY_HOPS));
+        }
+    }
+    for (int r = 0; r < 300000; ++r) {
+        got = __atomic_load_n(&relay_received[0], __ATOMIC_RELAXED) +
+              __atomic_load_n(&relay_received[1], __ATOMIC_RELAXED);
+        if (got >= want) {
+            break;
+        }
+        usleep(100);
+    }
+    if (got < want) {
+        /* The threads hold each other's module: nothing can be joined. */
+        printf("# cross-module callbacks (%zu bytes, progress thread %s): %d of %d relays "
+               "received after 30 s: deadlock\n",
+               size, with_progress_thread ? "on" : "off", got, want);
+        printf("FAIL: a callback that sends on another module deadlocked\n");
+        fflush(stdout);
+        _exit(1);
+    }
+    __atomic_store_n(&relay_stop, 1, __ATOMIC_RELEASE);
+    for (int i = 0; i < 2; ++i) {
+        pthread_join(pt[i], NULL);
+    }
+    printf("# cross-module callbacks (%zu bytes, progress thread %s): %d relays, %d and %d sent "
+           "from callbacks on modules 0 and 1\n",
+           size, with_progress_thread ? "on" : "off", got, relay_sent[0], relay_sent[1]);
+    CHECK(want == got);
+    CHECK(0 == relay_failed);
+    /* Both directions ran: each module was called from the other's callback. */
+    CHECK(RELAY_CHAINS * RELAY_HOPS == relay_sent[0]);
+    CHECK(RELAY_CHAINS * RELAY_HOPS == relay_sent[1]);
+    for (int i = 0; i < 2; ++i) {
+        CHECK(0 == fw[i].err_calls);
+    }
+    mca_btl_base_active_message_trigger[RELAY_TAG].cbfunc = NULL;
+    fw_end(0);
+    opal_set_using_threads(false);
+    memset(&mca_btl_llrdma_component.hist, 0, sizeof(mca_btl_llrdma_component.hist));
+}
+
+static void test_cross_module_callbacks(void)
+{
+    cross_module_case(64, 0);   /* LL, inline */
+    cross_module_case(9000, 0); /* BW: send completions too */
+    cross_module_case(9000, 1); /* BW callbacks from the modules' progress threads */
 }
 
 /* ------------------------------------------------- failure injection */
@@ -443,6 +652,7 @@ int main(int argc, char **argv)
     test_fake_moderation();
     test_progress_thread();
     test_threads();
+    test_cross_module_callbacks();
     test_fail_every_call();
     fw_fini();
     printf("%s: %d checks, %d failed\n", 0 == fw_failures ? "PASS" : "FAIL", fw_checks,

@@ -75,6 +75,22 @@ BOOST_AUTO_TEST_CASE(credit_values_that_cannot_be_true_are_ignored)
     BOOST_TEST(c.seen == c.sent);
 }
 
+BOOST_AUTO_TEST_CASE(credit_receives_before_the_peer_parameters_stay_owed)
+{
+    // The active side: the connection's counter exists (zeroed) before the
+    // ESTABLISHED event brings the peer's grant; the peer sends first.
+    llrdma_credit_t c;
+    llrdma_credit_init(&c, 0, 0);
+    for (int i = 0; i < 3; ++i)
+        llrdma_credit_consume(&c);
+    llrdma_credit_connect(&c, 16, 16);
+    BOOST_TEST(c.consumed == 3u);
+    BOOST_TEST(llrdma_credit_owed(&c));
+    BOOST_TEST(llrdma_credit_avail(&c, 0) == 16u); // our own window is whole
+    BOOST_TEST(llrdma_credit_consume(&c) == 1);    // the fourth reaches the threshold
+    BOOST_TEST(llrdma_credit_return(&c) == 4u);
+}
+
 BOOST_AUTO_TEST_CASE(credit_consume_return_owed)
 {
     llrdma_credit_t c;
