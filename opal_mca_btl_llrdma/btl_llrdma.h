@@ -147,7 +147,11 @@ typedef struct mca_btl_llrdma_module_t {
     uint64_t thread_completions[LLRDMA_NPATHS]; /* of completions[]: taken by the thread */
     uint64_t thread_cpu_us;                     /* the thread's CPU time, when it ended */
     int failed;                                 /* a module-wide fatal error was reported */
-    int running;                                /* creation finished: errors now go to ob1 */
+    /* Asynchronous events (btl_llrdma_async.c) */
+    unsigned async_polls;  /* progress calls since the last look */
+    uint64_t async_events; /* events handled */
+    int port_down;         /* IBV_EVENT_PORT_ERR: every connection failed, sends refused */
+    int running;           /* creation finished: errors now go to ob1 */
     mca_btl_base_module_error_cb_fn_t error_cb;
 } mca_btl_llrdma_module_t;
 
@@ -300,6 +304,12 @@ static inline int mca_btl_llrdma_done_pending(mca_btl_llrdma_module_t *m)
 {
     return 0 != __atomic_load_n(&m->ndone, __ATOMIC_ACQUIRE);
 }
+
+/* btl_llrdma_async.c: read the device's asynchronous events (every 256th
+ * call) and handle each in the module it names, under that module's lock;
+ * the caller holds m's progress token and no lock.  Returns how many were
+ * handled. */
+int mca_btl_llrdma_async_poll(mca_btl_llrdma_module_t *m);
 
 /* btl_llrdma_stuck.c: called by every progress pass (moved: it did
  * something); prints the module's per-endpoint state at verbose level 1 when

@@ -469,8 +469,21 @@ static void conn_disconnected(mca_btl_llrdma_conn_t *conn)
     mca_btl_llrdma_endpoint_t *ep = conn->endpoint;
     int p = conn->path;
 
-    /* Keep the QP until finalize: flushed WRs still point into its ring. */
+    struct ibv_qp_attr qa;
+
+    /* Keep the QP until finalize: flushed WRs still point into its ring.
+     * Into the error state now, so what the peer never received comes back
+     * flushed at once (not after the retry budget) and the device reports
+     * the QP's last receive (IBV_EVENT_QP_LAST_WQE_REACHED). */
     conn->state = LLRDMA_CONN_CLOSED;
+    memset(&qa, 0, sizeof(qa));
+    qa.qp_state = IBV_QPS_ERR;
+    if (NULL != conn->qp && 0 != mca_btl_llrdma_verbs.modify_qp(conn->qp, &qa, IBV_QP_STATE)) {
+        opal_output_verbose(1, mca_btl_llrdma_component.output,
+                            "btl:llrdma: qp %u of a closed connection did not go to the error "
+                            "state",
+                            conn->qp->qp_num);
+    }
     if (0 != conn->stall_since) {
         conn->stall_since = 0;
         --ep->module->waiting;

@@ -46,6 +46,7 @@ static void conn_construct(mca_btl_llrdma_conn_t *c)
     c->wd_limit_ms = c->wd_nudge_ms = 0; /* not watched until established */
     c->wd_nudged = 0;
     c->qp_timeout = c->qp_retry = 0;
+    c->last_wqe = 0;
     memset(&c->sq, 0, sizeof(c->sq));
     memset(&c->credit, 0, sizeof(c->credit));
 }
@@ -613,6 +614,11 @@ int mca_btl_llrdma_endpoint_send(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_f
     uint32_t credits = 0;
 
     if (LLRDMA_EP_FAILED == ep->state) {
+        return OPAL_ERR_UNREACH;
+    }
+    if (ep->module->port_down) {
+        mca_btl_llrdma_endpoint_fail(ep, "the local port failed",
+                                     "the port went down (IBV_EVENT_PORT_ERR)");
         return OPAL_ERR_UNREACH;
     }
     if (p < 0) {

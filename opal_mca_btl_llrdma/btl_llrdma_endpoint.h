@@ -76,6 +76,7 @@ typedef struct mca_btl_llrdma_conn_t {
     uint64_t wd_nudge_ms;         /* when one more WR is posted to restart it */
     int wd_nudged;                /* since wd_since */
     uint8_t qp_timeout, qp_retry; /* as the QP went to RTS, for the report */
+    int last_wqe;                 /* IBV_EVENT_QP_LAST_WQE_REACHED seen (in ERR, SRQ done) */
 } mca_btl_llrdma_conn_t;
 OBJ_CLASS_DECLARATION(mca_btl_llrdma_conn_t);
 

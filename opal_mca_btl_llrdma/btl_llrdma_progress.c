@@ -269,6 +269,7 @@ int mca_btl_llrdma_module_progress(mca_btl_llrdma_module_t *m)
     mca_btl_llrdma_stuck_check(m, count > 0);
     mca_btl_llrdma_wd_check(m);
     MCA_BTL_LLRDMA_UNLOCK(m);
+    count += mca_btl_llrdma_async_poll(m);
     count += mca_btl_llrdma_done_run(m);
     mca_btl_llrdma_token_release(m);
     /* What another thread queued while the token was taken. */

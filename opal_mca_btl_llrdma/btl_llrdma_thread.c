@@ -181,6 +181,7 @@ static void *progress_main(void *arg)
             (void)mca_btl_llrdma_module_progress_control(m);
         }
         MCA_BTL_LLRDMA_UNLOCK(m);
+        (void)mca_btl_llrdma_async_poll(m);
         (void)mca_btl_llrdma_done_run(m);
         mca_btl_llrdma_token_release(m);
         mca_btl_llrdma_done_kick(m);

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 
 #include "btl_llrdma_verbs.h"
 #include "llrdma_build_config.h" /* HAVE_DECL_IBV_IS_FORK_INITIALIZED, ..._REG_DMABUF_MR */
@@ -115,6 +116,29 @@ static int real_get_cq_event(struct ibv_comp_channel *ch, struct ibv_cq **cq, vo
 static void real_ack_cq_events(struct ibv_cq *cq, unsigned int n)
 {
     ibv_ack_cq_events(cq, n);
+}
+
+/* The context is librdmacm's, shared with anything else of the process that
+ * uses the device: its fd's flags stay as they are, a zero-timeout poll
+ * says whether ibv_get_async_event would block. */
+static int real_get_async_event(struct ibv_context *ctx, struct ibv_async_event *ev)
+{
+    struct pollfd p = {.fd = ctx->async_fd, .events = POLLIN};
+    if (poll(&p, 1, 0) <= 0 || !(p.revents & POLLIN)) {
+        errno = EAGAIN;
+        return -1;
+    }
+    return ibv_get_async_event(ctx, ev);
+}
+
+static void real_ack_async_event(struct ibv_async_event *ev)
+{
+    ibv_ack_async_event(ev);
+}
+
+static const char *real_event_type_str(enum ibv_event_type t)
+{
+    return ibv_event_type_str(t);
 }
 
 static int real_resize_cq(struct ibv_cq *cq, int cqe)
@@ -333,7 +357,8 @@ static struct ibv_mr *real_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, siz
         .destroy_qp = real_destroy_qp, .modify_qp = real_modify_qp, .post_send = real_post_send,   \
         .post_srq_recv = real_post_srq_recv, .poll_cq = real_poll_cq,                              \
         .wc_status_str = real_wc_status_str, .cm_get_devices = real_cm_get_devices,                \
-        .cm_free_devices = real_cm_free_devices,                                                   \
+        .get_async_event = real_get_async_event, .ack_async_event = real_ack_async_event,          \
+        .event_type_str = real_event_type_str, .cm_free_devices = real_cm_free_devices,            \
         .cm_create_event_channel = real_cm_create_event_channel,                                   \
         .cm_destroy_event_channel = real_cm_destroy_event_channel,                                 \
         .cm_create_id = real_cm_create_id, .cm_destroy_id = real_cm_destroy_id,                    \

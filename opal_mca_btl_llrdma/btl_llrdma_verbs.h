@@ -63,6 +63,14 @@ typedef struct mca_btl_llrdma_verbs_ops_t {
     int (*poll_cq)(struct ibv_cq *cq, int num, struct ibv_wc *wc);
     const char *(*wc_status_str)(enum ibv_wc_status status);
 
+    /* asynchronous events of a device (port state, QP, CQ and SRQ errors):
+     * never blocks, -1 with errno EAGAIN when none waits; every event taken
+     * must be acknowledged (a real device's destroy of the object it names
+     * waits for that) */
+    int (*get_async_event)(struct ibv_context *context, struct ibv_async_event *event);
+    void (*ack_async_event)(struct ibv_async_event *event);
+    const char *(*event_type_str)(enum ibv_event_type type);
+
     /* librdmacm: connection set-up */
     struct ibv_context **(*cm_get_devices)(int *num_devices);
     void (*cm_free_devices)(struct ibv_context **list);

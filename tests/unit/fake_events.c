@@ -303,6 +303,14 @@ LOCKED(int, cm_reject, (struct rdma_cm_id * id, const void *d, uint8_t n), (id, 
 LOCKED(int, cm_disconnect, (struct rdma_cm_id * id), (id))
 LOCKED(int, cm_get_event, (struct rdma_event_channel * ch, struct rdma_cm_event **ev), (ch, ev))
 LOCKED(int, cm_ack_event, (struct rdma_cm_event * ev), (ev))
+LOCKED(int, get_async_event, (struct ibv_context * c, struct ibv_async_event *ev), (c, ev))
+
+static void l_ack_async_event(struct ibv_async_event *ev)
+{
+    pthread_mutex_lock(&fake_mutex);
+    inner.ack_async_event(ev);
+    pthread_mutex_unlock(&fake_mutex);
+}
 
 static void l_ack_cq_events(struct ibv_cq *cq, unsigned int n)
 {
@@ -360,5 +368,7 @@ void fake_lock_install(void)
     SWAP(cm_disconnect);
     SWAP(cm_get_event);
     SWAP(cm_ack_event);
+    SWAP(get_async_event);
+    SWAP(ack_async_event);
 #undef SWAP
 }

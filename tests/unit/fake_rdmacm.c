@@ -603,7 +603,7 @@ static int f_cm_disconnect(struct rdma_cm_id *id)
     }
     /* This side's QP enters the error state; the peer's finds nobody. */
     if (NULL != id->qp) {
-        fake_qp(id->qp)->error = 1;
+        fake_qp_enter_error(fake_qp(id->qp));
         fake_unwire(fake_qp(id->qp));
     }
     f->disconnected = 1;

@@ -319,9 +319,12 @@ static struct ibv_cq *f_create_cq(struct ibv_context *c, int cqe, void *ctx,
     return &f->cq;
 }
 
+static void purge_async(const void *element);
+
 static int f_destroy_cq(struct ibv_cq *cq)
 {
     fake_cq_t *f = (fake_cq_t *)cq;
+    purge_async(cq);
     if (0 != fake_cq_destroy_check(f)) {
         return EBUSY; /* a real ibv_destroy_cq would wait for the acknowledgements forever */
     }
@@ -429,6 +432,7 @@ static int f_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *a)
 static int f_destroy_srq(struct ibv_srq *srq)
 {
     fake_srq_t *s = (fake_srq_t *)srq;
+    purge_async(srq);
     for (fake_qp_t *q = qps; NULL != q; q = q->next) {
         if (q->qp.srq == srq) {
             fake_fault(&fake.misuse, "ibv_destroy_srq while qp %u uses it (EBUSY)", q->qp.qp_num);
@@ -517,6 +521,7 @@ void fake_unwire(fake_qp_t *q)
 static int f_destroy_qp(struct ibv_qp *qp)
 {
     fake_qp_t *q = fake_qp(qp);
+    purge_async(qp);
     for (fake_qp_t **pp = &qps; NULL != *pp; pp = &(*pp)->next) {
         if (*pp == q) {
             *pp = q->next;
@@ -542,6 +547,16 @@ int fake_destroy_qp(struct ibv_qp *qp)
 
 static int run_qp(fake_qp_t *q);
 
+void fake_qp_enter_error(fake_qp_t *q)
+{
+    /* A QP on an SRQ reports its last receive once in ERR (the receives it
+     * took have completed, flushed or not). */
+    if (!q->error && NULL != q->qp.srq) {
+        fake_push_async_qp(IBV_EVENT_QP_LAST_WQE_REACHED, &q->qp);
+    }
+    q->error = 1;
+}
+
 static int f_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask)
 {
     fake_qp_t *q = fake_qp(qp);
@@ -552,7 +567,7 @@ static int f_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask)
     /* Any state -> ERR: every WR not completed yet flushes at once, wire
      * held or not (the device drops them; the CQ gets their completions). */
     if (IBV_QP_STATE == mask && IBV_QPS_ERR == a->qp_state) {
-        q->error = 1;
+        fake_qp_enter_error(q);
         qp->state = IBV_QPS_ERR;
         ++fake.nerr_qp;
         (void)run_qp(q);
@@ -882,7 +897,7 @@ static int run_qp(fake_qp_t *q)
             st = rdma_write(q, q->peer, w);
         }
         if (IBV_WC_SUCCESS != st) {
-            q->error = 1;
+            fake_qp_enter_error(q);
         }
         /* An error completes every WR, signalled or not. */
         if (IBV_WC_SUCCESS != st || (w->flags & IBV_SEND_SIGNALED) || q->attr.sq_sig_all) {
@@ -951,6 +966,98 @@ static int f_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
         --f->count;
     }
     return got;
+}
+
+/* ------------------------------------------------- asynchronous events */
+
+#define FAKE_MAX_ASYNC 64
+static struct ibv_async_event async_q[FAKE_MAX_ASYNC];
+static int async_head, async_n;
+
+static void push_async(const struct ibv_async_event *ev)
+{
+    if (async_n >= FAKE_MAX_ASYNC) {
+        ++fake.async_overflow;
+        return;
+    }
+    async_q[(async_head + async_n++) % FAKE_MAX_ASYNC] = *ev;
+}
+
+void fake_push_async_port(enum ibv_event_type type, int port)
+{
+    struct ibv_async_event ev = {.event_type = type};
+    ev.element.port_num = port;
+    push_async(&ev);
+}
+
+void fake_push_async_qp(enum ibv_event_type type, struct ibv_qp *qp)
+{
+    struct ibv_async_event ev = {.event_type = type};
+    ev.element.qp = qp;
+    push_async(&ev);
+}
+
+void fake_push_async_cq(enum ibv_event_type type, struct ibv_cq *cq)
+{
+    struct ibv_async_event ev = {.event_type = type};
+    ev.element.cq = cq;
+    push_async(&ev);
+}
+
+void fake_push_async_srq(enum ibv_event_type type, struct ibv_srq *srq)
+{
+    struct ibv_async_event ev = {.event_type = type};
+    ev.element.srq = srq;
+    push_async(&ev);
+}
+
+/* The kernel drops the events of an object destroyed before they were
+ * read: none names freed memory. */
+static void purge_async(const void *element)
+{
+    int kept = 0;
+    for (int i = 0; i < async_n; ++i) {
+        struct ibv_async_event *e = &async_q[(async_head + i) % FAKE_MAX_ASYNC];
+        if (e->element.qp != element) { /* the union's pointers alias */
+            async_q[(async_head + kept++) % FAKE_MAX_ASYNC] = *e;
+        }
+    }
+    async_n = kept;
+}
+
+int fake_async_waiting(void)
+{
+    return async_n;
+}
+
+static int f_get_async_event(struct ibv_context *ctx, struct ibv_async_event *ev)
+{
+    (void)ctx;
+    if (0 == async_n) {
+        errno = EAGAIN;
+        return -1;
+    }
+    *ev = async_q[async_head];
+    async_head = (async_head + 1) % FAKE_MAX_ASYNC;
+    --async_n;
+    ++fake.live_async;
+    ++fake.async_taken;
+    return 0;
+}
+
+static void f_ack_async_event(struct ibv_async_event *ev)
+{
+    (void)ev;
+    if (fake.live_async <= 0) {
+        fake_fault(&fake.misuse, "ibv_ack_async_event of an event not taken");
+        return;
+    }
+    --fake.live_async;
+}
+
+static const char *f_event_type_str(enum ibv_event_type t)
+{
+    return ibv_event_type_str(t);
 }
 
 static const char *f_wc_status_str(enum ibv_wc_status s)
@@ -1030,6 +1137,9 @@ mca_btl_llrdma_verbs_ops_t fake_ops = {
     .post_srq_recv = f_post_srq_recv,
     .poll_cq = f_poll_cq,
     .wc_status_str = f_wc_status_str,
+    .get_async_event = f_get_async_event,
+    .ack_async_event = f_ack_async_event,
+    .event_type_str = f_event_type_str,
     .reg_dmabuf_mr = f_reg_dmabuf_mr,
     .peermem_loaded = f_peermem_loaded,
     .fork_init = f_fork_init,
@@ -1045,6 +1155,7 @@ void fake_install(void)
         mrs = NULL;
     }
     memset(&fake, 0, sizeof(fake));
+    async_head = async_n = 0;
     fake.max_inline = 1024;
     fake.max_qp_wr = 4096;
     fake.max_srq_wr = 4096;
@@ -1065,7 +1176,8 @@ void fake_uninstall(void)
 int fake_live_objects(void)
 {
     return fake.live_pd + fake.live_mr + fake.live_cq + fake.live_srq + fake.live_qp +
-           fake.live_id + fake.live_channel + fake.live_event + fake.live_comp_channel;
+           fake.live_id + fake.live_channel + fake.live_event + fake.live_comp_channel +
+           fake.live_async;
 }
 
 int fake_faults(void)

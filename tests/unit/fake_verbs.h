@@ -188,6 +188,10 @@ typedef struct fake_state {
     uint64_t nevents;       /* generated on any CQ */
     uint64_t narms;         /* ibv_req_notify_cq calls */
     int comp_channel_fails; /* test: the next n create_comp_channel fail */
+    /* asynchronous events (fake_push_async) */
+    int live_async;     /* taken with get_async_event, not acknowledged */
+    int async_taken;    /* taken in all */
+    int async_overflow; /* pushed while the queue was full (a test error) */
 } fake_state_t;
 
 extern fake_state_t fake;
@@ -239,6 +243,14 @@ struct rdma_cm_id *fake_last_id(void);
 struct rdma_cm_id *fake_connect_request(struct rdma_cm_id *listen_id, const void *pdata,
                                         uint8_t len);
 
+/* Queue an asynchronous event of the device (get_async_event returns it,
+ * oldest first); element: the port number, QP, CQ or SRQ it names. */
+void fake_push_async_port(enum ibv_event_type type, int port);
+void fake_push_async_qp(enum ibv_event_type type, struct ibv_qp *qp);
+void fake_push_async_cq(enum ibv_event_type type, struct ibv_cq *cq);
+void fake_push_async_srq(enum ibv_event_type type, struct ibv_srq *srq);
+int fake_async_waiting(void);
+
 /* Completion events (fake_events.c): a channel is a pipe whose read end is
  * the channel's fd; an armed CQ on a channel queues one event when a
  * completion arrives (with moderation: when mod_count completions have
@@ -271,6 +283,8 @@ void fake_fault(int *counter, const char *fmt, ...);
 struct ibv_qp *fake_new_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a);
 int fake_destroy_qp(struct ibv_qp *qp);
 void fake_unwire(fake_qp_t *q);
+/* The QP enters the error state (IBV_EVENT_QP_LAST_WQE_REACHED once, on an SRQ). */
+void fake_qp_enter_error(fake_qp_t *q);
 /* Reset the rdma_cm state and fill the table's rdma_cm entries. */
 void fake_cm_install(mca_btl_llrdma_verbs_ops_t *ops);
 

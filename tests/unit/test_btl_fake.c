@@ -848,6 +848,15 @@ static void test_peer_disconnect(void)
     CHECK(NULL == fw_conn(0, 1, LL) && NULL == fw_conn(1, 0, LL));
     CHECK(LLRDMA_EP_IDLE == fw[0].ep[1]->state);
     CHECK(0 == fw[1].m->path[LL].rq.reserved); /* the allotment is free again */
+    /* Its QP went to the error state at once, and the device's report of its
+     * last receive reached the connection (read within 256 progress calls;
+     * by process 0 only: the fake's processes share one device context). */
+    CHECK(fake_qp(old->qp)->error);
+    for (int r = 0; r < 600 && !old->last_wqe; ++r) {
+        fw_progress_one(0, 1);
+    }
+    CHECK(old->last_wqe);
+    CHECK(0 == fw[0].err_calls && 0 == fw[1].err_calls);
     /* ...and a later send reconnects instead of hanging; the peer gives the
      * new connection the buffers it already posted. */
     CHECK(OPAL_SUCCESS == fw_send(0, 1, 16, 0));
@@ -878,6 +887,110 @@ static void test_peer_disconnect(void)
     CHECK(OPAL_SUCCESS == fw_send(0, 1, 16, 0));
     fw_settle(50);
     CHECK(1 == fw[0].err_calls && 1 == fw[0].cb_errors);
+    fw_end(0);
+}
+
+/* ------------------------------------------------ asynchronous events */
+
+/* Progress process i only until its module has read the device's events
+ * (every fake module shares one context: the others must not take them). */
+static void take_async(int i)
+{
+    for (int r = 0; r < 1000 && 0 != fake_async_waiting(); ++r) {
+        fw_progress_one(i, 1);
+    }
+    fw_progress_one(i, 1); /* and delivered what they queued for ob1 */
+}
+
+static void test_async_events(void)
+{
+    mca_btl_llrdma_conn_t *c01;
+    uint64_t t0;
+    int before;
+
+    /* Three processes, both paths connected from 0 to 1 and 2. */
+    fw_begin();
+    CHECK(0 == fw_add(4096, 0, 0) && 1 == fw_add(4096, 0, 0) && 2 == fw_add(4096, 0, 0));
+    fw_mesh();
+    for (int j = 1; j < 3; ++j) {
+        CHECK(0 <= fw_send(0, j, 100, 0));
+        CHECK(0 <= fw_send(0, j, 9000, 1));
+    }
+    fw_settle(200);
+    CHECK(2 == fw_sent(0, 1) && 2 == fw_sent(0, 2));
+    c01 = fw_conn(0, 1, BW);
+
+    /* Informational events: said, acknowledged, nothing fails. */
+    fake_push_async_port(IBV_EVENT_LID_CHANGE, 1);
+    fake_push_async_port(IBV_EVENT_PORT_ACTIVE, 1);
+    fake_push_async_port(IBV_EVENT_GID_CHANGE, 1);
+    fake_push_async_qp(IBV_EVENT_COMM_EST, c01->qp);
+    fake_push_async_qp(IBV_EVENT_SQ_DRAINED, c01->qp);
+    fake_push_async_srq(IBV_EVENT_SRQ_LIMIT_REACHED, fw[0].m->path[BW].srq);
+    take_async(0);
+    CHECK(0 == fake_async_waiting() && 6 == fake.async_taken && 0 == fake.live_async);
+    CHECK(6 == fw[0].m->async_events);
+    CHECK(0 == fw[0].err_calls);
+
+    /* The last receive of a QP in the error state: recorded on its connection. */
+    fake_push_async_qp(IBV_EVENT_QP_LAST_WQE_REACHED, c01->qp);
+    take_async(0);
+    CHECK(1 == c01->last_wqe && 0 == fw[0].err_calls);
+
+    /* A queue pair the device failed: that peer is reported, by name, with
+     * the QP; the other peer carries on. */
+    fake_push_async_qp(IBV_EVENT_QP_FATAL, c01->qp);
+    take_async(0);
+    CHECK(1 == fw[0].err_calls && fw[0].err_proc == fw[1].proc);
+    CHECK(NULL != strstr(fw[0].err_text, "the queue pair failed"));
+    CHECK(NULL != strstr(fw[0].err_text, "rank 1"));
+    {
+        char qp[32];
+        snprintf(qp, sizeof(qp), "qp %u (bw path)", c01->qp->qp_num);
+        CHECK(NULL != strstr(fw[0].err_text, qp));
+    }
+    CHECK(LLRDMA_EP_FAILED == fw[0].ep[1]->state);
+    CHECK(OPAL_ERR_UNREACH == fw_send(0, 1, 100, 0));
+    CHECK(0 <= fw_send(0, 2, 100, 0));
+    fw_settle(200);
+    CHECK(3 == fw_sent(0, 2));
+    /* Its events again: the endpoint is failed already, said once only. */
+    fake_push_async_qp(IBV_EVENT_QP_REQ_ERR, c01->qp);
+    take_async(0);
+    CHECK(1 == fw[0].err_calls);
+
+    /* The port goes down: every connection of the module fails within a
+     * few progress calls, naming the port; later sends are refused. */
+    before = fw[2].err_calls;
+    t0 = mca_btl_llrdma_now_ms();
+    fake_push_async_port(IBV_EVENT_PORT_ERR, 1);
+    take_async(2);
+    printf("# port down noticed after %llu ms\n",
+           (unsigned long long)(mca_btl_llrdma_now_ms() - t0));
+    CHECK(mca_btl_llrdma_now_ms() - t0 < 1000);
+    CHECK(1 == fw[2].err_calls - before); /* the peer it is connected to */
+    CHECK(fw[2].err_proc == fw[0].proc);
+    CHECK(NULL != strstr(fw[2].err_text, "port fake0:1 went down"));
+    CHECK(fw[2].m->port_down);
+    CHECK(OPAL_ERR_UNREACH == fw_send(2, 0, 100, 0));
+    /* A peer it never talked to: refused at the first send, said then. */
+    CHECK(OPAL_ERR_UNREACH == fw_send(2, 1, 100, 0));
+    CHECK(2 == fw[2].err_calls - before && fw[2].err_proc == fw[1].proc);
+    CHECK(NULL != strstr(fw[2].err_text, "the port went down"));
+
+    /* Errors of the module's own queues: the module is reported as a whole. */
+    fake_push_async_cq(IBV_EVENT_CQ_ERR, fw[1].m->path[LL].cqs[0].cq);
+    take_async(1);
+    CHECK(1 == fw[1].err_calls && NULL == fw[1].err_proc);
+    CHECK(NULL != strstr(fw[1].err_text, "completion queue error on fake0:1"));
+    fw_end(1); /* failed endpoints flush their work: the fake counts those */
+    CHECK(0 == fake.live_async);
+
+    fw_begin();
+    CHECK(0 == fw_add(4096, 0, 0));
+    fake_push_async_srq(IBV_EVENT_SRQ_ERR, fw[0].m->path[BW].srq);
+    take_async(0);
+    CHECK(1 == fw[0].err_calls && NULL != strstr(fw[0].err_text, "SRQ"));
     fw_end(0);
 }
 
@@ -979,6 +1092,7 @@ int main(int argc, char **argv)
     test_connection_rejected();
     test_passive_connection();
     test_peer_disconnect();
+    test_async_events();
     /* The exhaustive loops print one user-facing error per failure: keep the log short. */
     fflush(stderr);
     saved_stderr = dup(2);
