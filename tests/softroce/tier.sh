@@ -29,6 +29,11 @@ rc=0
 "$top_srcdir/contrib/softroce-vm" --rw "$top_builddir" --timeout "${LLRDMA_SOFTROCE_TIMEOUT:-1800}" \
   -- bash "$top_srcdir/tests/softroce/guest.sh" "$top_srcdir" || rc=$?
 rm -rf "$stage"
+# Two devices per guest: two btl/llrdma modules per process (two-port.sh).
+if [ $rc -eq 0 ]; then
+  "$top_srcdir/contrib/softroce-vm" --ports 2 --rw "$top_builddir" --timeout 900 \
+    -- bash "$top_srcdir/tests/softroce/two-port.sh" || rc=$?
+fi
 # The harness's own contract: exit 3 passes through, 124 on timeout, 125 when
 # the guest dies, 126 for a non-root caller (~1 min).
 if [ $rc -eq 0 ]; then
