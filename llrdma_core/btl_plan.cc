@@ -71,22 +71,3 @@ extern "C" void llrdma_sq_init(llrdma_sq_t *sq, uint32_t depth, uint32_t interva
     sq->owed = 0;
 }
 
-extern "C" uint32_t llrdma_sq_free_slots(const llrdma_sq_t *sq)
-{
-    return sq->posted >= sq->depth ? 0 : sq->depth - sq->posted;
-}
-
-extern "C" int llrdma_sq_post(llrdma_sq_t *sq, int needs_completion, int more_queued)
-{
-    ++sq->posted;
-    bool owed = sq->owed || needs_completion;
-    bool sig = sq->unsignalled + 1 >= sq->interval || (owed && !more_queued);
-    sq->unsignalled = sig ? 0 : sq->unsignalled + 1;
-    sq->owed = sig ? 0 : owed;
-    return sig ? 1 : 0;
-}
-
-extern "C" void llrdma_sq_retire(llrdma_sq_t *sq, uint32_t n)
-{
-    sq->posted = n > sq->posted ? 0 : sq->posted - n;
-}

@@ -25,26 +25,6 @@ extern "C" void llrdma_credit_connect(llrdma_credit_t *c, uint32_t peer_granted,
     c->returned = returned;
 }
 
-extern "C" uint32_t llrdma_credit_avail(llrdma_credit_t *c, uint64_t peer_returned)
-{
-    // The peer returns at most what we sent, and counts only up.
-    if (peer_returned > c->seen && peer_returned <= c->sent)
-        c->seen = peer_returned;
-    uint64_t in_flight = c->sent - c->seen;
-    return in_flight >= c->granted ? 0 : static_cast<uint32_t>(c->granted - in_flight);
-}
-
-extern "C" void llrdma_credit_take(llrdma_credit_t *c)
-{
-    ++c->sent;
-}
-
-extern "C" int llrdma_credit_consume(llrdma_credit_t *c)
-{
-    ++c->consumed;
-    return c->consumed - c->returned >= c->threshold ? 1 : 0;
-}
-
 extern "C" int llrdma_credit_owed(const llrdma_credit_t *c)
 {
     return c->consumed > c->returned ? 1 : 0;

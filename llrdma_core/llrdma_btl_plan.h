@@ -59,16 +59,36 @@ typedef struct {
 } llrdma_sq_t;
 
 void llrdma_sq_init(llrdma_sq_t *sq, uint32_t depth, uint32_t interval);
-uint32_t llrdma_sq_free_slots(const llrdma_sq_t *sq);
+
+/* The per-message accounting is inline here, not in libllrdma: one post costs
+ * a few instructions, not a call across libraries (docs/btl-design.md,
+ * "Threads", cost). */
+static inline uint32_t llrdma_sq_free_slots(const llrdma_sq_t *sq)
+{
+    return sq->posted >= sq->depth ? 0 : sq->depth - sq->posted;
+}
+
 /* Account one post and say whether it must be signalled (1) or not (0).
  * needs_completion: the WR's buffer or callback waits for it (not inline);
  * more_queued: another WR will be posted right after this one.  The last WR
  * of a burst is signalled when it or any unsignalled WR before it needs a
  * completion, so no callback waits for traffic that may never come;
  * otherwise the cadence decides. */
-int llrdma_sq_post(llrdma_sq_t *sq, int needs_completion, int more_queued);
+static inline int llrdma_sq_post(llrdma_sq_t *sq, int needs_completion, int more_queued)
+{
+    int owed = sq->owed || needs_completion;
+    int sig = sq->unsignalled + 1 >= sq->interval || (owed && !more_queued);
+    ++sq->posted;
+    sq->unsignalled = sig ? 0 : sq->unsignalled + 1;
+    sq->owed = sig ? 0 : owed;
+    return sig;
+}
+
 /* `n` WRs retired (a signalled completion covering them). */
-void llrdma_sq_retire(llrdma_sq_t *sq, uint32_t n);
+static inline void llrdma_sq_retire(llrdma_sq_t *sq, uint32_t n)
+{
+    sq->posted = n > sq->posted ? 0 : sq->posted - n;
+}
 
 /* ------------------------------------------------------------------ credits
  * Flow control of one connection (llrdma_core/flow.cc; docs/btl-design.md).
@@ -99,11 +119,29 @@ void llrdma_credit_connect(llrdma_credit_t *c, uint32_t peer_granted, uint32_t m
 /* Sends that may be posted now, given the cumulative count the peer last
  * wrote.  A value that cannot be true (decreasing, or more than was sent: a
  * torn read) is ignored. */
-uint32_t llrdma_credit_avail(llrdma_credit_t *c, uint64_t peer_returned);
-void llrdma_credit_take(llrdma_credit_t *c);
+static inline uint32_t llrdma_credit_avail(llrdma_credit_t *c, uint64_t peer_returned)
+{
+    uint64_t in_flight;
+    /* The peer returns at most what we sent, and counts only up. */
+    if (peer_returned > c->seen && peer_returned <= c->sent) {
+        c->seen = peer_returned;
+    }
+    in_flight = c->sent - c->seen;
+    return in_flight >= c->granted ? 0 : (uint32_t)(c->granted - in_flight);
+}
+
+static inline void llrdma_credit_take(llrdma_credit_t *c)
+{
+    ++c->sent;
+}
+
 /* One of our buffers taken by the peer was reposted.  Returns 1 when the
  * count should be written back now. */
-int llrdma_credit_consume(llrdma_credit_t *c);
+static inline int llrdma_credit_consume(llrdma_credit_t *c)
+{
+    ++c->consumed;
+    return c->consumed - c->returned >= c->threshold ? 1 : 0;
+}
 /* 1 when consumed buffers are waiting to be returned at all (a write that
  * could not be posted stays owed). */
 int llrdma_credit_owed(const llrdma_credit_t *c);

@@ -397,6 +397,21 @@ static int post_credit(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_conn_t *con
     return post_wr(ep, conn, &wr, NULL, 1, 0);
 }
 
+int mca_btl_llrdma_conn_post_inline(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_conn_t *conn,
+                                    const mca_btl_llrdma_hdr_t *wire, uint32_t len)
+{
+    /* Inline: the device copies the bytes at the post, no key is read. */
+    struct ibv_sge sge = {.addr = (uintptr_t)wire, .length = len, .lkey = 0};
+    struct ibv_send_wr wr = {
+        .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_INLINE};
+    int rc = post_wr(ep, conn, &wr, NULL, 1, 0);
+
+    if (OPAL_SUCCESS == rc) {
+        llrdma_credit_take(&conn->credit);
+    }
+    return rc;
+}
+
 int mca_btl_llrdma_conn_nudge(mca_btl_llrdma_conn_t *conn)
 {
     mca_btl_llrdma_endpoint_t *ep = conn->endpoint;

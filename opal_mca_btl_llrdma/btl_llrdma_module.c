@@ -595,6 +595,10 @@ static int send_locked(struct mca_btl_base_module_t *btl, struct mca_btl_base_en
     return rc;
 }
 
+/* The largest inline message sendi builds on the stack (devices grant a few
+ * hundred bytes inline; larger ones go through a fragment). */
+#define LLRDMA_SENDI_STACK 1024
+
 static int llrdma_sendi_locked(struct mca_btl_base_module_t *btl,
                                struct mca_btl_base_endpoint_t *ep, struct opal_convertor_t *conv,
                                void *header, size_t header_size, size_t payload_size, uint8_t order,
@@ -645,6 +649,33 @@ static int llrdma_sendi_locked(struct mca_btl_base_module_t *btl,
             *descriptor = NULL == frag ? NULL : &frag->base;
         }
         return OPAL_ERR_RESOURCE_BUSY;
+    }
+    if (sizeof(mca_btl_llrdma_hdr_t) + total <= conn->inline_max &&
+        sizeof(mca_btl_llrdma_hdr_t) + total <= LLRDMA_SENDI_STACK) {
+        /* The common small message: built on the stack and posted inline
+         * (as UCX's am_short), no fragment taken from or returned to a pool. */
+        union {
+            mca_btl_llrdma_hdr_t h;
+            unsigned char b[LLRDMA_SENDI_STACK];
+        } w;
+        w.h.tag = tag;
+        w.h.flags = 0;
+        w.h.magic = MCA_BTL_LLRDMA_HDR_MAGIC;
+        w.h.len = (uint32_t)total;
+        memcpy(&w.h + 1, header, header_size);
+        if (0 != payload_size) {
+            struct iovec iov = {.iov_base = (char *)(&w.h + 1) + header_size,
+                                .iov_len = payload_size};
+            uint32_t count = 1;
+            size_t max_data = payload_size;
+            if (opal_convertor_pack(conv, &iov, &count, &max_data) < 0) {
+                return OPAL_ERROR;
+            }
+        }
+        llrdma_hist_add_mt(&mca_btl_llrdma_component.hist, p, sizeof(mca_btl_llrdma_hdr_t) + total,
+                           sizeof(mca_btl_llrdma_hdr_t) + total, opal_using_threads());
+        return mca_btl_llrdma_conn_post_inline(ep, conn, &w.h,
+                                               (uint32_t)(sizeof(mca_btl_llrdma_hdr_t) + total));
     }
     frag = frag_alloc(m, ep, total, flags | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP);
     if (NULL == frag) {

@@ -761,8 +761,21 @@ static void test_sendi(void)
     CHECK(1 == fw_sent(0, 1));
     ca = fw_conn(0, 1, LL);
     /* Connected: header only, header + payload, inline or not, on either path. */
-    CHECK(OPAL_SUCCESS == sendi(0, 1, 16, 16, &d) && NULL == d);
-    CHECK(OPAL_SUCCESS == sendi(0, 1, 200, 16, &d) && NULL == d);
+    {
+        /* Inline ones are built on the stack: no send fragment is taken. */
+        size_t free_before = opal_list_get_size(&fw[0].m->path[LL].send_pool.free);
+        uint32_t frags_before = fw[0].m->path[LL].send_pool.nfrags;
+        before = fake.nsends;
+        CHECK(OPAL_SUCCESS == sendi(0, 1, 16, 16, &d) && NULL == d);
+        CHECK(OPAL_SUCCESS == sendi(0, 1, 200, 16, &d) && NULL == d);
+        CHECK(fake.nsends == before + 2);
+        CHECK((fake.sends[before].flags & IBV_SEND_INLINE) &&
+              (fake.sends[before + 1].flags & IBV_SEND_INLINE));
+        CHECK(free_before == opal_list_get_size(&fw[0].m->path[LL].send_pool.free) &&
+              frags_before == fw[0].m->path[LL].send_pool.nfrags);
+        fw_settle(100);
+        CHECK(3 == fw_sent(0, 1)); /* and they arrive intact (the receiver checks) */
+    }
     before = fake.nsends;
     CHECK(OPAL_SUCCESS == sendi(0, 1, 3000, 40, &d) && NULL == d);
     CHECK(fake.nsends == before + 1 && !(fake.sends[before].flags & IBV_SEND_INLINE));

@@ -517,6 +517,20 @@ static void *relay_progress(void *arg)
     return NULL;
 }
 
+/* Both paths established on both sides (data can arrive before the passive
+ * side has seen its ESTABLISHED event). */
+static int all_up(void)
+{
+    int up = 1;
+    for (int i = 0; i < 2; ++i) {
+        MCA_BTL_LLRDMA_LOCK(fw[i].m);
+        up = up && mca_btl_llrdma_conn_up(fw_conn(i, 1 - i, LL)) &&
+             mca_btl_llrdma_conn_up(fw_conn(i, 1 - i, BW));
+        MCA_BTL_LLRDMA_UNLOCK(fw[i].m);
+    }
+    return up;
+}
+
 static void cross_module_case(size_t size, int with_progress_thread)
 {
     const int want = 2 * RELAY_CHAINS * (RELAY_HOPS + 1);
@@ -537,7 +551,8 @@ static void cross_module_case(size_t size, int with_progress_thread)
         CHECK(0 <= fw_send(i, 1 - i, 9000, 1));
     }
     /* Through the modules only (the seam's lock): their threads may run. */
-    for (int r = 0; r < 20000 && (received_locked(1, 0) < 2 || received_locked(0, 1) < 2); ++r) {
+    for (int r = 0;
+         r < 20000 && (received_locked(1, 0) < 2 || received_locked(0, 1) < 2 || !all_up()); ++r) {
         fw_progress(1);
     }
     for (int i = 0; i < 2; ++i) {
