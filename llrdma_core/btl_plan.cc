@@ -70,4 +70,3 @@ extern "C" void llrdma_sq_init(llrdma_sq_t *sq, uint32_t depth, uint32_t interva
     sq->unsignalled = 0;
     sq->owed = 0;
 }
-
