@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# User-space instructions per 8-byte send, counted by valgrind's callgrind, in
+# ONE Soft-RoCE guest boot (contrib/softroce-vm, TCG), all on the same rxe0:
+# rank 0 of contrib/bench/send-cost.c (ITERS blocking 8 B ping-pongs, every
+# message checked) runs under callgrind, rank 1 natively, over
+#   1. pml ob1 + btl self,llrdma at hints 0, 8K and 64K (PREFIX's install)
+#   2. the same with BASE_PREFIX's install, when set (an older llrdma to compare)
+#   3. pml ucx, UCX_TLS=rc_verbs,self (UCX on rxe0)
+# and prints, per setting, the calls and the inclusive instructions per call of
+# MPI_Send, the BTL's send entry (llrdma_sendi) or UCX's uct_rc_verbs_ep_am_short,
+# and the verbs provider's post (rxe_post_send).  Instructions are what the CPU
+# executes in user space; rxe's kernel work and the wire are not in them.
+#
+# Usage (as root, after building and installing into $PREFIX):
+#   contrib/bench/send-cost.sh                 # one guest; results in $OUT
+#   contrib/bench/send-cost.sh --summary [DIR] # only the table, from DIR
+# Environment: PREFIX (/tmp/sb/inst), BASE_PREFIX (unset), OUT (/tmp/sb/sendcost;
+# its parent is passed to the guest with --rw), ITERS (2000), SIZE (8),
+# VM_TIMEOUT (1200).
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+PREFIX=${PREFIX:-/tmp/sb/inst}
+BASE_PREFIX=${BASE_PREFIX:-}
+OUT=${OUT:-/tmp/sb/sendcost}
+ITERS=${ITERS:-2000}
+SIZE=${SIZE:-8}
+COMMON=(--oversubscribe --bind-to none --mca mpi_yield_when_idle 1)
+UCX=(--mca pml ucx --mca btl ^vader,tcp,openib,uct,ofi,llrdma --mca osc ^ucx
+     -x UCX_NET_DEVICES=rxe0:1 -x UCX_TLS=rc_verbs,self)
+
+one() { # NAME PREFIX MPIRUN-OPTIONS...: rank 0 under callgrind
+  local name=$1 prefix=$2 rc=0; shift 2
+  OMPI_MCA_mca_base_component_path="$prefix/lib/openmpi:SYS_DEFAULT" \
+    LD_LIBRARY_PATH="$prefix/lib" timeout 900 mpirun -np 1 "${COMMON[@]}" "$@" \
+    valgrind --tool=callgrind --callgrind-out-file="$d/$name.cg" "$d/send-cost" "$ITERS" "$SIZE" \
+    : -np 1 "$d/send-cost" "$ITERS" "$SIZE" > "$d/$name.out" 2>&1 || rc=$?
+  echo "$rc" > "$d/$name.rc"
+  callgrind_annotate --inclusive=yes --threshold=100 "$d/$name.cg" > "$d/$name.txt" 2>&1
+  echo "--- $name: exit $rc; $(grep -h 'send-cost rank' "$d/$name.out" | tr '\n' ' ')"
+}
+
+guest() {
+  d=$1
+  mkdir -p "$d"
+  {
+    echo "uname: $(uname -srvm)"; echo "nproc: $(nproc)"
+    echo "mpirun: $(mpirun --version | head -1)"
+    echo "valgrind: $(valgrind --version)"
+    echo "libucx0: $(dpkg-query -W -f '${Version}' libucx0 2> /dev/null)"
+    echo "rdma-core: $(dpkg-query -W -f '${Version}' rdma-core 2> /dev/null)"
+    echo "ITERS=$ITERS SIZE=$SIZE PREFIX=$PREFIX BASE_PREFIX=$BASE_PREFIX"
+  } > "$d/machine.txt" 2>&1
+  cat "$d/machine.txt"
+  mpicc -O2 -o "$d/send-cost" "$here/send-cost.c" || { echo "mpicc failed"; return 1; }
+  for h in 0 8K 64K; do
+    one "llrdma-$h" "$PREFIX" --mca pml ob1 --mca btl self,llrdma --mca btl_llrdma_size_hint "$h"
+  done
+  if [[ -n "$BASE_PREFIX" ]]; then
+    for h in 0 8K 64K; do
+      one "base-$h" "$BASE_PREFIX" --mca pml ob1 --mca btl self,llrdma \
+        --mca btl_llrdma_size_hint "$h"
+    done
+  fi
+  one ucx "$PREFIX" "${UCX[@]}"
+}
+
+summary() {
+  python3 - "$1" << 'PYEOF'
+import glob, os, re, sys
+d = sys.argv[1]
+FNS = ['PMPI_Send', 'llrdma_sendi', 'uct_rc_verbs_ep_am_short', 'rxe_post_send']
+def calls(path):
+    names, cur, out = {}, None, {}
+    for line in open(path, errors='replace'):
+        m = re.match(r'c?fn=\((\d+)\)(?: (.*))?', line)
+        if m:
+            if m.group(2):
+                names[m.group(1)] = m.group(2).strip()
+            if line.startswith('cfn='):
+                cur = names.get(m.group(1))
+            continue
+        m = re.match(r'calls=(\d+)', line)
+        if m and cur:
+            out[cur] = out.get(cur, 0) + int(m.group(1))
+    return out
+def inclusive(path):
+    out = {}
+    for line in open(path, errors='replace'):
+        m = re.match(r'\s*([\d,]+)\s+\([^)]*\)\s+(?:\* )?\S*?:(\S+)', line)
+        if m:
+            out.setdefault(m.group(2), int(m.group(1).replace(',', '')))
+    return out
+rows = []
+for cg in sorted(glob.glob(os.path.join(d, '*.cg'))):
+    name = os.path.basename(cg)[:-3]
+    rc = open(cg[:-3] + '.rc').read().strip()
+    out = open(cg[:-3] + '.out', errors='replace').read()
+    m = re.search(r'send-cost rank 0: PASS sends (\d+)', out)
+    c, inc = calls(cg), inclusive(cg[:-3] + '.txt')
+    cells = []
+    for f in FNS:
+        n = c.get(f, 0)
+        cells.append(f'{inc[f] / n:.0f} ({n})' if n and f in inc else '-')
+    rows.append((name, rc, m.group(1) if m else 'no PASS', cells))
+print('| setting | exit | sends | ' + ' | '.join(f'{f} Ir/call (calls)' for f in FNS) + ' |')
+print('|---' * (len(FNS) + 3) + '|')
+for name, rc, sends, cells in rows:
+    print(f'| {name} | {rc} | {sends} | ' + ' | '.join(cells) + ' |')
+PYEOF
+}
+
+if [[ ${1:-} == --guest ]]; then
+  guest "$2"
+  exit 0
+fi
+if [[ ${1:-} == --summary ]]; then
+  summary "${2:-$OUT}"
+  exit
+fi
+if [[ $# -gt 0 ]]; then
+  sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'
+  exit 2
+fi
+mkdir -p "$OUT"
+{
+  echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+  if git -C "$here/../.." rev-parse --git-dir > /dev/null 2>&1; then
+    echo "source: $(git -C "$here/../.." rev-parse --short HEAD)" \
+         "($(git -C "$here/../.." status --short -uno | wc -l) modified tracked files)"
+  fi
+  echo "prefix: $PREFIX; base prefix: ${BASE_PREFIX:-none}"
+} > "$OUT/host.txt"
+cat "$OUT/host.txt"
+export PREFIX BASE_PREFIX ITERS SIZE
+"$here/../softroce-vm" --rw "$(dirname "$OUT")" --timeout "${VM_TIMEOUT:-1200}" -- \
+  bash "$here/send-cost.sh" --guest "$OUT" 2>&1 | tee "$OUT/guest.log"
+summary "$OUT" | tee "$OUT/summary.md"
