@@ -119,6 +119,9 @@ typedef struct mca_btl_llrdma_module_t {
     uint64_t wd_look_ms;        /* when it last looked at the connections */
     uint64_t wd_nudges;         /* connections nudged (said at level 0 the first time) */
     uint64_t stuck_completions; /* completions[] summed at the last look (the thread's too) */
+    /* connections' credit words (btl_llrdma_frag.c) */
+    struct mca_btl_llrdma_cword_page_t *cword_pages;
+    uint64_t *cword_free;
     /* RDMA (btl_llrdma_rdma.c): registrations through Open MPI's grdma cache */
     mca_rcache_base_module_t *rcache;
     opal_list_t rdma_free;           /* spare RDMA operation descriptors */

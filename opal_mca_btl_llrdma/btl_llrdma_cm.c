@@ -72,9 +72,7 @@ static int conn_setup_qp(mca_btl_llrdma_conn_t *conn, char *why, size_t whylen)
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
     snprintf(why, whylen, "creating the connection's resources failed");
-    if (NULL == conn->credit_buf &&
-        0 != posix_memalign((void **)&conn->credit_buf, 64, 2 * sizeof(uint64_t))) {
-        conn->credit_buf = NULL;
+    if (NULL == conn->credit_buf && NULL == (conn->credit_buf = mca_btl_llrdma_cword_get(m))) {
         goto fail_release;
     }
     conn->credit_buf[0] = conn->credit_buf[1] = 0;

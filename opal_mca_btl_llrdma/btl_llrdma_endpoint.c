@@ -61,7 +61,9 @@ static void conn_destruct(mca_btl_llrdma_conn_t *c)
     }
     free(c->ring);
     c->ring = NULL;
-    free(c->credit_buf);
+    if (NULL != c->credit_buf && NULL != c->endpoint) {
+        mca_btl_llrdma_cword_put(c->endpoint->module, c->credit_buf);
+    }
     c->credit_buf = NULL;
 }
 
@@ -265,21 +267,56 @@ void mca_btl_llrdma_frag_complete(mca_btl_llrdma_frag_t *frag, int status)
     mca_btl_llrdma_done_frag(frag->pool->module, frag, status);
 }
 
+static const char *port_state_name(enum ibv_port_state s)
+{
+    switch (s) {
+    case IBV_PORT_DOWN:
+        return "DOWN";
+    case IBV_PORT_INIT:
+        return "INIT";
+    case IBV_PORT_ARMED:
+        return "ARMED";
+    case IBV_PORT_ACTIVE_DEFER:
+        return "ACTIVE_DEFER";
+    default:
+        return "not active";
+    }
+}
+
+/* A port that went down fails the work on it with a local error (rxe: "local
+ * QP operation error") before its asynchronous event is read: ask the port,
+ * so that the report names the cause.  Error paths only. */
+static void port_note(mca_btl_llrdma_module_t *m, char *buf, size_t len)
+{
+    struct ibv_port_attr pa;
+
+    buf[0] = '\0';
+    if (m->port_down) {
+        snprintf(buf, len, "; port %s:%d went down", m->port.dev, m->port.port);
+    } else if (0 == mca_btl_llrdma_verbs.query_port(m->ctx, (uint8_t)m->port.port, &pa) &&
+               IBV_PORT_ACTIVE != pa.state) {
+        snprintf(buf, len, "; port %s:%d went down (state %s)", m->port.dev, m->port.port,
+                 port_state_name(pa.state));
+        m->port_down = 1;
+    }
+}
+
 void mca_btl_llrdma_endpoint_fail(mca_btl_llrdma_endpoint_t *ep, const char *what,
                                   const char *status)
 {
     mca_btl_llrdma_module_t *m = ep->module;
-    char detail[768];
+    char detail[768], note[160];
 
     if (LLRDMA_EP_FAILED == ep->state) {
         return;
     }
     ep->state = LLRDMA_EP_FAILED;
+    port_note(m, note, sizeof(note));
     snprintf(detail, sizeof(detail),
-             "btl/llrdma: %s with peer rank %u (%s) on host %s, local device %s:%d: %s", what,
+             "btl/llrdma: %s with peer rank %u (%s) on host %s, local device %s:%d: %s%s", what,
              (unsigned)ep->proc->proc_name.vpid, OPAL_NAME_PRINT(ep->proc->proc_name),
              NULL != ep->proc->proc_hostname ? ep->proc->proc_hostname : "?", m->port.dev,
-             m->port.port, status);
+             m->port.port, status, note);
     /* Report before failing the fragments: ob1 aborts on the first failed one. */
     mca_btl_llrdma_module_fatal(m, ep->proc, detail);
     for (int p = 0; p < LLRDMA_NPATHS; ++p) {

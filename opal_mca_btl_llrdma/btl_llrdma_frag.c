@@ -49,7 +49,10 @@ int mca_btl_llrdma_pool_grow(mca_btl_llrdma_pool_t *pool)
             n = pool->max_frags - pool->nfrags;
         }
     }
-    bytes = (size_t)n * pool->buf_bytes;
+    /* Whole pages: with fork safety (ibv_fork_init) the registration marks
+     * its pages MADV_DONTFORK, and a page shared with another heap object
+     * would take that object from a forked child. */
+    bytes = llrdma_page_round((size_t)n * pool->buf_bytes);
 
     slab = calloc(1, sizeof(*slab));
     if (NULL == slab) {
@@ -59,7 +62,7 @@ int mca_btl_llrdma_pool_grow(mca_btl_llrdma_pool_t *pool)
     if (NULL == slab->frags) {
         goto fail_free_slab;
     }
-    if (0 != posix_memalign(&slab->mem, 4096, bytes)) {
+    if (0 != posix_memalign(&slab->mem, llrdma_page_size(), bytes)) {
         goto fail_free_frags;
     }
     slab->mr =
@@ -140,4 +143,60 @@ void mca_btl_llrdma_pool_destruct(mca_btl_llrdma_pool_t *pool)
     }
     pool->slabs = NULL;
     pool->nfrags = 0;
+}
+
+/* ------------------------------------------------------- credit words */
+
+/* 64-byte slots (a word the peer writes and our source word, each slot on a
+ * cache line of its own) in pages that hold nothing else, for the same
+ * MADV_DONTFORK reason as the slabs.  Each connection still registers its own
+ * slot, so a peer's rkey reaches its own word only. */
+#define CWORD_SLOT 64u
+
+uint64_t *mca_btl_llrdma_cword_get(struct mca_btl_llrdma_module_t *m)
+{
+    uint64_t *w = m->cword_free;
+
+    if (NULL == w) {
+        mca_btl_llrdma_cword_page_t *pg = calloc(1, sizeof(*pg));
+        size_t page = llrdma_page_size();
+        if (NULL == pg) {
+            return NULL;
+        }
+        if (0 != posix_memalign(&pg->mem, page, page)) {
+            free(pg);
+            return NULL;
+        }
+        memset(pg->mem, 0, page);
+        /* Thread the slots onto the free list (the first word of a free slot
+         * points to the next). */
+        for (size_t off = page; off >= CWORD_SLOT; off -= CWORD_SLOT) {
+            uint64_t *slot = (uint64_t *)((char *)pg->mem + off - CWORD_SLOT);
+            *(uint64_t **)slot = m->cword_free;
+            m->cword_free = slot;
+        }
+        pg->next = m->cword_pages;
+        m->cword_pages = pg;
+        w = m->cword_free;
+    }
+    m->cword_free = *(uint64_t **)w;
+    w[0] = w[1] = 0;
+    return w;
+}
+
+void mca_btl_llrdma_cword_put(struct mca_btl_llrdma_module_t *m, uint64_t *w)
+{
+    *(uint64_t **)w = m->cword_free;
+    m->cword_free = w;
+}
+
+void mca_btl_llrdma_cword_fini(struct mca_btl_llrdma_module_t *m)
+{
+    while (NULL != m->cword_pages) {
+        mca_btl_llrdma_cword_page_t *pg = m->cword_pages;
+        m->cword_pages = pg->next;
+        free(pg->mem);
+        free(pg);
+    }
+    m->cword_free = NULL;
 }

@@ -35,7 +35,7 @@ OBJ_CLASS_DECLARATION(mca_btl_llrdma_frag_t);
 typedef struct mca_btl_llrdma_slab_t {
     struct mca_btl_llrdma_slab_t *next;
     struct ibv_mr *mr;
-    void *mem;
+    void *mem; /* whole pages (fork safety) */
     mca_btl_llrdma_frag_t *frags;
     uint32_t nfrags;
 } mca_btl_llrdma_slab_t;
@@ -62,6 +62,34 @@ mca_btl_llrdma_frag_t *mca_btl_llrdma_pool_get(mca_btl_llrdma_pool_t *pool);
 void mca_btl_llrdma_pool_put(mca_btl_llrdma_frag_t *frag);
 /* Deregister and free every slab (fragments must not be in use by the NIC). */
 void mca_btl_llrdma_pool_destruct(mca_btl_llrdma_pool_t *pool);
+
+/* A page of credit words (btl_llrdma_frag.c). */
+typedef struct mca_btl_llrdma_cword_page_t {
+    struct mca_btl_llrdma_cword_page_t *next;
+    void *mem;
+} mca_btl_llrdma_cword_page_t;
+
+/* A connection's credit words ([0] the peer writes, [1] our source), zeroed,
+ * from the module's pages of credit words (nothing else shares those pages:
+ * fork safety marks registered pages MADV_DONTFORK); NULL without memory.
+ * Module lock held. */
+uint64_t *mca_btl_llrdma_cword_get(struct mca_btl_llrdma_module_t *m);
+void mca_btl_llrdma_cword_put(struct mca_btl_llrdma_module_t *m, uint64_t *w);
+/* Finalize, after every connection is gone. */
+void mca_btl_llrdma_cword_fini(struct mca_btl_llrdma_module_t *m);
+
+#include <unistd.h>
+static inline size_t llrdma_page_size(void)
+{
+    long p = sysconf(_SC_PAGESIZE);
+    return p > 0 ? (size_t)p : 4096u;
+}
+
+static inline size_t llrdma_page_round(size_t bytes)
+{
+    size_t p = llrdma_page_size();
+    return (bytes + p - 1) / p * p;
+}
 
 static inline void *mca_btl_llrdma_frag_payload(mca_btl_llrdma_frag_t *frag)
 {

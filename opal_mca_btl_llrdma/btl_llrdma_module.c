@@ -732,6 +732,7 @@ static void module_destroy(mca_btl_llrdma_module_t *m)
     while (NULL != (item = opal_list_remove_first(&m->endpoints))) {
         OBJ_RELEASE(item);
     }
+    mca_btl_llrdma_cword_fini(m); /* after the connections that used them */
     if (NULL != m->listen_id) {
         (void)mca_btl_llrdma_verbs.cm_destroy_id(m->listen_id);
     }

@@ -153,6 +153,7 @@ typedef struct fake_state {
     uint64_t last_dmabuf_size; /* the size of its fd (lseek SEEK_END, as the kernel sees it) */
     char last_dmabuf_link[64]; /* what /proc/self/fd/N names */
     int post_send_errno;       /* nonzero: every post_send fails with it */
+    int port_state;            /* nonzero: query_port reports this enum ibv_port_state */
     int route_unreachable;     /* rdma_resolve_route ends in UNREACHABLE */
     int refuse_connects;       /* the next n rdma_connect find no listener */
     int wire_hold;             /* posted WRs wait until cleared */

@@ -890,6 +890,65 @@ static void test_peer_disconnect(void)
     fw_end(0);
 }
 
+/* ------------------------------------------------------ fork safety */
+
+/* With ibv_fork_init every registration marks its pages MADV_DONTFORK: a
+ * registered buffer must not share a page with another heap object, or a
+ * forked child (a data-loader worker, system()) loses that object. */
+static void test_registered_pages_are_ours(void)
+{
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    int words = 0, slabs = 0;
+
+    fw_begin();
+    CHECK(0 == fw_add(4096, 0, 0) && 1 == fw_add(4096, 0, 0) && 2 == fw_add(4096, 0, 0));
+    fw_mesh();
+    for (int j = 1; j < 3; ++j) {
+        CHECK(0 <= fw_send(0, j, 100, 0));
+        CHECK(0 <= fw_send(0, j, 9000, 1));
+    }
+    fw_settle(200);
+    /* Buffer slabs: page-aligned, whole pages registered. */
+    for (int p = 0; p < LLRDMA_NPATHS; ++p) {
+        mca_btl_llrdma_pool_t *pools[2] = {&fw[0].m->path[p].send_pool,
+                                           &fw[0].m->path[p].recv_pool};
+        for (int k = 0; k < 2; ++k) {
+            for (mca_btl_llrdma_slab_t *sl = pools[k]->slabs; NULL != sl; sl = sl->next) {
+                CHECK(0 == (uintptr_t)sl->mem % page && 0 == sl->mr->length % page);
+                ++slabs;
+            }
+        }
+    }
+    /* Credit words: every connection's lies in one of the module's pages of
+     * credit words, and no two connections share one. */
+    for (int j = 1; j < 3; ++j) {
+        for (int p = 0; p < LLRDMA_NPATHS; ++p) {
+            mca_btl_llrdma_conn_t *c = fw_conn(0, j, p);
+            int found = 0;
+            if (NULL == c) {
+                continue;
+            }
+            for (mca_btl_llrdma_cword_page_t *pg = fw[0].m->cword_pages; NULL != pg;
+                 pg = pg->next) {
+                found |= (uintptr_t)c->credit_buf - (uintptr_t)pg->mem < page;
+                CHECK(0 == (uintptr_t)pg->mem % page);
+            }
+            CHECK(found);
+            CHECK(c->credit_mr->length == 2 * sizeof(uint64_t)); /* its own slot only */
+            for (int jj = 1; jj < 3; ++jj) {
+                for (int pp = 0; pp < LLRDMA_NPATHS; ++pp) {
+                    mca_btl_llrdma_conn_t *o = fw_conn(0, jj, pp);
+                    CHECK(NULL == o || o == c || o->credit_buf != c->credit_buf);
+                }
+            }
+            ++words;
+        }
+    }
+    printf("# %d slabs and %d credit words on pages of their own\n", slabs, words);
+    CHECK(slabs >= 4 && 4 == words);
+    fw_end(0);
+}
+
 /* ------------------------------------------------ asynchronous events */
 
 /* Progress process i only until its module has read the device's events
@@ -977,6 +1036,21 @@ static void test_async_events(void)
     CHECK(OPAL_ERR_UNREACH == fw_send(2, 1, 100, 0));
     CHECK(2 == fw[2].err_calls - before && fw[2].err_proc == fw[1].proc);
     CHECK(NULL != strstr(fw[2].err_text, "the port went down"));
+
+    /* A send failing on a port that is down before its event was read: the
+     * report says the port went down (the device is asked on error). */
+    fake.port_state = IBV_PORT_DOWN;
+    fake_qp_fail(fw_conn(1, 0, LL)->qp, IBV_WC_LOC_QP_OP_ERR);
+    CHECK(0 <= fw_send(1, 0, 4000, 0));
+    for (int r = 0; r < 100 && 0 == fw[1].err_calls; ++r) {
+        fw_progress_one(1, 1);
+    }
+    fake.port_state = 0;
+    CHECK(1 == fw[1].err_calls && fw[1].err_proc == fw[0].proc);
+    CHECK(NULL != strstr(fw[1].err_text, "local QP operation error; port fake0:1 went down "
+                                         "(state DOWN)"));
+    CHECK(fw[1].m->port_down);
+    fw[1].err_calls = 0;
 
     /* Errors of the module's own queues: the module is reported as a whole. */
     fake_push_async_cq(IBV_EVENT_CQ_ERR, fw[1].m->path[LL].cqs[0].cq);
@@ -1093,6 +1167,7 @@ int main(int argc, char **argv)
     test_passive_connection();
     test_peer_disconnect();
     test_async_events();
+    test_registered_pages_are_ours();
     /* The exhaustive loops print one user-facing error per failure: keep the log short. */
     fflush(stderr);
     saved_stderr = dup(2);
