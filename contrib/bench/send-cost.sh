@@ -5,18 +5,20 @@
 # message checked) runs under callgrind, rank 1 natively, over
 #   1. pml ob1 + btl self,llrdma at hints 0, 8K and 64K (PREFIX's install)
 #   2. the same with BASE_PREFIX's install, when set (an older llrdma to compare)
-#   3. pml ucx, UCX_TLS=rc_verbs,self (UCX on rxe0)
+#   3. pml ucx, UCX_TLS=rc_verbs,ud_verbs,self (UCX on rxe0; its wire-up needs
+#      the UD transport, messages go by RC)
 # and prints, per setting, the calls and the inclusive instructions per call of
-# MPI_Send, the BTL's send entry (llrdma_sendi) or UCX's uct_rc_verbs_ep_am_short,
-# and the verbs provider's post (rxe_post_send).  Instructions are what the CPU
-# executes in user space; rxe's kernel work and the wire are not in them.
+# MPI_Send and of the transport's send entry: the BTL's (llrdma_sendi) or UCX's
+# (uct_rc_verbs_ep_am_short), both including the verbs provider's post.
+# Instructions are what the CPU executes in user space; rxe's kernel work and
+# the wire are not in them.
 #
 # Usage (as root, after building and installing into $PREFIX):
 #   contrib/bench/send-cost.sh                 # one guest; results in $OUT
 #   contrib/bench/send-cost.sh --summary [DIR] # only the table, from DIR
 # Environment: PREFIX (/tmp/sb/inst), BASE_PREFIX (unset), OUT (/tmp/sb/sendcost;
 # its parent is passed to the guest with --rw), ITERS (2000), SIZE (8),
-# VM_TIMEOUT (1200).
+# SETTINGS ("llrdma base ucx": which of 1-3 to run), VM_TIMEOUT (1200).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 PREFIX=${PREFIX:-/tmp/sb/inst}
@@ -26,7 +28,8 @@ ITERS=${ITERS:-2000}
 SIZE=${SIZE:-8}
 COMMON=(--oversubscribe --bind-to none --mca mpi_yield_when_idle 1)
 UCX=(--mca pml ucx --mca btl ^vader,tcp,openib,uct,ofi,llrdma --mca osc ^ucx
-     -x UCX_NET_DEVICES=rxe0:1 -x UCX_TLS=rc_verbs,self)
+     -x UCX_NET_DEVICES=rxe0:1 -x UCX_TLS=rc_verbs,ud_verbs,self)
+SETTINGS=${SETTINGS:-llrdma base ucx}
 
 one() { # NAME PREFIX MPIRUN-OPTIONS...: rank 0 under callgrind
   local name=$1 prefix=$2 rc=0; shift 2
@@ -52,23 +55,27 @@ guest() {
   } > "$d/machine.txt" 2>&1
   cat "$d/machine.txt"
   mpicc -O2 -o "$d/send-cost" "$here/send-cost.c" || { echo "mpicc failed"; return 1; }
-  for h in 0 8K 64K; do
-    one "llrdma-$h" "$PREFIX" --mca pml ob1 --mca btl self,llrdma --mca btl_llrdma_size_hint "$h"
-  done
-  if [[ -n "$BASE_PREFIX" ]]; then
+  if [[ " $SETTINGS " == *" llrdma "* ]]; then
+    for h in 0 8K 64K; do
+      one "llrdma-$h" "$PREFIX" --mca pml ob1 --mca btl self,llrdma --mca btl_llrdma_size_hint "$h"
+    done
+  fi
+  if [[ -n "$BASE_PREFIX" && " $SETTINGS " == *" base "* ]]; then
     for h in 0 8K 64K; do
       one "base-$h" "$BASE_PREFIX" --mca pml ob1 --mca btl self,llrdma \
         --mca btl_llrdma_size_hint "$h"
     done
   fi
-  one ucx "$PREFIX" "${UCX[@]}"
+  if [[ " $SETTINGS " == *" ucx "* ]]; then
+    one ucx "$PREFIX" "${UCX[@]}"
+  fi
 }
 
 summary() {
   python3 - "$1" << 'PYEOF'
 import glob, os, re, sys
 d = sys.argv[1]
-FNS = ['PMPI_Send', 'llrdma_sendi', 'uct_rc_verbs_ep_am_short', 'rxe_post_send']
+FNS = ['PMPI_Send', 'llrdma_sendi', 'uct_rc_verbs_ep_am_short']
 def calls(path):
     names, cur, out = {}, None, {}
     for line in open(path, errors='replace'):
@@ -131,7 +138,7 @@ mkdir -p "$OUT"
   echo "prefix: $PREFIX; base prefix: ${BASE_PREFIX:-none}"
 } > "$OUT/host.txt"
 cat "$OUT/host.txt"
-export PREFIX BASE_PREFIX ITERS SIZE
+export PREFIX BASE_PREFIX ITERS SIZE SETTINGS
 "$here/../softroce-vm" --rw "$(dirname "$OUT")" --timeout "${VM_TIMEOUT:-1200}" -- \
   bash "$here/send-cost.sh" --guest "$OUT" 2>&1 | tee "$OUT/guest.log"
 summary "$OUT" | tee "$OUT/summary.md"
