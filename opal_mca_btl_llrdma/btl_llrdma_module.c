@@ -663,7 +663,14 @@ static int llrdma_sendi_locked(struct mca_btl_base_module_t *btl,
         w.h.magic = MCA_BTL_LLRDMA_HDR_MAGIC;
         w.h.len = (uint32_t)total;
         memcpy(&w.h + 1, header, header_size);
-        if (0 != payload_size) {
+        if (0 != payload_size && !opal_convertor_need_buffers(conv)) {
+            /* Contiguous data (the usual small message): a copy, not the
+             * convertor's pack (as vader's sendi; ob1 is done with the
+             * convertor once sendi succeeds). */
+            void *src = NULL;
+            opal_convertor_get_current_pointer(conv, &src);
+            memcpy((char *)(&w.h + 1) + header_size, src, payload_size);
+        } else if (0 != payload_size) {
             struct iovec iov = {.iov_base = (char *)(&w.h + 1) + header_size,
                                 .iov_len = payload_size};
             uint32_t count = 1;

@@ -6,7 +6,8 @@
 #   1. pml ob1 + btl self,llrdma at hints 0, 8K and 64K (PREFIX's install)
 #   2. the same with BASE_PREFIX's install, when set (an older llrdma to compare)
 #   3. pml ucx, UCX_TLS=rc_verbs,ud_verbs,self (UCX on rxe0; its wire-up needs
-#      the UD transport, messages go by RC)
+#      UD, whose endpoint timeout is raised: the native rank's timed out at the
+#      default 30 s waiting for the one under callgrind)
 # and prints, per setting, the calls and the inclusive instructions per call of
 # MPI_Send and of the transport's send entry: the BTL's (llrdma_sendi) or UCX's
 # (uct_rc_verbs_ep_am_short), both including the verbs provider's post.
@@ -28,7 +29,8 @@ ITERS=${ITERS:-2000}
 SIZE=${SIZE:-8}
 COMMON=(--oversubscribe --bind-to none --mca mpi_yield_when_idle 1)
 UCX=(--mca pml ucx --mca btl ^vader,tcp,openib,uct,ofi,llrdma --mca osc ^ucx
-     -x UCX_NET_DEVICES=rxe0:1 -x UCX_TLS=rc_verbs,ud_verbs,self)
+     -x UCX_NET_DEVICES=rxe0:1 -x UCX_TLS=rc_verbs,ud_verbs,self -x UCX_UD_ETH_DGID_CHECK=n
+     -x UCX_UD_VERBS_TIMEOUT=3600s -x UCX_UD_TIMEOUT=3600s -x UCX_RC_VERBS_TIMEOUT=100s)
 SETTINGS=${SETTINGS:-llrdma base ucx}
 
 one() { # NAME PREFIX MPIRUN-OPTIONS...: rank 0 under callgrind
