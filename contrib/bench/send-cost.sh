@@ -6,8 +6,8 @@
 #   1. pml ob1 + btl self,llrdma at hints 0, 8K and 64K (PREFIX's install)
 #   2. the same with BASE_PREFIX's install, when set (an older llrdma to compare)
 #   3. pml ucx, UCX_TLS=rc_verbs,ud_verbs,self (UCX on rxe0; its wire-up needs
-#      UD, whose endpoint timeout is raised: the native rank's timed out at the
-#      default 30 s waiting for the one under callgrind)
+#      UD, whose endpoint on a native rank 1 timed out waiting for a rank 0
+#      under callgrind: both ranks run under callgrind here)
 # and prints, per setting, the calls and the inclusive instructions per call of
 # MPI_Send and of the transport's send entry: the BTL's (llrdma_sendi) or UCX's
 # (uct_rc_verbs_ep_am_short), both including the verbs provider's post.
@@ -33,12 +33,14 @@ UCX=(--mca pml ucx --mca btl ^vader,tcp,openib,uct,ofi,llrdma --mca osc ^ucx
      -x UCX_UD_VERBS_TIMEOUT=3600s -x UCX_UD_TIMEOUT=3600s -x UCX_RC_VERBS_TIMEOUT=100s)
 SETTINGS=${SETTINGS:-llrdma base ucx}
 
-one() { # NAME PREFIX MPIRUN-OPTIONS...: rank 0 under callgrind
-  local name=$1 prefix=$2 rc=0; shift 2
+one() { # NAME PREFIX MPIRUN-OPTIONS...: rank 0 under callgrind (rank 1 too with PEER_CG=1)
+  local name=$1 prefix=$2 rc=0 peer=()
+  shift 2
+  [[ ${PEER_CG:-0} == 1 ]] && peer=(valgrind --tool=callgrind --callgrind-out-file="$d/$name.peer")
   OMPI_MCA_mca_base_component_path="$prefix/lib/openmpi:SYS_DEFAULT" \
     LD_LIBRARY_PATH="$prefix/lib" timeout 900 mpirun -np 1 "${COMMON[@]}" "$@" \
     valgrind --tool=callgrind --callgrind-out-file="$d/$name.cg" "$d/send-cost" "$ITERS" "$SIZE" \
-    : -np 1 "$d/send-cost" "$ITERS" "$SIZE" > "$d/$name.out" 2>&1 || rc=$?
+    : -np 1 "${peer[@]}" "$d/send-cost" "$ITERS" "$SIZE" > "$d/$name.out" 2>&1 || rc=$?
   echo "$rc" > "$d/$name.rc"
   callgrind_annotate --inclusive=yes --threshold=100 "$d/$name.cg" > "$d/$name.txt" 2>&1
   echo "--- $name: exit $rc; $(grep -h 'send-cost rank' "$d/$name.out" | tr '\n' ' ')"
@@ -69,7 +71,9 @@ guest() {
     done
   fi
   if [[ " $SETTINGS " == *" ucx "* ]]; then
-    one ucx "$PREFIX" "${UCX[@]}"
+    # Both ranks under callgrind: UD's wire-up endpoint of a native rank 1
+    # timed out waiting for a rank 0 under callgrind.
+    PEER_CG=1 one ucx "$PREFIX" "${UCX[@]}"
   fi
 }
 
