@@ -985,29 +985,25 @@ static void push_async(const struct ibv_async_event *ev)
 
 void fake_push_async_port(enum ibv_event_type type, int port)
 {
-    struct ibv_async_event ev = {.event_type = type};
-    ev.element.port_num = port;
+    struct ibv_async_event ev = {.event_type = type, .element.port_num = port};
     push_async(&ev);
 }
 
 void fake_push_async_qp(enum ibv_event_type type, struct ibv_qp *qp)
 {
-    struct ibv_async_event ev = {.event_type = type};
-    ev.element.qp = qp;
+    struct ibv_async_event ev = {.event_type = type, .element.qp = qp};
     push_async(&ev);
 }
 
 void fake_push_async_cq(enum ibv_event_type type, struct ibv_cq *cq)
 {
-    struct ibv_async_event ev = {.event_type = type};
-    ev.element.cq = cq;
+    struct ibv_async_event ev = {.event_type = type, .element.cq = cq};
     push_async(&ev);
 }
 
 void fake_push_async_srq(enum ibv_event_type type, struct ibv_srq *srq)
 {
-    struct ibv_async_event ev = {.event_type = type};
-    ev.element.srq = srq;
+    struct ibv_async_event ev = {.event_type = type, .element.srq = srq};
     push_async(&ev);
 }
 

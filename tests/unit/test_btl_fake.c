@@ -890,6 +890,21 @@ static void test_peer_disconnect(void)
     fw_end(0);
 }
 
+/* Three processes, both paths connected from 0 to 1 and 2 (one message
+ * each way on each path, received). */
+static void three_connected(void)
+{
+    fw_begin();
+    CHECK(0 == fw_add(4096, 0, 0) && 1 == fw_add(4096, 0, 0) && 2 == fw_add(4096, 0, 0));
+    fw_mesh();
+    for (int j = 1; j < 3; ++j) {
+        CHECK(0 <= fw_send(0, j, 100, 0));
+        CHECK(0 <= fw_send(0, j, 9000, 1));
+    }
+    fw_settle(200);
+    CHECK(2 == fw_sent(0, 1) && 2 == fw_sent(0, 2));
+}
+
 /* ------------------------------------------------------ fork safety */
 
 /* With ibv_fork_init every registration marks its pages MADV_DONTFORK: a
@@ -900,14 +915,7 @@ static void test_registered_pages_are_ours(void)
     const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
     int words = 0, slabs = 0;
 
-    fw_begin();
-    CHECK(0 == fw_add(4096, 0, 0) && 1 == fw_add(4096, 0, 0) && 2 == fw_add(4096, 0, 0));
-    fw_mesh();
-    for (int j = 1; j < 3; ++j) {
-        CHECK(0 <= fw_send(0, j, 100, 0));
-        CHECK(0 <= fw_send(0, j, 9000, 1));
-    }
-    fw_settle(200);
+    three_connected();
     /* Buffer slabs: page-aligned, whole pages registered. */
     for (int p = 0; p < LLRDMA_NPATHS; ++p) {
         mca_btl_llrdma_pool_t *pools[2] = {&fw[0].m->path[p].send_pool,
@@ -967,16 +975,7 @@ static void test_async_events(void)
     uint64_t t0;
     int before;
 
-    /* Three processes, both paths connected from 0 to 1 and 2. */
-    fw_begin();
-    CHECK(0 == fw_add(4096, 0, 0) && 1 == fw_add(4096, 0, 0) && 2 == fw_add(4096, 0, 0));
-    fw_mesh();
-    for (int j = 1; j < 3; ++j) {
-        CHECK(0 <= fw_send(0, j, 100, 0));
-        CHECK(0 <= fw_send(0, j, 9000, 1));
-    }
-    fw_settle(200);
-    CHECK(2 == fw_sent(0, 1) && 2 == fw_sent(0, 2));
+    three_connected();
     c01 = fw_conn(0, 1, BW);
 
     /* Informational events: said, acknowledged, nothing fails. */
