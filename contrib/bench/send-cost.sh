@@ -122,28 +122,10 @@ for name, rc, sends, cells in rows:
 PYEOF
 }
 
-if [[ ${1:-} == --guest ]]; then
-  guest "$2"
-  exit 0
-fi
-if [[ ${1:-} == --summary ]]; then
-  summary "${2:-$OUT}"
-  exit
-fi
-if [[ $# -gt 0 ]]; then
-  sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'
-  exit 2
-fi
-mkdir -p "$OUT"
-{
-  echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
-  if git -C "$here/../.." rev-parse --git-dir > /dev/null 2>&1; then
-    echo "source: $(git -C "$here/../.." rev-parse --short HEAD)" \
-         "($(git -C "$here/../.." status --short -uno | wc -l) modified tracked files)"
-  fi
-  echo "prefix: $PREFIX; base prefix: ${BASE_PREFIX:-none}"
-} > "$OUT/host.txt"
-cat "$OUT/host.txt"
+bench_note() { echo "prefix: $PREFIX; base prefix: ${BASE_PREFIX:-none}"; }
+# shellcheck source=contrib/bench/bench-lib.sh
+. "$here/bench-lib.sh"
+bench_main "$0" "$@"
 export PREFIX BASE_PREFIX ITERS SIZE SETTINGS
 "$here/../softroce-vm" --rw "$(dirname "$OUT")" --timeout "${VM_TIMEOUT:-1200}" -- \
   bash "$here/send-cost.sh" --guest "$OUT" 2>&1 | tee "$OUT/guest.log"
