@@ -39,7 +39,7 @@ extern "C" uint64_t llrdma_credit_return(llrdma_credit_t *c)
 // ------------------------------------------------------- receive allotments
 
 extern "C" void llrdma_rq_pool_init(llrdma_rq_pool_t *p, uint32_t cap, uint32_t want,
-                                    uint64_t buf_bytes, uint64_t mem_max)
+                                    uint64_t buf_bytes, uint64_t mem_max, int overcommit)
 {
     *p = llrdma_rq_pool_t{};
     p->cap = cap;
@@ -47,11 +47,37 @@ extern "C" void llrdma_rq_pool_init(llrdma_rq_pool_t *p, uint32_t cap, uint32_t 
     p->want = std::max(want, p->min);
     p->buf_bytes = buf_bytes;
     p->mem_max = mem_max;
+    p->overcommit = overcommit ? 1 : 0;
+    // The most buffers the budget pays for, never less than one window: a budget below
+    // one window would leave even the first peer unable to send its window at once.
+    uint64_t by_mem = buf_bytes > 0 ? mem_max / buf_bytes : cap;
+    p->budget = static_cast<uint32_t>(std::min<uint64_t>(cap, std::max<uint64_t>(by_mem, p->want)));
+}
+
+// Overcommitted pool: every connection gets the whole window; buffers back the windows
+// one for one up to half the budget (a few peers never meet RNR), beyond that the windows
+// share what is posted, and SRQ-limit events grow it up to the budget.
+static int allot_overcommit(llrdma_rq_pool_t *p, uint32_t *allot, uint32_t *post)
+{
+    if (p->budget < p->min)
+        return LLRDMA_ERR_RANGE;
+    const uint32_t grant = p->want;
+    const uint32_t backed = std::max(p->budget / 2, std::min(p->want, p->budget));
+    const uint64_t wish = static_cast<uint64_t>(p->reserved) + grant;
+    const uint32_t target = static_cast<uint32_t>(std::min<uint64_t>(wish, backed));
+    const uint32_t need = target > p->posted ? target - p->posted : 0;
+    p->posted += need;
+    p->reserved += grant;
+    *allot = grant;
+    *post = need;
+    return LLRDMA_OK;
 }
 
 extern "C" int llrdma_rq_allot(llrdma_rq_pool_t *p, uint32_t *allot, uint32_t *post)
 {
-    uint32_t free_bufs = p->posted - p->reserved;
+    if (p->overcommit)
+        return allot_overcommit(p, allot, post);
+    uint32_t free_bufs = p->posted > p->reserved ? p->posted - p->reserved : 0;
     uint32_t room = p->cap - p->posted; // buffers the SRQ can still take
     uint32_t grant = p->want;
     // Growing past the memory budget: later peers get the minimum.
@@ -74,14 +100,34 @@ extern "C" int llrdma_rq_allot(llrdma_rq_pool_t *p, uint32_t *allot, uint32_t *p
 
 extern "C" void llrdma_rq_unpost(llrdma_rq_pool_t *p, uint32_t n)
 {
-    n = std::min(n, p->posted);
-    p->posted -= n;
-    p->reserved -= std::min(n, p->reserved);
+    p->posted -= std::min(n, p->posted);
 }
 
 extern "C" void llrdma_rq_release(llrdma_rq_pool_t *p, uint32_t allot)
 {
     p->reserved -= std::min(allot, p->reserved);
+}
+
+extern "C" uint32_t llrdma_rq_limit(const llrdma_rq_pool_t *p)
+{
+    // Only a pool whose windows outnumber its buffers can run dry, and only one below
+    // the budget can do anything about it.
+    if (!p->overcommit || p->reserved <= p->posted || p->posted >= p->budget)
+        return 0;
+    return std::max<uint32_t>(1, p->posted / 8);
+}
+
+extern "C" uint32_t llrdma_rq_grow(llrdma_rq_pool_t *p)
+{
+    if (!p->overcommit || p->posted >= p->budget)
+        return 0;
+    // A quarter more each time (at least a window): a burst that drained the queue once
+    // is likely to come again, but memory stays near what the traffic used.
+    const uint32_t step = std::max(p->want, p->posted / 4);
+    const uint32_t n = std::min(step, p->budget - p->posted);
+    p->posted += n;
+    ++p->grows;
+    return n;
 }
 
 // ----------------------------------------------------- connection set-up

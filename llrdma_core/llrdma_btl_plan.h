@@ -149,30 +149,54 @@ int llrdma_credit_owed(const llrdma_credit_t *c);
 uint64_t llrdma_credit_return(llrdma_credit_t *c);
 
 /* ------------------------------------------------------- receive allotments
- * A path's shared receive queue holds the buffers allotted to every live
- * connection.  Buffers stay posted when a connection closes; its allotment
- * becomes free and is reused before new buffers are posted. */
+ * A path's shared receive queue holds the buffers every connection's sends
+ * land in (docs/btl-design.md, "Receive side").  Two modes:
+ *
+ * - guaranteed (rnr_retry below 7): each connection is allotted buffers of
+ *   its own; the window its peer gets is what was posted for it, so a
+ *   receive queue never runs dry.  Past mem_max new peers get `min`.
+ * - overcommitted (rnr_retry 7, the default): every connection gets the
+ *   whole window `want`; buffers back the windows one for one up to half of
+ *   `budget`, then stop growing with peers: the windows share them and a
+ *   send that finds the queue empty waits in the NIC (RNR NAK, retried for
+ *   ever) until a buffer is reposted, as UCX's RC transport does.  The SRQ
+ *   limit is armed while windows outnumber buffers; its event grows the
+ *   pool up to `budget`.  Memory is bounded by `budget` whatever the number
+ *   of peers.
+ *
+ * Buffers stay posted when a connection closes; its allotment becomes free
+ * and is reused before new buffers are posted. */
 typedef struct {
     uint32_t cap;       /* SRQ capacity granted by the device */
     uint32_t posted;    /* buffers posted (or owned by the SRQ) */
-    uint32_t reserved;  /* allotted to live connections */
-    uint32_t want;      /* the profile's allotment per connection */
-    uint32_t min;       /* the least a connection is given */
+    uint32_t reserved;  /* windows of live connections, summed */
+    uint32_t want;      /* the profile's window per connection */
+    uint32_t min;       /* the least a connection is given (guaranteed mode) */
+    uint32_t budget;    /* most buffers ever posted: min(cap, mem_max / buf_bytes), >= want */
+    uint32_t grows;     /* SRQ-limit growths so far */
+    int overcommit;     /* 1: windows may outnumber buffers (RNR retried for ever) */
     uint64_t buf_bytes; /* one buffer */
-    uint64_t mem_max;   /* posted bytes beyond which allotments shrink to `min` */
+    uint64_t mem_max;   /* posted bytes beyond which allotments shrink (guaranteed) or
+                           buffers stop being added (overcommitted) */
 } llrdma_rq_pool_t;
 
 #define LLRDMA_RQ_MIN_ALLOT 4u
 
 void llrdma_rq_pool_init(llrdma_rq_pool_t *p, uint32_t cap, uint32_t want, uint64_t buf_bytes,
-                         uint64_t mem_max);
+                         uint64_t mem_max, int overcommit);
 /* Allot buffers to one new connection: *allot the credits it gets, *post how
  * many buffers must be posted first.  LLRDMA_ERR_RANGE when not even `min`
  * fit the queue (the caller rejects the connection and says why). */
 int llrdma_rq_allot(llrdma_rq_pool_t *p, uint32_t *allot, uint32_t *post);
-/* `n` of those buffers could not be posted after all (undoes part of an allot). */
+/* `n` of those buffers could not be posted after all; the caller then
+ * releases the whole allotment. */
 void llrdma_rq_unpost(llrdma_rq_pool_t *p, uint32_t n);
 void llrdma_rq_release(llrdma_rq_pool_t *p, uint32_t allot);
+/* The SRQ limit to arm now (ibv_modify_srq IBV_SRQ_LIMIT), 0 for none. */
+uint32_t llrdma_rq_limit(const llrdma_rq_pool_t *p);
+/* The SRQ limit was reached: buffers to post now (counted as posted), 0 when
+ * the budget is spent. */
+uint32_t llrdma_rq_grow(llrdma_rq_pool_t *p);
 
 /* ----------------------------------------------------- connection set-up
  * One queue pair per peer and path.  When both processes connect at once the

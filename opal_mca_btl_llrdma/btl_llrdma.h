@@ -67,6 +67,7 @@ typedef struct mca_btl_llrdma_path_t {
     mca_btl_llrdma_pool_t send_pool;
     uint32_t srq_depth;  /* capacity granted */
     llrdma_rq_pool_t rq; /* buffers posted and allotted to connections */
+    uint32_t srq_armed;  /* SRQ limit armed now (0: none; the device disarms it on its event) */
     int ncq;
     mca_btl_llrdma_cq_slab_t cqs[MCA_BTL_LLRDMA_MAX_CQS];
     int cq_moderation; /* -1 not requested, 0 unsupported, 1 applied */
@@ -118,6 +119,7 @@ typedef struct mca_btl_llrdma_module_t {
     unsigned wd_polls;          /* progress calls since the watchdog read the clock */
     uint64_t wd_look_ms;        /* when it last looked at the connections */
     uint64_t wd_nudges;         /* connections nudged (said at level 0 the first time) */
+    uint64_t wd_rnr_waits;      /* limits reached with a send that may wait in RNR: not failed */
     uint64_t stuck_completions; /* completions[] summed at the last look (the thread's too) */
     /* connections' credit words (btl_llrdma_frag.c) */
     struct mca_btl_llrdma_cword_page_t *cword_pages;
@@ -251,6 +253,9 @@ void mca_btl_llrdma_module_fatal(mca_btl_llrdma_module_t *m, opal_proc_t *proc, 
  * when either cannot be had. */
 int mca_btl_llrdma_module_reserve(mca_btl_llrdma_module_t *m, struct mca_btl_llrdma_conn_t *conn,
                                   char *why, size_t whylen);
+/* IBV_EVENT_SRQ_LIMIT_REACHED on `srq`: grow that path's pool toward its
+ * budget and re-arm (module lock held). */
+void mca_btl_llrdma_module_srq_low(mca_btl_llrdma_module_t *m, struct ibv_srq *srq);
 /* Return both when the connection goes. */
 void mca_btl_llrdma_module_release(mca_btl_llrdma_module_t *m, struct mca_btl_llrdma_conn_t *conn);
 /* Give n receive buffers back to the path's shared receive queue in one

@@ -184,12 +184,14 @@ static void conn_set_rnr_timer(mca_btl_llrdma_conn_t *conn)
     memset(&qa, 0, sizeof(qa));
     conn->qp_timeout = 18;
     conn->qp_retry = 7;
+    conn->qp_rnr_retry = 7;
     if (0 == mca_btl_llrdma_verbs.query_qp(conn->qp, &qa,
                                            IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
                                                IBV_QP_MIN_RNR_TIMER,
                                            &init)) {
         conn->qp_timeout = qa.timeout;
         conn->qp_retry = qa.retry_cnt;
+        conn->qp_rnr_retry = qa.rnr_retry;
         opal_output_verbose(10, mca_btl_llrdma_component.output,
                             "btl:llrdma: qp %u: ack timeout %u, retry %u, rnr_retry %u, "
                             "min_rnr_timer %u",

@@ -368,6 +368,7 @@ static int post_wr_for(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_conn_t *con
     e->conn = conn;
     e->frag = inl ? NULL : frag;
     e->rdma = rdma;
+    e->send = IBV_WR_SEND == wr->opcode;
     rc = mca_btl_llrdma_verbs.post_send(conn->qp, wr, &bad);
     if (0 != rc) {
         e->frag = NULL;

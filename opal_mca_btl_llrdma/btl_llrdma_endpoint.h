@@ -38,6 +38,7 @@ typedef struct mca_btl_llrdma_wr_t {
     struct mca_btl_llrdma_conn_t *conn;
     mca_btl_llrdma_frag_t *frag;           /* NULL: nothing waits for this WR (inline) */
     struct mca_btl_llrdma_rdma_op_t *rdma; /* a put or get waiting for this WR */
+    int send;                              /* a SEND: it takes a receive buffer (may meet RNR) */
 } mca_btl_llrdma_wr_t;
 
 typedef struct mca_btl_llrdma_conn_t {
@@ -76,6 +77,7 @@ typedef struct mca_btl_llrdma_conn_t {
     uint64_t wd_nudge_ms;         /* when one more WR is posted to restart it */
     int wd_nudged;                /* since wd_since */
     uint8_t qp_timeout, qp_retry; /* as the QP went to RTS, for the report */
+    uint8_t qp_rnr_retry;         /* 7: a SEND the peer has no buffer for waits for ever */
     int last_wqe;                 /* IBV_EVENT_QP_LAST_WQE_REACHED seen (in ERR, SRQ done) */
 } mca_btl_llrdma_conn_t;
 OBJ_CLASS_DECLARATION(mca_btl_llrdma_conn_t);

@@ -205,11 +205,14 @@ int mca_btl_llrdma_register_params(void)
     (void)reg_uint(
         "min_rnr_timer",
         "Receiver-not-ready back-off a receiver asks of its senders (IB encoding 0-31; 12 = "
-        "0.64 ms, 0 = 655 ms). Credits keep senders from needing it; it is the last resort",
+        "0.64 ms, 0 = 655 ms). Met only when many peers' windows land at once (see "
+        "recv_mem_max)",
         OPAL_INFO_LVL_6, &c->min_rnr_timer, 12);
-    (void)reg_uint("rnr_retry",
-                   "Receiver-not-ready retries before a send fails (0-7, 7 = retry forever)",
-                   OPAL_INFO_LVL_6, &c->rnr_retry, 7);
+    (void)reg_uint(
+        "rnr_retry",
+        "Receiver-not-ready retries before a send fails (0-7, 7 = retry forever). Below 7 "
+        "the receive windows are never overcommitted (see recv_mem_max)",
+        OPAL_INFO_LVL_6, &c->rnr_retry, 7);
     (void)reg_uint("retry_count",
                    "Transport retries (lost packets, no acknowledgement) before a send fails (0-7)",
                    OPAL_INFO_LVL_6, &c->retry_count, 7);
@@ -220,12 +223,15 @@ int mca_btl_llrdma_register_params(void)
         "rdma_cm). On links that drop packets each loss stalls its queue pair this long; "
         "too short on a congested fabric retransmits needlessly",
         OPAL_INFO_LVL_6, &c->ack_timeout, 0);
-    c->recv_mem_max = 256u << 20;
+    c->recv_mem_max = 32u << 20;
     (void)reg_var(
         "recv_mem_max",
-        "Bytes of pre-posted receive buffers per path and port. Each connected peer is given "
-        "its profile's allotment of buffers (its send credits) until this is reached; later "
-        "peers get the minimum allotment",
+        "Bytes of pre-posted receive buffers per path and port, whatever the number of peers. "
+        "With rnr_retry 7 (the default) every peer gets its profile's whole window of credits: "
+        "buffers back the windows one for one up to half of this, then the windows share "
+        "them and the SRQ limit event adds more up to this (a send finding none is retried "
+        "by the NIC). With rnr_retry below 7 each peer is allotted buffers of its own until "
+        "this is reached; later peers get the minimum allotment",
         OPAL_INFO_LVL_5, MCA_BASE_VAR_TYPE_SIZE_T, &c->recv_mem_max);
     (void)reg_int(
         "stall_warn",

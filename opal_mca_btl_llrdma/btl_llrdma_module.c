@@ -159,6 +159,53 @@ static int post_more(mca_btl_llrdma_module_t *m, int p, uint32_t n, uint32_t *do
     return OPAL_SUCCESS;
 }
 
+/* Arm the SRQ limit where the pool says windows outnumber buffers; a device
+ * that cannot (rxe can, some cannot) leaves the pool at what connections
+ * posted, which is still a bounded, working receive side. */
+static void rq_arm(mca_btl_llrdma_module_t *m, int p)
+{
+    mca_btl_llrdma_path_t *path = &m->path[p];
+    struct ibv_srq_attr a;
+    uint32_t limit = llrdma_rq_limit(&path->rq);
+
+    if (0 == limit || limit == path->srq_armed) {
+        return;
+    }
+    memset(&a, 0, sizeof(a));
+    a.srq_limit = limit;
+    if (0 != mca_btl_llrdma_verbs.modify_srq(path->srq, &a, IBV_SRQ_LIMIT)) {
+        opal_output_verbose(5, mca_btl_llrdma_component.output,
+                            "btl:llrdma: %s:%d: the %s SRQ limit (%u) could not be armed",
+                            m->port.dev, m->port.port, path_name(p), limit);
+        return;
+    }
+    path->srq_armed = limit;
+}
+
+void mca_btl_llrdma_module_srq_low(mca_btl_llrdma_module_t *m, struct ibv_srq *srq)
+{
+    for (int p = 0; p < LLRDMA_NPATHS; ++p) {
+        mca_btl_llrdma_path_t *path = &m->path[p];
+        uint32_t n, done = 0;
+        if (path->srq != srq) {
+            continue;
+        }
+        path->srq_armed = 0; /* the device disarmed it */
+        n = llrdma_rq_grow(&path->rq);
+        if (n > 0 && OPAL_SUCCESS != post_more(m, p, n, &done)) {
+            llrdma_rq_unpost(&path->rq, n - done);
+        }
+        opal_output_verbose(5, mca_btl_llrdma_component.output,
+                            "btl:llrdma: %s:%d: %s SRQ ran low: %u more buffers posted (%u now, "
+                            "budget %u, windows %u)",
+                            m->port.dev, m->port.port, path_name(p), done, path->rq.posted,
+                            path->rq.budget, path->rq.reserved);
+        if (n == done) {
+            rq_arm(m, p);
+        }
+    }
+}
+
 int mca_btl_llrdma_module_reserve(mca_btl_llrdma_module_t *m, mca_btl_llrdma_conn_t *conn,
                                   char *why, size_t whylen)
 {
@@ -177,7 +224,7 @@ int mca_btl_llrdma_module_reserve(mca_btl_llrdma_module_t *m, mca_btl_llrdma_con
     }
     if (OPAL_SUCCESS != post_more(m, p, post, &done)) {
         llrdma_rq_unpost(&path->rq, post - done);
-        llrdma_rq_release(&path->rq, allot - (post - done));
+        llrdma_rq_release(&path->rq, allot);
         snprintf(why, whylen, "posting %u receive buffers on %s:%d failed", post, m->port.dev,
                  m->port.port);
         return OPAL_ERR_OUT_OF_RESOURCE;
@@ -201,6 +248,7 @@ int mca_btl_llrdma_module_reserve(mca_btl_llrdma_module_t *m, mca_btl_llrdma_con
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
     path->cqs[slab].reserved += need;
+    rq_arm(m, p);
     conn->cq_slab = slab;
     conn->cq_need = need;
     conn->allot = allot;
@@ -275,8 +323,12 @@ static int path_create(mca_btl_llrdma_module_t *m, int p)
         path->srq_depth = sq.max_wr;
     }
     path->recv_pool.max_frags = path->srq_depth;
+    /* Windows may outnumber buffers only where a send that finds none is
+     * retried by the NIC for ever (docs/btl-design.md, "Receive side"). */
     llrdma_rq_pool_init(&path->rq, path->srq_depth, pp->rq_depth, pp->recv_buf_bytes,
-                        mca_btl_llrdma_component.recv_mem_max);
+                        mca_btl_llrdma_component.recv_mem_max,
+                        7 == mca_btl_llrdma_component.rnr_retry);
+    path->srq_armed = 0;
     return OPAL_SUCCESS;
 
     /* Each label undoes what was created before its goto. */

@@ -75,6 +75,23 @@ static uint32_t conn_waiting_wrs(const mca_btl_llrdma_conn_t *c)
     return n;
 }
 
+/* 1 when a SEND is outstanding and the QP retries RNR for ever: the peer's
+ * windows may outnumber its buffers (docs/btl-design.md, "Receive side"),
+ * so a send can wait as long as the peer computes outside MPI, and
+ * everything behind it in the QP with it.  Silence then proves nothing. */
+static int conn_may_wait_rnr(const mca_btl_llrdma_conn_t *c)
+{
+    if (7 != c->qp_rnr_retry || NULL == c->ring) {
+        return 0;
+    }
+    for (uint32_t k = 0, i = c->ring_tail; k < c->sq.posted; ++k, i = (i + 1) % c->sq.depth) {
+        if (c->ring[i].send) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static void describe_path(mca_btl_llrdma_endpoint_t *ep, int p, char *buf, size_t len)
 {
     mca_btl_llrdma_conn_t *c = ep->conn[p];
@@ -132,7 +149,7 @@ void mca_btl_llrdma_stuck_dump(mca_btl_llrdma_module_t *m, uint64_t quiet_ms, in
     opal_output(out,
                 "btl:llrdma: %s:%d: nothing moved for %llu ms%s (%d set-ups, %d retries, %d "
                 "paths waiting for credits, %llu puts/gets; receive buffers ll %u/%u bw %u/%u "
-                "posted/allotted)",
+                "posted/windows)",
                 m->port.dev, m->port.port, (unsigned long long)quiet_ms,
                 busy ? " with work outstanding" : "", m->connecting, m->retrying, m->waiting,
                 (unsigned long long)m->rdma_outstanding, m->path[LLRDMA_PATH_LL].rq.posted,
@@ -288,7 +305,22 @@ static void wd_look(mca_btl_llrdma_module_t *m, uint64_t now)
                 c->wd_nudged = 0;
                 continue;
             }
-            if (now - c->wd_since >= c->wd_limit_ms) {
+            if (now - c->wd_since >= c->wd_limit_ms && conn_may_wait_rnr(c)) {
+                /* A busy receiver, not a stopped device, as far as anyone can
+                 * tell: said, and the clock starts again. */
+                opal_output_verbose(1, mca_btl_llrdma_component.output,
+                                    "btl:llrdma: %s:%d: qp %u (%s path to rank %u): no work "
+                                    "request completed for %llu ms while %u waited; a send is "
+                                    "outstanding and the peer may have no receive buffer for it "
+                                    "(receiver not ready, retried for ever): waiting on",
+                                    m->port.dev, m->port.port, c->qp->qp_num,
+                                    LLRDMA_PATH_LL == c->path ? "ll" : "bw",
+                                    (unsigned)ep->proc->proc_name.vpid,
+                                    (unsigned long long)(now - c->wd_since), waiting);
+                c->wd_since = now;
+                c->wd_nudged = 0;
+                ++m->wd_rnr_waits;
+            } else if (now - c->wd_since >= c->wd_limit_ms) {
                 wd_fail(ep, c, now - c->wd_since, waiting);
             } else if (!c->wd_nudged && now - c->wd_since >= c->wd_nudge_ms) {
                 c->wd_nudged = 1;

@@ -155,6 +155,10 @@ static int real_query_srq(struct ibv_srq *s, struct ibv_srq_attr *a)
 {
     return ibv_query_srq(s, a);
 }
+static int real_modify_srq(struct ibv_srq *s, struct ibv_srq_attr *a, int mask)
+{
+    return ibv_modify_srq(s, a, mask);
+}
 static int real_destroy_srq(struct ibv_srq *s)
 {
     return ibv_destroy_srq(s);
@@ -353,8 +357,9 @@ static struct ibv_mr *real_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, siz
         .destroy_comp_channel = real_destroy_comp_channel, .req_notify_cq = real_req_notify_cq,    \
         .get_cq_event = real_get_cq_event, .ack_cq_events = real_ack_cq_events,                    \
         .resize_cq = real_resize_cq, .create_srq = real_create_srq, .query_srq = real_query_srq,   \
-        .destroy_srq = real_destroy_srq, .create_qp = real_create_qp, .query_qp = real_query_qp,   \
-        .destroy_qp = real_destroy_qp, .modify_qp = real_modify_qp, .post_send = real_post_send,   \
+        .modify_srq = real_modify_srq, .destroy_srq = real_destroy_srq,                            \
+        .create_qp = real_create_qp, .query_qp = real_query_qp, .destroy_qp = real_destroy_qp,     \
+        .modify_qp = real_modify_qp, .post_send = real_post_send,                                  \
         .post_srq_recv = real_post_srq_recv, .poll_cq = real_poll_cq,                              \
         .wc_status_str = real_wc_status_str, .cm_get_devices = real_cm_get_devices,                \
         .get_async_event = real_get_async_event, .ack_async_event = real_ack_async_event,          \

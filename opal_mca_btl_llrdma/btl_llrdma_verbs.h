@@ -50,6 +50,9 @@ typedef struct mca_btl_llrdma_verbs_ops_t {
     void (*ack_cq_events)(struct ibv_cq *cq, unsigned int nevents);
     struct ibv_srq *(*create_srq)(struct ibv_pd *pd, struct ibv_srq_init_attr *attr);
     int (*query_srq)(struct ibv_srq *srq, struct ibv_srq_attr *attr);
+    /* arms the SRQ limit (IBV_SRQ_LIMIT): IBV_EVENT_SRQ_LIMIT_REACHED once
+     * fewer than srq_limit buffers remain posted, then disarmed */
+    int (*modify_srq)(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask);
     int (*destroy_srq)(struct ibv_srq *srq);
     struct ibv_qp *(*create_qp)(struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
     int (*query_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,

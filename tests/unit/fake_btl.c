@@ -232,7 +232,7 @@ void fw_begin(void)
     c->rnr_retry = 7;
     c->retry_count = 7;
     c->ack_timeout = 0;
-    c->recv_mem_max = 256u << 20;
+    c->recv_mem_max = 32u << 20;
     c->stall_warn_ms = 2000;
     c->completion_timeout_ms = 0; /* derived: 60 s and more, never reached here */
     c->coalesce = 1;              /* the knob's default */

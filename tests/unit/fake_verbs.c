@@ -429,6 +429,23 @@ static int f_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *a)
     return 0;
 }
 
+static int f_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *a, int mask)
+{
+    fake_srq_t *s = (fake_srq_t *)srq;
+    if (FAIL_POINT()) {
+        return ENOMEM;
+    }
+    /* Resizing is a capability few devices have (IBV_DEVICE_SRQ_RESIZE): refused. */
+    if (mask & ~IBV_SRQ_LIMIT) {
+        return EINVAL;
+    }
+    if (a->srq_limit > s->max_wr) {
+        return EINVAL;
+    }
+    s->limit = a->srq_limit;
+    return 0;
+}
+
 static int f_destroy_srq(struct ibv_srq *srq)
 {
     fake_srq_t *s = (fake_srq_t *)srq;
@@ -778,6 +795,10 @@ static int deliver(fake_qp_t *q, fake_qp_t *p, fake_swr_t *w)
         s->low = s->count;
     }
     s->used = 1;
+    if (0 != s->limit && s->count < s->limit) {
+        s->limit = 0; /* as a device: reported once, then disarmed */
+        fake_push_async_srq(IBV_EVENT_SRQ_LIMIT_REACHED, &s->srq);
+    }
     if (NULL == mr_find(0, r.sge.lkey, r.sge.addr, r.sge.length, p->qp.pd)) {
         fake_fault(&fake.prot_errors, "receive buffer of qp %u outside a registered MR",
                    p->qp.qp_num);
@@ -1124,6 +1145,7 @@ mca_btl_llrdma_verbs_ops_t fake_ops = {
     .resize_cq = f_resize_cq,
     .create_srq = f_create_srq,
     .query_srq = f_query_srq,
+    .modify_srq = f_modify_srq,
     .destroy_srq = f_destroy_srq,
     .create_qp = f_create_qp,
     .query_qp = f_query_qp,

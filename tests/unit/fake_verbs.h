@@ -97,6 +97,7 @@ typedef struct fake_srq {
     uint32_t head, count;
     uint32_t low; /* fewest buffers ever posted once the first was taken */
     int used;
+    uint32_t limit; /* armed SRQ limit, 0 = none (fires once, then 0 again) */
 } fake_srq_t;
 
 typedef struct fake_swr {

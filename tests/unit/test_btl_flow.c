@@ -6,12 +6,13 @@
  *
  * Covers: a full send queue with selective signalling (the BTL and the
  * device agree on its occupancy), a receiver that is not polled (credits stop
- * the sender: no RNR ever), credits returned by RDMA write (the sender blocks
- * at 0 and resumes after the receiver's progress; inline on LL, from
- * registered memory on BW; a return landing in the middle of a send),
- * completion queue reservations (several CQs per
+ * the sender: no RNR while the windows are backed), credits returned by RDMA write (the sender
+ * blocks at 0 and resumes after the receiver's progress; inline on LL, from registered memory on
+ * BW; a return landing in the middle of a send), completion queue reservations (several CQs per
  * path, no overrun in the worst case, a connection that cannot fit is
- * refused), receive allotments shrinking past btl_llrdma_recv_mem_max,
+ * refused), receive allotments shrinking past btl_llrdma_recv_mem_max
+ * (rnr_retry below 7), overcommitted windows (the SRQ limit grows the pool,
+ * RNR waits, nothing lost),
  * simultaneous connects (exactly one QP per path survives, for every
  * schedule), mixed hints (smaller LL buffers, no LL path: fragments routed to
  * BW and never larger than the peer takes), sendi, coalescing of messages
@@ -495,10 +496,12 @@ static void test_cq_reservations(void)
     fw_end(0);
 }
 
-/* Past btl_llrdma_recv_mem_max, new connections get the least allotment. */
+/* Guaranteed mode (rnr_retry below 7): past btl_llrdma_recv_mem_max, new
+ * connections get the least allotment. */
 static void test_allotment_shrinks(void)
 {
     fw_begin();
+    mca_btl_llrdma_component.rnr_retry = 6;
     for (int i = 0; i < 3; ++i) {
         CHECK(i == fw_add(8192, 0, 0));
     }
@@ -525,6 +528,114 @@ static void test_allotment_shrinks(void)
     CHECK(0 == fake.rnr_events);
     check_all_arrived();
     fw_end(0);
+}
+
+/* Overcommitted windows (rnr_retry 7, the default): every peer gets its
+ * whole window though the buffers back only some; a burst from all of them
+ * while the receiver is busy waits in the senders' NICs (RNR, retried), the
+ * SRQ limit event grows the pool to its budget, and nothing is lost. */
+static void test_overcommitted_windows(void)
+{
+    mca_btl_llrdma_path_t *path;
+    int rounds = 0;
+
+    fw_begin();
+    /* LL budget: 96 buffers of 8256 bytes; windows of 64 backed up to 64. */
+    mca_btl_llrdma_component.recv_mem_max = 96 * 8256;
+    for (int i = 0; i < 3; ++i) {
+        CHECK(i == fw_add(8192, 0, 0));
+    }
+    fw_mesh();
+    (void)fw_send(1, 0, 100, 0);
+    (void)fw_send(2, 0, 100, 0);
+    fw_settle(100);
+    path = &fw[0].m->path[LL];
+    CHECK(1 == path->rq.overcommit && 96 == path->rq.budget);
+    CHECK(64 == fw_conn(1, 0, LL)->credit.granted && 64 == fw_conn(2, 0, LL)->credit.granted);
+    CHECK(64 == fake_srq_posted(path->srq) && 128 == path->rq.reserved);
+    CHECK(8 == path->srq_armed);
+    /* Both send 150 while process 0 is busy: 64 land, the rest meet RNR. */
+    for (int i = 0; i < 150; ++i) {
+        (void)fw_send(1, 0, 1000, 0);
+        (void)fw_send(2, 0, 1000, 0);
+    }
+    fw_progress_one(1, 20);
+    fw_progress_one(2, 20);
+    CHECK(fake.rnr_naks > 0);
+    CHECK(0 == fake_srq_posted(path->srq));
+    for (; rounds < 5000 && (fw_sent(1, 0) < 151 || fw_sent(2, 0) < 151); ++rounds) {
+        fw_progress(1);
+    }
+    fw_settle(300);
+    /* Events are read every 256 progress calls. */
+    fw_progress_one(0, 300);
+    printf("# overcommit: %d RNR NAKs, drained in %d rounds, %u buffers posted, %u grows\n",
+           fake.rnr_naks, rounds, path->rq.posted, path->rq.grows);
+    CHECK(151 == fw_sent(1, 0) && 151 == fw_sent(2, 0));
+    /* The limit event grew the pool to its budget, once, and it is not re-armed. */
+    CHECK(1 == path->rq.grows && 96 == path->rq.posted);
+    CHECK(96 == fake_srq_posted(path->srq) && 0 == path->srq_armed);
+    check_all_arrived();
+    /* RNR is how this mode waits: the only device events allowed. */
+    CHECK(fake_faults() == fake.rnr_events);
+    fw_end(1);
+}
+
+/* A receiver that computes while overcommitted windows wait in RNR is not
+ * a stopped device: past btl_llrdma_completion_timeout the watchdog says
+ * so and waits on (the sends are retried for ever); it still fails a QP
+ * whose peer retries RNR a bounded number of times (guaranteed windows). */
+static void test_watchdog_waits_for_busy_receiver(void)
+{
+    for (int rnr7 = 1; rnr7 >= 0; --rnr7) {
+        uint64_t end;
+        fw_begin();
+        mca_btl_llrdma_component.coalesce = 0;
+        mca_btl_llrdma_component.recv_mem_max = 1; /* one window of buffers for all */
+        mca_btl_llrdma_component.completion_timeout_ms = 300;
+        if (!rnr7) {
+            /* Guaranteed windows: a peer's sends never meet RNR, so the one
+             * stuck here is the device's (the wire held). */
+            mca_btl_llrdma_component.rnr_retry = 6;
+        }
+        for (int i = 0; i < 3; ++i) {
+            CHECK(i == fw_add(8192, 0, 0));
+        }
+        fw_mesh();
+        (void)fw_send(1, 0, 100, 0);
+        (void)fw_send(2, 0, 100, 0);
+        fw_settle(100);
+        CHECK(rnr7 == fw[0].m->path[LL].rq.overcommit);
+        CHECK((rnr7 ? 7 : 6) == fw_conn(1, 0, LL)->qp_rnr_retry);
+        if (!rnr7) {
+            fake.wire_hold = 1;
+        }
+        for (int i = 0; i < 100; ++i) {
+            (void)fw_send(1, 0, 1000, 0);
+            (void)fw_send(2, 0, 1000, 0);
+        }
+        /* Process 0 computes for 1 s; the senders progress. */
+        for (end = mca_btl_llrdma_now_ms() + 1000; mca_btl_llrdma_now_ms() < end;) {
+            fw_progress_one(1, 16);
+            fw_progress_one(2, 16);
+        }
+        if (rnr7) {
+            CHECK(fake.rnr_naks > 0);
+            CHECK(0 == fw[1].err_calls && 0 == fw[2].err_calls);
+            CHECK(fw[1].m->wd_rnr_waits + fw[2].m->wd_rnr_waits > 0);
+            fw_settle(500);
+            CHECK(101 == fw_sent(1, 0) && 101 == fw_sent(2, 0));
+            check_all_arrived();
+            CHECK(fake_faults() == fake.rnr_events);
+            fw_end(1);
+        } else {
+            CHECK(1 == fw[1].err_calls && NULL != strstr(fw[1].err_text, "stopped completing"));
+            CHECK(0 == fw[1].m->wd_rnr_waits);
+            fake.wire_hold = 0;
+            fw_settle(50);
+            fw_end(1);
+        }
+    }
 }
 
 /* ------------------------------------------ simultaneous connects */
@@ -1031,6 +1142,7 @@ int main(int argc, char **argv)
     test_stall_reported();
     test_credits_landing_mid_send();
     test_allotment_shrinks();
+    test_overcommitted_windows();
     test_simultaneous_connects();
     test_mixed_hints();
     test_sendi();
@@ -1043,6 +1155,7 @@ int main(int argc, char **argv)
     dup2(devnull, 2);
     test_cq_reservations();
     test_stuck_dump();
+    test_watchdog_waits_for_busy_receiver();
     fflush(stderr);
     dup2(saved_stderr, 2);
     close(saved_stderr);

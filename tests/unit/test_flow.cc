@@ -8,6 +8,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "llrdma_btl_plan.h"
+#include "llrdma_core.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -259,16 +260,16 @@ BOOST_AUTO_TEST_CASE(credit_exchange_survives_torn_reads)
 BOOST_AUTO_TEST_CASE(rq_pool_init_minimum)
 {
     llrdma_rq_pool_t p;
-    llrdma_rq_pool_init(&p, 100, 16, 1000, 1 << 30);
+    llrdma_rq_pool_init(&p, 100, 16, 1000, 1 << 30, 0);
     BOOST_TEST(p.min == LLRDMA_RQ_MIN_ALLOT);
     BOOST_TEST(p.want == 16u);
     BOOST_TEST(p.posted == 0u);
     BOOST_TEST(p.reserved == 0u);
     // A profile asking for fewer than the minimum gets what it asks for.
-    llrdma_rq_pool_init(&p, 100, 2, 1000, 1 << 30);
+    llrdma_rq_pool_init(&p, 100, 2, 1000, 1 << 30, 0);
     BOOST_TEST(p.min == 2u);
     BOOST_TEST(p.want == 2u);
-    llrdma_rq_pool_init(&p, 100, 0, 1000, 1 << 30);
+    llrdma_rq_pool_init(&p, 100, 0, 1000, 1 << 30, 0);
     BOOST_TEST(p.min == 1u);
     BOOST_TEST(p.want == 1u);
 }
@@ -277,7 +278,7 @@ BOOST_AUTO_TEST_CASE(rq_allot_within_budget_posts_what_it_gives)
 {
     llrdma_rq_pool_t p;
     uint32_t allot = 0, post = 0;
-    llrdma_rq_pool_init(&p, 1000, 16, 1000, 1 << 30);
+    llrdma_rq_pool_init(&p, 1000, 16, 1000, 1 << 30, 0);
     for (uint32_t i = 1; i <= 5; ++i) {
         BOOST_TEST(llrdma_rq_allot(&p, &allot, &post) == LLRDMA_OK);
         BOOST_TEST(allot == 16u);
@@ -292,7 +293,7 @@ BOOST_AUTO_TEST_CASE(rq_allot_shrinks_to_the_minimum_beyond_mem_max)
     llrdma_rq_pool_t p;
     uint32_t allot = 0, post = 0;
     // Room for 40 buffers' worth of memory.
-    llrdma_rq_pool_init(&p, 1000, 16, 1000, 40 * 1000);
+    llrdma_rq_pool_init(&p, 1000, 16, 1000, 40 * 1000, 0);
     BOOST_TEST(llrdma_rq_allot(&p, &allot, &post) == LLRDMA_OK);
     BOOST_TEST((allot == 16u && post == 16u));
     BOOST_TEST(llrdma_rq_allot(&p, &allot, &post) == LLRDMA_OK);
@@ -316,7 +317,7 @@ BOOST_AUTO_TEST_CASE(rq_released_allotments_are_reused_before_posting)
 {
     llrdma_rq_pool_t p;
     uint32_t a1, a2, a3, post;
-    llrdma_rq_pool_init(&p, 1000, 16, 1000, 1 << 30);
+    llrdma_rq_pool_init(&p, 1000, 16, 1000, 1 << 30, 0);
     BOOST_TEST(llrdma_rq_allot(&p, &a1, &post) == LLRDMA_OK);
     BOOST_TEST(llrdma_rq_allot(&p, &a2, &post) == LLRDMA_OK);
     llrdma_rq_release(&p, a1); // its buffers stay posted
@@ -337,7 +338,7 @@ BOOST_AUTO_TEST_CASE(rq_allot_range_when_the_srq_is_full)
 {
     llrdma_rq_pool_t p;
     uint32_t allot = 0, post = 0;
-    llrdma_rq_pool_init(&p, 20, 16, 1000, 1 << 30);
+    llrdma_rq_pool_init(&p, 20, 16, 1000, 1 << 30, 0);
     BOOST_TEST(llrdma_rq_allot(&p, &allot, &post) == LLRDMA_OK);
     BOOST_TEST(allot == 16u);
     // 4 places left: the minimum fits, exactly.
@@ -349,7 +350,7 @@ BOOST_AUTO_TEST_CASE(rq_allot_range_when_the_srq_is_full)
     BOOST_TEST(p.posted == before.posted);
     BOOST_TEST(p.reserved == before.reserved);
     // 3 places: less than the minimum, refused.
-    llrdma_rq_pool_init(&p, 19, 16, 1000, 1 << 30);
+    llrdma_rq_pool_init(&p, 19, 16, 1000, 1 << 30, 0);
     BOOST_TEST(llrdma_rq_allot(&p, &allot, &post) == LLRDMA_OK);
     BOOST_TEST(llrdma_rq_allot(&p, &allot, &post) == LLRDMA_ERR_RANGE);
     // A released allotment makes room again.
@@ -357,7 +358,7 @@ BOOST_AUTO_TEST_CASE(rq_allot_range_when_the_srq_is_full)
     BOOST_TEST(llrdma_rq_allot(&p, &allot, &post) == LLRDMA_OK);
     BOOST_TEST((allot == 16u && post == 0u));
     // An SRQ smaller than the wish: what fits, if at least the minimum.
-    llrdma_rq_pool_init(&p, 10, 16, 1000, 1 << 30);
+    llrdma_rq_pool_init(&p, 10, 16, 1000, 1 << 30, 0);
     BOOST_TEST(llrdma_rq_allot(&p, &allot, &post) == LLRDMA_OK);
     BOOST_TEST((allot == 10u && post == 10u));
 }
@@ -366,22 +367,22 @@ BOOST_AUTO_TEST_CASE(rq_unpost_undoes_part_of_an_allot)
 {
     llrdma_rq_pool_t p;
     uint32_t allot, post;
-    llrdma_rq_pool_init(&p, 100, 16, 1000, 1 << 30);
+    llrdma_rq_pool_init(&p, 100, 16, 1000, 1 << 30, 0);
     BOOST_TEST(llrdma_rq_allot(&p, &allot, &post) == LLRDMA_OK);
-    // 10 of the 16 buffers could be posted: unpost 6, release the 10 given.
+    // 10 of the 16 buffers could be posted: unpost 6, release the allotment.
     llrdma_rq_unpost(&p, 6);
     BOOST_TEST(p.posted == 10u);
-    BOOST_TEST(p.reserved == 10u);
-    llrdma_rq_release(&p, 10);
+    BOOST_TEST(p.reserved == 16u);
+    llrdma_rq_release(&p, 16);
     BOOST_TEST(p.reserved == 0u);
     // The 10 posted are reused first.
     BOOST_TEST(llrdma_rq_allot(&p, &allot, &post) == LLRDMA_OK);
     BOOST_TEST((allot == 16u && post == 6u));
-    // Unposting more than posted clamps.
+    // Unposting more than posted clamps; it never touches the allotments.
     llrdma_rq_unpost(&p, 1000);
     BOOST_TEST(p.posted == 0u);
-    BOOST_TEST(p.reserved == 0u);
-    llrdma_rq_release(&p, 5); // more than reserved: clamps too
+    BOOST_TEST(p.reserved == 16u);
+    llrdma_rq_release(&p, 20); // more than reserved: clamps too
     BOOST_TEST(p.reserved == 0u);
 }
 
@@ -392,7 +393,7 @@ BOOST_AUTO_TEST_CASE(rq_random_sequences_keep_the_books)
         llrdma_rq_pool_t p;
         uint32_t cap = 8 + rng() % 200, want = 1 + rng() % 40;
         uint64_t mem = (uint64_t)(rng() % 300) * 100;
-        llrdma_rq_pool_init(&p, cap, want, 100, mem);
+        llrdma_rq_pool_init(&p, cap, want, 100, mem, 0);
         std::vector<uint32_t> live;
         for (int step = 0; step < 200; ++step) {
             if (rng() % 3 != 0 || live.empty()) {
@@ -423,6 +424,150 @@ BOOST_AUTO_TEST_CASE(rq_random_sequences_keep_the_books)
             BOOST_TEST_REQUIRE(p.reserved == sum);
             BOOST_TEST_REQUIRE(p.reserved <= p.posted);
             BOOST_TEST_REQUIRE(p.posted <= p.cap);
+        }
+    }
+}
+
+// Overcommitted pools (rnr_retry 7): every connection gets the whole window; buffers back
+// windows one for one up to half the budget, then stay; the SRQ limit grows them to it.
+BOOST_AUTO_TEST_CASE(rq_overcommit_backs_windows_then_shares_them)
+{
+    llrdma_rq_pool_t p;
+    uint32_t allot = 0, post = 0;
+    // Budget 100 buffers, window 16: backed up to 50.
+    llrdma_rq_pool_init(&p, 1000, 16, 1000, 100 * 1000, 1);
+    BOOST_TEST(p.budget == 100u);
+    BOOST_TEST(llrdma_rq_limit(&p) == 0u);
+    for (uint32_t i = 1; i <= 3; ++i) {
+        BOOST_TEST(llrdma_rq_allot(&p, &allot, &post) == LLRDMA_OK);
+        BOOST_TEST((allot == 16u && post == 16u));
+        BOOST_TEST(llrdma_rq_limit(&p) == 0u); // fully backed: cannot run dry
+    }
+    BOOST_TEST(llrdma_rq_allot(&p, &allot, &post) == LLRDMA_OK);
+    BOOST_TEST((allot == 16u && post == 2u)); // 50 = half the budget
+    for (int i = 0; i < 996; ++i) {
+        BOOST_TEST_REQUIRE(llrdma_rq_allot(&p, &allot, &post) == LLRDMA_OK);
+        BOOST_TEST_REQUIRE((allot == 16u && post == 0u)); // the 1000th peer too
+    }
+    BOOST_TEST(p.posted == 50u);
+    BOOST_TEST(p.reserved == 16000u);
+    // Windows outnumber buffers: the limit is armed at an eighth.
+    BOOST_TEST(llrdma_rq_limit(&p) == 6u);
+    BOOST_TEST(llrdma_rq_grow(&p) == 16u); // a window (more than a quarter of 50)
+    BOOST_TEST(p.posted == 66u);
+    BOOST_TEST(llrdma_rq_grow(&p) == 16u);
+    BOOST_TEST(llrdma_rq_grow(&p) == 18u); // 82 posted: a quarter is 20, 18 are left
+    BOOST_TEST(p.posted == 100u);
+    BOOST_TEST(llrdma_rq_grow(&p) == 0u);
+    BOOST_TEST(llrdma_rq_limit(&p) == 0u); // nothing more to grow: not armed
+    BOOST_TEST(p.grows == 3u);
+}
+
+BOOST_AUTO_TEST_CASE(rq_overcommit_budget_is_at_least_one_window_and_at_most_the_srq)
+{
+    llrdma_rq_pool_t p;
+    uint32_t allot = 0, post = 0;
+    // A budget smaller than a window still backs one window (the first peer sends it all).
+    llrdma_rq_pool_init(&p, 1000, 16, 1000, 3 * 1000, 1);
+    BOOST_TEST(p.budget == 16u);
+    BOOST_TEST(llrdma_rq_allot(&p, &allot, &post) == LLRDMA_OK);
+    BOOST_TEST((allot == 16u && post == 16u));
+    BOOST_TEST(llrdma_rq_allot(&p, &allot, &post) == LLRDMA_OK);
+    BOOST_TEST((allot == 16u && post == 0u));
+    // The device's SRQ bounds it too.
+    llrdma_rq_pool_init(&p, 40, 16, 1000, 1 << 30, 1);
+    BOOST_TEST(p.budget == 40u);
+    for (int i = 0; i < 10; ++i)
+        BOOST_TEST(llrdma_rq_allot(&p, &allot, &post) == LLRDMA_OK);
+    BOOST_TEST(p.posted == 20u);
+    while (llrdma_rq_grow(&p) > 0) {
+    }
+    BOOST_TEST(p.posted == 40u);
+    // An SRQ below the minimum refuses, as in the guaranteed mode.
+    llrdma_rq_pool_init(&p, 2, 16, 1000, 1 << 30, 1);
+    BOOST_TEST(llrdma_rq_allot(&p, &allot, &post) == LLRDMA_ERR_RANGE);
+}
+
+// Receive memory with 1,000 connected peers at hints 0, 8K and 64K, with the component's
+// default budget (btl_llrdma_recv_mem_max, 32 MiB per path) and the profiles' windows: the
+// pool posts what the connections' arithmetic says, and every peer gets its whole window.
+BOOST_AUTO_TEST_CASE(rq_thousand_peers_stay_within_the_budget)
+{
+    const uint64_t budget = 32ull << 20;
+    for (uint64_t hint : {0ull, 8192ull, 65536ull}) {
+        llrdma_profile_t prof;
+        BOOST_TEST_REQUIRE(llrdma_profile_derive(hint, nullptr, &prof) == LLRDMA_OK);
+        uint64_t total = 0;
+        for (const llrdma_path_profile_t *pp : {&prof.ll, &prof.bw}) {
+            if (0 == pp->max_bytes)
+                continue; // no such path
+            llrdma_rq_pool_t p;
+            llrdma_rq_pool_init(&p, 16384, pp->rq_depth, pp->recv_buf_bytes, budget, 1);
+            uint32_t allot = 0, post = 0;
+            for (int peer = 0; peer < 1000; ++peer) {
+                BOOST_TEST_REQUIRE(llrdma_rq_allot(&p, &allot, &post) == LLRDMA_OK);
+                BOOST_TEST_REQUIRE(allot == pp->rq_depth);
+            }
+            while (llrdma_rq_grow(&p) > 0) {
+            }
+            const uint64_t bytes = (uint64_t)p.posted * pp->recv_buf_bytes;
+            BOOST_TEST_MESSAGE("hint " << hint << " path of " << pp->recv_buf_bytes
+                                       << " B buffers: window " << allot << ", " << p.posted
+                                       << " buffers after every growth, " << bytes / 1024
+                                       << " KiB");
+            BOOST_TEST(bytes <= budget);
+            total += bytes;
+        }
+        BOOST_TEST(total <= 64ull << 20);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(rq_overcommit_random_sequences_keep_the_books)
+{
+    std::mt19937 rng(11);
+    for (int round = 0; round < 200; ++round) {
+        llrdma_rq_pool_t p;
+        uint32_t cap = 8 + rng() % 200, want = 1 + rng() % 40;
+        uint64_t mem = (uint64_t)(rng() % 300) * 100;
+        llrdma_rq_pool_init(&p, cap, want, 100, mem, 1);
+        std::vector<uint32_t> live;
+        for (int step = 0; step < 200; ++step) {
+            const llrdma_rq_pool_t before = p;
+            const unsigned what = rng() % 4;
+            if (what < 2 || live.empty()) {
+                uint32_t allot = 0, post = 0;
+                int rc = llrdma_rq_allot(&p, &allot, &post);
+                if (rc == LLRDMA_OK) {
+                    BOOST_TEST_REQUIRE(allot == p.want);
+                    BOOST_TEST_REQUIRE(p.posted == before.posted + post);
+                    live.push_back(allot);
+                } else {
+                    BOOST_TEST_REQUIRE(rc == LLRDMA_ERR_RANGE);
+                    BOOST_TEST_REQUIRE(before.budget < p.min);
+                }
+            } else if (what == 2) {
+                size_t k = rng() % live.size();
+                llrdma_rq_release(&p, live[k]);
+                live.erase(live.begin() + (long)k);
+            } else {
+                const uint32_t limit = llrdma_rq_limit(&p);
+                const uint32_t n = llrdma_rq_grow(&p);
+                BOOST_TEST_REQUIRE(p.posted == before.posted + n);
+                // Armed exactly when growing can help someone.
+                if (limit > 0)
+                    BOOST_TEST_REQUIRE(n > 0);
+            }
+            uint64_t sum = 0;
+            for (uint32_t a : live)
+                sum += a;
+            BOOST_TEST_REQUIRE(p.reserved == sum);
+            BOOST_TEST_REQUIRE(p.posted <= p.budget);
+            BOOST_TEST_REQUIRE(p.budget <= p.cap);
+            // Buffers never shrink, and a connection never finds fewer than one window
+            // posted (unless the SRQ itself is smaller).
+            BOOST_TEST_REQUIRE(p.posted >= before.posted);
+            if (!live.empty())
+                BOOST_TEST_REQUIRE(p.posted >= std::min(p.want, p.budget));
         }
     }
 }
