@@ -4,8 +4,11 @@
 # MPI_Isend/MPI_Irecv (receives posted first, then sends posted first), small
 # and hint-sized messages, every byte verified by its receiver
 # (tests/softroce/t_flow).  Hint 64K (its LL buffers are the largest), and hint
-# 8K with the receive windows overcommitted seven-fold (btl_llrdma_recv_mem_max
-# 1: the seven peers' windows of 64 share 64 buffers, RNR retried).  LLRDMA_MANYPEER_FULL=1 adds hints 0 and 8K
+# 8K with every peer at the minimum receive allotment (guaranteed windows:
+# btl_llrdma_rnr_retry 6, btl_llrdma_recv_mem_max 1: 4 credits per
+# connection).  Overcommitted seven-fold instead (rnr_retry 7), rxe crawls:
+# its RNR recovery meets transport retransmission timeouts (180 of 2.15 s in
+# one job, 2026-12-04), so that case is in docs/btl-design.md, not here.  LLRDMA_MANYPEER_FULL=1 adds hints 0 and 8K
 # with the default allotment.  Each 8-rank job costs 1.5-3 min in the TCG guest
 # (start-up and connections dominate).  Soft-RoCE VM only.
 . ./tests/mpi/env.sh
@@ -37,8 +40,9 @@ all() { # HINT BURST SIZE..., then nothing: one 8-rank job
 }
 
 all 65536 8 1 8 256 8192 65535 65536 65537
-pass "8 ranks, hint 8192, 7 windows on 64 buffers: all-to-all, bursts of 16, verified" \
+pass "8 ranks, hint 8192, 4 credits per peer: all-to-all, bursts of 16, verified" \
   -np 8 "${B[@]}" --mca btl_llrdma_size_hint 8192 --mca btl_llrdma_recv_mem_max 1 \
+  --mca btl_llrdma_rnr_retry 6 \
   "$T" alltoall 1 16 8 4096 8191 8192 8193 12289
 if [ "${LLRDMA_MANYPEER_FULL:-0}" = 1 ]; then
   all 0 8 1 8 256 4096 12289 65536
