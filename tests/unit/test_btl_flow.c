@@ -530,6 +530,19 @@ static void test_allotment_shrinks(void)
     fw_end(0);
 }
 
+/* Processes 0-2 at hint 8K (after the caller's knobs), 1 and 2 connected
+ * to 0 on LL by one message each. */
+static void three_into_zero(void)
+{
+    for (int i = 0; i < 3; ++i) {
+        CHECK(i == fw_add(8192, 0, 0));
+    }
+    fw_mesh();
+    (void)fw_send(1, 0, 100, 0);
+    (void)fw_send(2, 0, 100, 0);
+    fw_settle(100);
+}
+
 /* Overcommitted windows (rnr_retry 7, the default): every peer gets its
  * whole window though the buffers back only some; a burst from all of them
  * while the receiver is busy waits in the senders' NICs (RNR, retried), the
@@ -542,13 +555,7 @@ static void test_overcommitted_windows(void)
     fw_begin();
     /* LL budget: 96 buffers of 8256 bytes; windows of 64 backed up to 64. */
     mca_btl_llrdma_component.recv_mem_max = 96 * 8256;
-    for (int i = 0; i < 3; ++i) {
-        CHECK(i == fw_add(8192, 0, 0));
-    }
-    fw_mesh();
-    (void)fw_send(1, 0, 100, 0);
-    (void)fw_send(2, 0, 100, 0);
-    fw_settle(100);
+    three_into_zero();
     path = &fw[0].m->path[LL];
     CHECK(1 == path->rq.overcommit && 96 == path->rq.budget);
     CHECK(64 == fw_conn(1, 0, LL)->credit.granted && 64 == fw_conn(2, 0, LL)->credit.granted);
@@ -598,13 +605,7 @@ static void test_watchdog_waits_for_busy_receiver(void)
              * stuck here is the device's (the wire held). */
             mca_btl_llrdma_component.rnr_retry = 6;
         }
-        for (int i = 0; i < 3; ++i) {
-            CHECK(i == fw_add(8192, 0, 0));
-        }
-        fw_mesh();
-        (void)fw_send(1, 0, 100, 0);
-        (void)fw_send(2, 0, 100, 0);
-        fw_settle(100);
+        three_into_zero();
         CHECK(rnr7 == fw[0].m->path[LL].rq.overcommit);
         CHECK((rnr7 ? 7 : 6) == fw_conn(1, 0, LL)->qp_rnr_retry);
         if (!rnr7) {

@@ -386,14 +386,24 @@ BOOST_AUTO_TEST_CASE(rq_unpost_undoes_part_of_an_allot)
     BOOST_TEST(p.reserved == 0u);
 }
 
+namespace
+{
+// A pool of random capacity, window and budget (buffers of 100 bytes).
+llrdma_rq_pool_t random_pool(std::mt19937 &rng, int overcommit)
+{
+    llrdma_rq_pool_t p;
+    uint32_t cap = 8 + rng() % 200, want = 1 + rng() % 40;
+    uint64_t mem = (uint64_t)(rng() % 300) * 100;
+    llrdma_rq_pool_init(&p, cap, want, 100, mem, overcommit);
+    return p;
+}
+} // namespace
+
 BOOST_AUTO_TEST_CASE(rq_random_sequences_keep_the_books)
 {
     std::mt19937 rng(7);
     for (int round = 0; round < 200; ++round) {
-        llrdma_rq_pool_t p;
-        uint32_t cap = 8 + rng() % 200, want = 1 + rng() % 40;
-        uint64_t mem = (uint64_t)(rng() % 300) * 100;
-        llrdma_rq_pool_init(&p, cap, want, 100, mem, 0);
+        llrdma_rq_pool_t p = random_pool(rng, 0);
         std::vector<uint32_t> live;
         for (int step = 0; step < 200; ++step) {
             if (rng() % 3 != 0 || live.empty()) {
@@ -526,10 +536,7 @@ BOOST_AUTO_TEST_CASE(rq_overcommit_random_sequences_keep_the_books)
 {
     std::mt19937 rng(11);
     for (int round = 0; round < 200; ++round) {
-        llrdma_rq_pool_t p;
-        uint32_t cap = 8 + rng() % 200, want = 1 + rng() % 40;
-        uint64_t mem = (uint64_t)(rng() % 300) * 100;
-        llrdma_rq_pool_init(&p, cap, want, 100, mem, 1);
+        llrdma_rq_pool_t p = random_pool(rng, 1);
         std::vector<uint32_t> live;
         for (int step = 0; step < 200; ++step) {
             const llrdma_rq_pool_t before = p;
