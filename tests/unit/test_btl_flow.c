@@ -12,7 +12,7 @@
  * path, no overrun in the worst case, a connection that cannot fit is
  * refused), receive allotments shrinking past btl_llrdma_recv_mem_max
  * (rnr_retry below 7), overcommitted windows (the SRQ limit grows the pool,
- * RNR waits, nothing lost),
+ * RNR waits, nothing lost; every seam call of that failing in turn),
  * simultaneous connects (exactly one QP per path survives, for every
  * schedule), mixed hints (smaller LL buffers, no LL path: fragments routed to
  * BW and never larger than the peer takes), sendi, coalescing of messages
@@ -531,13 +531,17 @@ static void test_allotment_shrinks(void)
 }
 
 /* Processes 0-2 at hint 8K (after the caller's knobs), 1 and 2 connected
- * to 0 on LL by one message each. */
-static void three_into_zero(void)
+ * to 0 on LL by one message each; with fail_after > 0 that seam call from
+ * the connections on fails. */
+static void three_into_zero(long fail_after)
 {
     for (int i = 0; i < 3; ++i) {
         CHECK(i == fw_add(8192, 0, 0));
     }
     fw_mesh();
+    if (fail_after > 0) {
+        fake.fail_at = fake.calls + fail_after;
+    }
     (void)fw_send(1, 0, 100, 0);
     (void)fw_send(2, 0, 100, 0);
     fw_settle(100);
@@ -555,7 +559,7 @@ static void test_overcommitted_windows(void)
     fw_begin();
     /* LL budget: 96 buffers of 8256 bytes; windows of 64 backed up to 64. */
     mca_btl_llrdma_component.recv_mem_max = 96 * 8256;
-    three_into_zero();
+    three_into_zero(0);
     path = &fw[0].m->path[LL];
     CHECK(1 == path->rq.overcommit && 96 == path->rq.budget);
     CHECK(64 == fw_conn(1, 0, LL)->credit.granted && 64 == fw_conn(2, 0, LL)->credit.granted);
@@ -588,6 +592,63 @@ static void test_overcommitted_windows(void)
     fw_end(1);
 }
 
+/* The same burst with each seam call failing in turn, from the connections'
+ * set-up (where the SRQ limit is armed) through the limit event's growth:
+ * every failure is reported to ob1 or absorbed with nothing lost, nothing
+ * leaks, and a limit that could not be armed leaves a pool that still
+ * carries everything (by RNR, without growing). */
+static void test_overcommit_failures(void)
+{
+    long n;
+    int ok = 0, reported = 0, absorbed = 0, arm_failed = 0;
+
+    for (n = 1; n < 20000 && !ok; ++n) {
+        mca_btl_llrdma_path_t *path;
+        fw_begin();
+        mca_btl_llrdma_component.connect_timeout_s = 0; /* no time-based retries */
+        mca_btl_llrdma_component.recv_mem_max = 96 * 8256;
+        three_into_zero(n);
+        for (int i = 0; i < 80; ++i) {
+            (void)fw_send(1, 0, 1000, 0);
+            (void)fw_send(2, 0, 1000, 0);
+        }
+        fw_progress_one(1, 20);
+        fw_progress_one(2, 20);
+        fw_settle(300);
+        fw_progress_one(0, 300); /* the limit event is read */
+        fw_settle(300);
+        path = &fw[0].m->path[LL];
+        if (!fake.failed) {
+            ok = 1;
+            CHECK(81 == fw_sent(1, 0) && 81 == fw_sent(2, 0));
+            CHECK(1 == path->rq.grows && 96 == fake_srq_posted(path->srq));
+        } else if (fw[0].err_calls + fw[1].err_calls + fw[2].err_calls > 0) {
+            ++reported;
+        } else {
+            ++absorbed;
+            CHECK(81 == fw_sent(1, 0) && 81 == fw_sent(2, 0));
+            if (0 == strcmp(fake.failed_fn, "f_modify_srq")) {
+                ++arm_failed;
+                /* Never armed: no event, no growth, RNR carried it all. */
+                CHECK(0 == path->srq_armed && 0 == path->rq.grows);
+                CHECK(64 == fake_srq_posted(path->srq));
+            }
+            if (81 != fw_sent(1, 0) || 81 != fw_sent(2, 0)) {
+                printf("#   after failing %s (call %ld): %u and %u messages arrived\n",
+                       fake.failed_fn, n, fw_sent(1, 0), fw_sent(2, 0));
+            }
+        }
+        for (int i = 0; i < 3; ++i) {
+            CHECK(fw[i].accepted == fw[i].cb_calls);
+        }
+        CHECK(fake_faults() == fake.rnr_events);
+        fw_end(1);
+    }
+    CHECK(ok && arm_failed > 0);
+    printf("# overcommit failures: %ld points, %d reported, %d absorbed (%d SRQ-limit arms)\n",
+           n - 2, reported, absorbed, arm_failed);
+}
+
 /* A receiver that computes while overcommitted windows wait in RNR is not
  * a stopped device: past btl_llrdma_completion_timeout the watchdog says
  * so and waits on (the sends are retried for ever); it still fails a QP
@@ -605,7 +666,7 @@ static void test_watchdog_waits_for_busy_receiver(void)
              * stuck here is the device's (the wire held). */
             mca_btl_llrdma_component.rnr_retry = 6;
         }
-        three_into_zero();
+        three_into_zero(0);
         CHECK(rnr7 == fw[0].m->path[LL].rq.overcommit);
         CHECK((rnr7 ? 7 : 6) == fw_conn(1, 0, LL)->qp_rnr_retry);
         if (!rnr7) {
@@ -1157,6 +1218,7 @@ int main(int argc, char **argv)
     test_cq_reservations();
     test_stuck_dump();
     test_watchdog_waits_for_busy_receiver();
+    test_overcommit_failures();
     fflush(stderr);
     dup2(saved_stderr, 2);
     close(saved_stderr);
