@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "opal/mca/pmix/pmix.h"
 #include "opal/util/output.h"
@@ -298,6 +299,28 @@ static void port_note(mca_btl_llrdma_module_t *m, char *buf, size_t len)
         snprintf(buf, len, "; port %s:%d went down (state %s)", m->port.dev, m->port.port,
                  port_state_name(pa.state));
         m->port_down = 1;
+    }
+}
+
+/* How long a local QP error may wait for its port to leave ACTIVE. */
+#define LLRDMA_PORT_SETTLE_MS 200
+
+void mca_btl_llrdma_port_settle(mca_btl_llrdma_module_t *m, enum ibv_wc_status status)
+{
+    struct ibv_port_attr pa;
+
+    if (IBV_WC_LOC_QP_OP_ERR != status || m->port_down) {
+        return;
+    }
+    /* rxe can fail the work of a netdev taken down before the port's state
+     * says so (a two-port run, 2026-12-04): give the port a moment, on this
+     * error path only, so that the report names the cause. */
+    for (int ms = 0; ms < LLRDMA_PORT_SETTLE_MS; ms += 10) {
+        if (0 != mca_btl_llrdma_verbs.query_port(m->ctx, (uint8_t)m->port.port, &pa) ||
+            IBV_PORT_ACTIVE != pa.state) {
+            return; /* port_note reads it again and says so */
+        }
+        usleep(10000);
     }
 }
 
@@ -736,6 +759,7 @@ void mca_btl_llrdma_conn_send_done(mca_btl_llrdma_wr_t *wr, enum ibv_wc_status s
     int ostatus = IBV_WC_SUCCESS == status ? OPAL_SUCCESS : OPAL_ERROR;
 
     if (IBV_WC_SUCCESS != status) {
+        mca_btl_llrdma_port_settle(ep->module, status);
         mca_btl_llrdma_endpoint_fail(ep, "a send failed",
                                      mca_btl_llrdma_verbs.wc_status_str(status));
     }

@@ -159,6 +159,9 @@ static inline int mca_btl_llrdma_conn_up(const struct mca_btl_llrdma_conn_t *con
 {
     return NULL != conn && LLRDMA_CONN_ESTABLISHED == conn->state;
 }
+/* Before reporting a work completion error: a local QP error on a port
+ * still ACTIVE waits up to 200 ms for the port to say it went down. */
+void mca_btl_llrdma_port_settle(struct mca_btl_llrdma_module_t *m, enum ibv_wc_status status);
 /* Report a fatal error with this peer once, fail every queued and posted
  * fragment, and mark the endpoint FAILED. */
 void mca_btl_llrdma_endpoint_fail(mca_btl_llrdma_endpoint_t *ep, const char *what,

@@ -81,6 +81,7 @@ static void recv_failed(mca_btl_llrdma_module_t *m, int p, const struct ibv_wc *
     if (IBV_WC_SUCCESS != wc->status) {
         conn = conn_by_qp_num(m, wc->qp_num);
         if (NULL != conn && LLRDMA_CONN_CLOSED != conn->state) {
+            mca_btl_llrdma_port_settle(m, wc->status);
             mca_btl_llrdma_endpoint_fail(conn->endpoint, "a receive failed",
                                          mca_btl_llrdma_verbs.wc_status_str(wc->status));
         } else if (NULL == conn) {

@@ -110,6 +110,10 @@ static int f_query_port(struct ibv_context *c, uint8_t p, struct ibv_port_attr *
     }
     memset(a, 0, sizeof(*a));
     a->state = 0 != fake.port_state ? (enum ibv_port_state)fake.port_state : IBV_PORT_ACTIVE;
+    if (0 != fake.port_down_after && 0 == --fake.port_down_after) {
+        fake.port_state = IBV_PORT_DOWN; /* this query and later ones see it */
+        a->state = IBV_PORT_DOWN;
+    }
     a->link_layer = IBV_LINK_LAYER_ETHERNET;
     a->gid_tbl_len = 2;
     a->max_msg_sz = fake.max_msg_sz;

@@ -155,6 +155,8 @@ typedef struct fake_state {
     char last_dmabuf_link[64]; /* what /proc/self/fd/N names */
     int post_send_errno;       /* nonzero: every post_send fails with it */
     int port_state;            /* nonzero: query_port reports this enum ibv_port_state */
+    int port_down_after;       /* nonzero: that many more queries see ACTIVE, then DOWN
+                                  (a port whose state lags its failed work, as rxe's) */
     int route_unreachable;     /* rdma_resolve_route ends in UNREACHABLE */
     int refuse_connects;       /* the next n rdma_connect find no listener */
     int wire_hold;             /* posted WRs wait until cleared */

@@ -1071,6 +1071,41 @@ static void test_async_events(void)
 
 /* Fail the Nth seam call of module creation for every N: each failure must
  * leave nothing behind. */
+/* A local QP error on a port that still says ACTIVE (rxe fails the work of
+ * a netdev taken down before the port's state changes): the report waits
+ * for the port, briefly, and names it; a port that stays ACTIVE is
+ * reported without it, after that wait. */
+static void test_port_state_lags_the_error(void)
+{
+    for (int lags = 1; lags >= 0; --lags) {
+        uint64_t t0;
+        CHECK(0 == pair_ll(8192, 0));
+        /* The first query (the settle loop's) and a few more still see ACTIVE. */
+        fake.port_down_after = lags ? 4 : 0;
+        fake_qp_fail(fw_conn(0, 1, LL)->qp, IBV_WC_LOC_QP_OP_ERR);
+        CHECK(0 <= fw_send(0, 1, 4000, 0));
+        t0 = mca_btl_llrdma_now_ms();
+        for (int r = 0; r < 100 && 0 == fw[0].err_calls; ++r) {
+            fw_progress_one(0, 1);
+        }
+        CHECK(1 == fw[0].err_calls && fw[0].err_proc == fw[1].proc);
+        if (lags) {
+            CHECK(0 == fake.port_down_after);
+            CHECK(NULL != strstr(fw[0].err_text, "local QP operation error; port fake0:1 went "
+                                                 "down (state DOWN)"));
+            CHECK(fw[0].m->port_down);
+        } else {
+            CHECK(NULL != strstr(fw[0].err_text, "local QP operation error"));
+            CHECK(NULL == strstr(fw[0].err_text, "went down"));
+            CHECK(!fw[0].m->port_down);
+            CHECK(mca_btl_llrdma_now_ms() - t0 >= 190); /* waited for it, once */
+        }
+        fake.port_state = 0;
+        fake.port_down_after = 0;
+        fw_end(1);
+    }
+}
+
 static void test_every_create_failure(void)
 {
     long n;
@@ -1166,6 +1201,7 @@ int main(int argc, char **argv)
     test_passive_connection();
     test_peer_disconnect();
     test_async_events();
+    test_port_state_lags_the_error();
     test_registered_pages_are_ours();
     /* The exhaustive loops print one user-facing error per failure: keep the log short. */
     fflush(stderr);
