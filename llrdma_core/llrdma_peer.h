@@ -6,6 +6,11 @@
  * the handle caches and the round protocol are unit-tested without a GPU.
  *
  * One call (llrdma_peer_run) over the communicator's shared arena:
+ *  0. placement: every rank stamps its placement word with the call and
+ *     whether its buffers are in host or managed memory.  Such a rank knows
+ *     the call falls back and returns at once, waiting for nobody: host
+ *     calls pay no round for the GPU path.  The others read every rank's
+ *     word (no round is used); one such rank is a fallback for all;
  *  1. publish: every rank writes its record (llrdma_peer_record_t: where its
  *     buffers live, their IPC handles, its GPU, its interprocess event, or why
  *     it cannot take part) into its slot and posts a round;
@@ -131,9 +136,8 @@ typedef struct {
 } llrdma_peer_state_t;
 
 /* After a fallback because of where buffers live (host, managed) the next
- * call tries again (one extra arena round per call: coll_llrdma_gpu_peer_min
- * keeps small host Allreduces out of it); after CUDA refused a handle the
- * next attempts come after 1, 2, 4 ... and at most this many calls. */
+ * call tries again (a placement word, no round: step 0 above); after CUDA
+ * refused a handle the next attempts come after 1, 2, 4 ... and at most this many calls. */
 #define LLRDMA_PEER_BACKOFF_MAX 64
 
 /* 1 when call number `call` (llrdma_ar_shm_t.call, equal on every rank)

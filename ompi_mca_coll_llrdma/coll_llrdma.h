@@ -312,6 +312,9 @@ int mca_coll_llrdma_gpu_shared(mca_coll_llrdma_module_t *m, struct ompi_communic
 /* 1 when this process may load libllrdma_cuda.so (built with CUDA, or
  * LLRDMA_CUDA_LIB set); loads nothing. */
 int mca_coll_llrdma_gpu_possible(void);
+/* 1 when this process can hold device buffers at all: the GPU path is
+ * possible and the CUDA driver (libcuda.so.1) loaded; no cuInit. */
+int mca_coll_llrdma_gpu_driver(void);
 /* The GPU library: loaded now if need be (NULL with the reason logged), or
  * only if already loaded (never loads CUDA to clean up). */
 const struct llrdma_cuda_api *mca_coll_llrdma_gpu_api(struct ompi_communicator_t *comm);

@@ -175,9 +175,9 @@ static int llrdma_register(void)
     c->gpu_peer_min_text = "64K";
     (void)reg("gpu_peer_min",
               "Allreduces of at least this many bytes try the GPU peer path "
-              "(coll_llrdma_gpu_peer): one extra arena round per call, also for host buffers, "
-              "so small host Allreduces stay out; smaller device vectors take the arena path "
-              "(or are copied whole, coll_llrdma_gpu_stage_max). Same size syntax as the hint",
+              "(coll_llrdma_gpu_peer; host buffers only stamp a placement word, no round); "
+              "smaller device vectors take the arena path (or are copied whole, "
+              "coll_llrdma_gpu_stage_max). Same size syntax as the hint",
               MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_5, &c->gpu_peer_min_text);
     c->internode_transport = LLRDMA_NET_AUTO;
     {

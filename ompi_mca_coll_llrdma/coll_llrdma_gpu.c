@@ -57,6 +57,15 @@ int mca_coll_llrdma_gpu_kind(const void *p, int *device)
     return (int)llrdma_cuptr_kind(&detector, p, device);
 }
 
+int mca_coll_llrdma_gpu_driver(void)
+{
+    if (!mca_coll_llrdma_gpu_possible()) {
+        return 0;
+    }
+    pthread_once(&detect_once, detect_init);
+    return NULL != detector.getattrs;
+}
+
 /* LLRDMA_CUDA_LIB (build tree, tests) overrides the installed path. */
 static void lib_init(void)
 {

@@ -137,7 +137,7 @@ int mca_coll_llrdma_agree(mca_coll_llrdma_module_t *m, struct ompi_communicator_
 {
     mca_coll_llrdma_component_t *c = &mca_coll_llrdma_component;
     int n = ompi_comm_size(comm);
-    long mine[18], all[18], eager, below, peer;
+    long mine[19], all[19], eager, below, peer;
     int rc, mode, *keys = NULL;
     void *names = NULL;
 
@@ -178,8 +178,12 @@ int mca_coll_llrdma_agree(mca_coll_llrdma_module_t *m, struct ompi_communicator_
     peer = (long)c->gpu_peer << 41 | (long)c->gpu_peer_min;
     mine[16] = peer;
     mine[17] = -peer;
+    /* Which ranks may take the GPU peer path: all or none (a rank without
+     * the CUDA driver holds no device buffer, so no call could take it, and
+     * host calls need not even stamp a placement word). */
+    mine[18] = mca_coll_llrdma_gpu_driver() ? 0 : 1;
     rc =
-        m->previous_allreduce(mine, all, 18, MPI_LONG, MPI_MAX, comm, m->previous_allreduce_module);
+        m->previous_allreduce(mine, all, 19, MPI_LONG, MPI_MAX, comm, m->previous_allreduce_module);
     if (OMPI_SUCCESS != rc) {
         m->agreed = -1;
         m->decline_why = "the agreement Allreduce failed";
@@ -213,6 +217,18 @@ int mca_coll_llrdma_agree(mca_coll_llrdma_module_t *m, struct ompi_communicator_
         m->decline_why = "out of memory for the node layout";
     } else {
         m->eager_bytes = (0 != all[7]) ? 0 : (size_t)(-all[6]);
+        if (0 != all[18] && !m->peer.never) {
+            m->peer.never = 1;
+            m->peer.never_reason = LLRDMA_PEER_NO_LIBRARY;
+            if (mca_coll_llrdma_gpu_possible()) {
+                opal_output_verbose(5, c->output,
+                                    "coll:llrdma: %s: no GPU peer path on this communicator: %s",
+                                    comm->c_name,
+                                    mca_coll_llrdma_gpu_driver()
+                                        ? "another rank has no CUDA driver (libcuda.so.1)"
+                                        : "this rank has no CUDA driver (libcuda.so.1)");
+            }
+        }
         /* Every rank takes the same branches: the set-ups are collective. */
         mode = mca_coll_llrdma_hier_setup(m, comm, keys, names, -all[8] == 1, 0 != all[12]);
         m->agreed = 1;

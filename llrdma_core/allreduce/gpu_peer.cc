@@ -39,6 +39,16 @@ bool identities_changed(const llrdma_peer_state_t *st, bool had_last,
     return false;
 }
 
+// Where buffers live: known to the rank alone, decided per call, and coded
+// 1..3 in a placement word (Arena::post_place).
+static_assert(LLRDMA_PEER_HOST_RECV == 1 && LLRDMA_PEER_HOST_SEND == 2 && LLRDMA_PEER_MANAGED == 3,
+              "placement reasons fit the placement word's code");
+bool placement(int reason)
+{
+    return reason == LLRDMA_PEER_HOST_RECV || reason == LLRDMA_PEER_HOST_SEND ||
+           reason == LLRDMA_PEER_MANAGED;
+}
+
 // Same on every rank: every rank follows the same records.
 void note_fallback(llrdma_peer_state_t *st, int reason)
 {
@@ -51,8 +61,7 @@ void note_fallback(llrdma_peer_state_t *st, int reason)
     // Where the buffers live changes from call to call (a host call between
     // device calls is common): try again next call.  A CUDA refusal tends
     // to repeat: back off.
-    if (reason == LLRDMA_PEER_HOST_RECV || reason == LLRDMA_PEER_HOST_SEND ||
-        reason == LLRDMA_PEER_MANAGED) {
+    if (placement(reason)) {
         st->backoff = 0;
         return;
     }
@@ -156,19 +165,45 @@ extern "C" int llrdma_peer_run(llrdma_ar_shm_t *shm, int rank, int n, llrdma_pee
     const bool had_last = st->have_last != 0;
     st->have_last = 0;
     Arena ar(shm, rank, n);
+    const uint64_t call = shm->call;
+    // 0. Placement.  A rank whose buffers are in host or managed memory knows
+    // the outcome alone (a fallback): it says so in its placement word and
+    // goes on without waiting for anyone, so host calls pay no round for
+    // the GPU path.  The others read every word before any round: one
+    // such rank is a fallback for all, with the same state change.
+    const unsigned placed = placement(mine->reason) ? static_cast<unsigned>(mine->reason) : 0u;
+    ar.post_place(call, placed);
+    if (placed) {
+        why = mine->reason;
+        w = rank;
+        note_fallback(st, why);
+        st->next_call = call + 1;
+        return LLRDMA_PEER_FALLBACK;
+    }
+    unsigned codes[LLRDMA_PEER_MAX_RANKS];
+    int rc = ar.wait_place(call, 0, codes, &w);
+    if (rc != LLRDMA_AR_OK)
+        return rc;
+    for (int q = 0; q < n; ++q)
+        if (codes[q] != 0) {
+            why = static_cast<int>(codes[q]);
+            w = q;
+            note_fallback(st, why);
+            st->next_call = call + 1;
+            return LLRDMA_PEER_FALLBACK;
+        }
     // 1. Publish.  Slots alternate by round parity, and a rank writes a slot
     // only after every rank posted the round before; a call without a
     // confirm round has two rounds, so the next call's record lands in the
     // slot of this one's: read it only before posting the next round.
     uint64_t g = ar.next_round();
-    const uint64_t call = shm->call;
     llrdma_peer_record_t own = *mine;
     own.magic = LLRDMA_PEER_MAGIC;
     own.call = call;
     own.round = g;
     std::memcpy(ar.slot(g, rank), &own, sizeof own);
     ar.post_in(g);
-    int rc = ar.wait_in(g);
+    rc = ar.wait_in(g);
     if (rc != LLRDMA_AR_OK)
         return rc;
     // Copied out now: once this rank posts its next round, a rank that

@@ -171,6 +171,17 @@ class Arena
     // when a rank failed instead.
     int wait_in(uint64_t g) { return wait(0, g); }
     int wait_red(uint64_t g) { return wait(1, g); }
+    // The placement word (word 1 of this rank's in-flag line): call number
+    // and a small code (0..3), read by the others without a round, so that
+    // a rank that knows its outcome alone need not wait for anyone
+    // (llrdma_peer_run).  Stamps only grow.
+    void post_place(uint64_t call, unsigned code);
+    // LLRDMA_AR_OK once every other rank placed `call`: codes[r] (0..3) for
+    // each rank (its own: `mine`).  LLRDMA_PEER_ERR_SYNC, *who set, when a
+    // rank placed a later call or posted a round this rank has not started
+    // (it is not in this step: the ranks disagree); the arena's errors as
+    // wait_in.
+    int wait_place(uint64_t call, unsigned mine, unsigned *codes, int *who);
     // Marks the arena broken (every rank's waits end) and returns rc.
     int fail(int rc);
     bool broken() const;
@@ -181,6 +192,9 @@ class Arena
     uint64_t *flag(int r, int which) const;
     void post(int which, uint64_t g);
     int wait(int which, uint64_t g);
+    // Between polls of rank r: the abort word, progress, liveness.
+    // LLRDMA_AR_OK to keep waiting.
+    int idle(int r, unsigned &polls, uint64_t &next_check);
 
     llrdma_ar_shm_t *s_;
     unsigned char *base_;

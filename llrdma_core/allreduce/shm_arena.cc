@@ -1,7 +1,8 @@
 // shm_arena.cc -- the shared arena of the shm_* algorithms: layout and flags.
 //
 // Layout (offsets from base, every part 64-byte aligned):
-//   flags   size x 192 B   rank r: in flag at r*192, red flag at r*192 + 64,
+//   flags   size x 192 B   rank r: in flag at r*192 (its placement word at
+//                          r*192 + 8), red flag at r*192 + 64,
 //                          the caller's info line at r*192 + 128 (own cache
 //                          lines: a poller never shares a line with another
 //                          rank's writes)
@@ -14,6 +15,7 @@
 //                              the rest, for shm_direct's fold with copy hooks
 // Flags hold round numbers and only grow, so a waiter compares with >=.
 #include "internal.h"
+#include "llrdma_peer.h"
 
 #include <chrono>
 #include <thread>
@@ -118,10 +120,38 @@ void Arena::post(int which, uint64_t g)
     __atomic_store_n(flag(rank_, which), g, __ATOMIC_RELEASE);
 }
 
+int Arena::idle(int r, unsigned &polls, uint64_t &next_check)
+{
+    if (__atomic_load_n(abort_word(base_, size_, 0), __ATOMIC_RELAXED) != 0)
+        return __atomic_load_n(abort_word(base_, size_, 1), __ATOMIC_ACQUIRE) != 0
+                   ? LLRDMA_AR_ERR_PEER_GONE
+                   : LLRDMA_AR_ERR_TRANSPORT;
+    cpu_relax();
+    if (++polls % kPollsPerYield != 0)
+        return LLRDMA_AR_OK;
+    if (s_->progress)
+        s_->progress(s_->progress_ctx);
+    else
+        std::this_thread::yield();
+    if (!s_->alive || s_->liveness_ns == 0)
+        return LLRDMA_AR_OK;
+    // A rank that died never posts: ask about the one waited on, at most
+    // every liveness_ns (the first time after one interval).
+    uint64_t now = now_ns();
+    if (next_check == 0) {
+        next_check = now + s_->liveness_ns;
+    } else if (now >= next_check) {
+        next_check = now + s_->liveness_ns;
+        if (!s_->alive(s_->alive_ctx, r)) {
+            mark_gone(base_, size_, s_->call, r);
+            return LLRDMA_AR_ERR_PEER_GONE;
+        }
+    }
+    return LLRDMA_AR_OK;
+}
+
 int Arena::wait(int which, uint64_t g)
 {
-    const uint64_t *abort0 = abort_word(base_, size_, 0);
-    const bool check = s_->alive && s_->liveness_ns > 0;
     for (int r = 0; r < size_; ++r) {
         if (r == rank_)
             continue;
@@ -129,32 +159,47 @@ int Arena::wait(int which, uint64_t g)
         unsigned polls = 0;
         uint64_t next_check = 0;
         while (__atomic_load_n(f, __ATOMIC_ACQUIRE) < g) {
-            if (__atomic_load_n(abort0, __ATOMIC_RELAXED) != 0)
-                return __atomic_load_n(abort_word(base_, size_, 1), __ATOMIC_ACQUIRE) != 0
-                           ? LLRDMA_AR_ERR_PEER_GONE
-                           : LLRDMA_AR_ERR_TRANSPORT;
-            cpu_relax();
-            if (++polls % kPollsPerYield != 0)
-                continue;
-            if (s_->progress)
-                s_->progress(s_->progress_ctx);
-            else
-                std::this_thread::yield();
-            if (!check)
-                continue;
-            // A rank that died never posts: ask about the one waited on, at
-            // most every liveness_ns (the first time after one interval).
-            uint64_t now = now_ns();
-            if (next_check == 0) {
-                next_check = now + s_->liveness_ns;
-            } else if (now >= next_check) {
-                next_check = now + s_->liveness_ns;
-                if (!s_->alive(s_->alive_ctx, r)) {
-                    mark_gone(base_, size_, s_->call, r);
-                    return LLRDMA_AR_ERR_PEER_GONE;
-                }
-            }
+            int rc = idle(r, polls, next_check);
+            if (rc != LLRDMA_AR_OK)
+                return rc;
         }
+    }
+    return LLRDMA_AR_OK;
+}
+
+void Arena::post_place(uint64_t call, unsigned code)
+{
+    __atomic_store_n(flag(rank_, 0) + 1, call << 2 | (code & 3u), __ATOMIC_RELEASE);
+}
+
+int Arena::wait_place(uint64_t call, unsigned mine, unsigned *codes, int *who)
+{
+    const uint64_t want = call << 2;
+    for (int r = 0; r < size_; ++r) {
+        if (r == rank_) {
+            codes[r] = mine & 3u;
+            continue;
+        }
+        const uint64_t *w = flag(r, 0) + 1, *in = flag(r, 0);
+        unsigned polls = 0;
+        uint64_t next_check = 0, v;
+        while ((v = __atomic_load_n(w, __ATOMIC_ACQUIRE)) < want) {
+            // Placed before any round of the call: a rank already past this
+            // round count without placing this call skipped the step.
+            if (__atomic_load_n(in, __ATOMIC_ACQUIRE) > s_->gen &&
+                __atomic_load_n(w, __ATOMIC_ACQUIRE) < want) {
+                *who = r;
+                return fail(LLRDMA_PEER_ERR_SYNC);
+            }
+            int rc = idle(r, polls, next_check);
+            if (rc != LLRDMA_AR_OK)
+                return rc;
+        }
+        if (v >> 2 != call) {
+            *who = r; // a later call: this rank lost count
+            return fail(LLRDMA_PEER_ERR_SYNC);
+        }
+        codes[r] = static_cast<unsigned>(v & 3u);
     }
     return LLRDMA_AR_OK;
 }

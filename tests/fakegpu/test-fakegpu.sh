@@ -137,6 +137,24 @@ check_pass "3 ranks, 256-byte arena chunks (no room for a record): arena path, P
 launch -np 2 --mca coll_llrdma_verbose 10 -x FAKEGPU_EXPECT_PEER=0 "$T" --peer
 check_pass "coll_llrdma_gpu_peer off: arena path, PASS" $P 2
 check_run "coll_llrdma_gpu_peer off: never tried" lacks "GPU peer path"
+# Host calls and the peer path: with the driver on every rank a host call
+# only stamps its placement word (the fallback is said); a rank without the
+# driver (libcuda.so.1) takes the communicator off the peer path at set-up,
+# for every rank, so host calls never try it.
+TA="$top_builddir/tests/mpi/t_allreduce"
+NO_DRIVER_LD=${LD_LIBRARY_PATH#"$LLRDMA_TEST_HOME/lib:"}
+launch -np 2 "${PP[@]}" "$TA"
+check_pass "2 ranks with the driver, host buffers, peer path auto: PASS" t_allreduce 2
+check_run "with the driver: host calls fall back by placement" \
+  has "did not take the GPU peer path (receive buffer in host memory"
+launch -np 1 "${PP[@]}" "$TA" : -np 1 -x LD_LIBRARY_PATH="$NO_DRIVER_LD" "$TA"
+check_pass "rank 1 without the CUDA driver: PASS" t_allreduce 2
+check_run "rank 1 without the driver: said on both ranks" \
+  has "no GPU peer path on this communicator: another rank has no CUDA driver"
+check_run "rank 1 without the driver: it says so itself" \
+  has "no GPU peer path on this communicator: this rank has no CUDA driver"
+check_run "rank 1 without the driver: no call tried the peer path" \
+  lacks "did not take the GPU peer path"
 launch --mca coll_llrdma_verbose 10 -np 1 -x OMPI_MCA_coll_llrdma_gpu_peer=auto \
   -x FAKEGPU_EXPECT_PEER=0 "$T" --peer : -np 1 -x FAKEGPU_EXPECT_PEER=0 "$T" --peer
 check_run "ranks that disagree on coll_llrdma_gpu_peer: refused, no hang" \
