@@ -221,12 +221,11 @@ int mca_coll_llrdma_agree(mca_coll_llrdma_module_t *m, struct ompi_communicator_
             m->peer.never = 1;
             m->peer.never_reason = LLRDMA_PEER_NO_LIBRARY;
             if (mca_coll_llrdma_gpu_possible()) {
-                opal_output_verbose(5, c->output,
-                                    "coll:llrdma: %s: no GPU peer path on this communicator: %s",
-                                    comm->c_name,
-                                    mca_coll_llrdma_gpu_driver()
-                                        ? "another rank has no CUDA driver (libcuda.so.1)"
-                                        : "this rank has no CUDA driver (libcuda.so.1)");
+                opal_output_verbose(
+                    5, c->output, "coll:llrdma: %s: no GPU peer path on this communicator: %s",
+                    comm->c_name,
+                    mca_coll_llrdma_gpu_driver() ? "another rank has no CUDA driver (libcuda.so.1)"
+                                                 : "this rank has no CUDA driver (libcuda.so.1)");
             }
         }
         /* Every rank takes the same branches: the set-ups are collective. */

@@ -553,7 +553,8 @@ BOOST_AUTO_TEST_CASE(a_host_rank_waits_for_nobody)
     node.shm[1].liveness_ns = 1000000;
     llrdma_peer_ops_t ops1{&node.ranks[1], &Rank::s_open, &Rank::s_reduce, &Rank::s_finish};
     int why = -9, who = -9;
-    int rc = llrdma_peer_run(&node.shm[1], 1, n, &node.st[1], &host[1], &ops1, count, 0, &why, &who);
+    int rc =
+        llrdma_peer_run(&node.shm[1], 1, n, &node.st[1], &host[1], &ops1, count, 0, &why, &who);
     BOOST_REQUIRE_EQUAL(rc, LLRDMA_PEER_FALLBACK); // the rest would wait for a broken arena
     BOOST_CHECK_EQUAL(why, LLRDMA_PEER_HOST_RECV);
     BOOST_CHECK_EQUAL(who, 1);
