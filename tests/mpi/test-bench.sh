@@ -144,9 +144,15 @@ sweep_csv() {
 check_run "sweep --csv: header + 18 rows" sweep_csv
 
 # ---------------------------------------------------------------- allreduce
+# --verify checks every call: 10 sizes x (20 timed + 2 warm-up).
+ar_checked="checked: every call of every size, 200 timed (the iters column) + 20 warm-up, \
+inputs varied per iteration (rank, iteration, element), all elements compared with the exact result"
 for n in 2 4; do
   launch -np $n "$BENCH" allreduce --max 4K --warmup 2 --iters 20 --verify
-  check_run "allreduce $n ranks: exit 0, results verified" verified "verify: all results correct"
+  check_run "allreduce $n ranks: exit 0, every call's result verified" \
+    verified "^# --verify: all results correct; $ar_checked\$"
+  check_run "allreduce $n ranks --verify: says the filling and checking run between the calls" \
+    has "^# with --verify: before each call .* compare these numbers only with other --verify runs"
   ten_rows() { [ "$(rows | wc -l)" -eq 10 ] && rows_ok '$5 + 0 <= 0 || $5 > $7'; }
   check_run "allreduce $n ranks: 10 sizes 8 B..4 KB, P50 > 0, P50 <= P99" ten_rows
   check_run "allreduce $n ranks: reports the coll component serving it" \
@@ -174,6 +180,44 @@ paired() {
 }
 check_run "allreduce --paired: the duplicate declined once per rank, both sides timed and verified" \
   paired
+check_run "allreduce --paired --verify: every call of both sides checked (40 timed + 4 warm-up each)" \
+  has "^# --verify: all results correct; checked: every call of every size, 40 timed (the iters column) + 4 warm-up on each side of --paired,"
+
+# --verify can fail: test hooks of llrdma-bench (tools/bench_allreduce.c,
+# parse_hook) damage one call on one rank; the verdict is the exit status.
+# LLRDMA_BENCH_TEST_CORRUPT=RANK:SIZE:ITER:ELEM[:prev] adds 1 to one element
+# of one result.  2 ranks, sum: element 3 of iteration 5 is 3 + 2 x ((3 + 7 x 5)
+# mod 1021) = 79; iterations 0-1 are the warm-up, so 5 is timed call 3.
+# "$real": the binary, set above for the bw shim.
+launch -np 2 -x LLRDMA_BENCH_TEST_CORRUPT=1:4096:5:3 "$real" allreduce --sizes 8,4K,64K \
+  --warmup 2 --iters 20 --verify
+check "allreduce --verify, element 3 of call 5 at 4 KB damaged on rank 1: exit 1 (exit $rc)" \
+  test $rc -eq 1
+check "allreduce --verify, damaged element: rank 1 names size, iteration, element, got, expected" \
+  has "allreduce: rank 1: --verify: size 4096 iteration 5 (timed call 3): element 3 is 80, expected 79 (1 of 512 elements wrong)$"
+check "allreduce --verify, damaged element: counted for the size, no other rank or size wrong" \
+  count "rank [0-9]*: --verify:" 2
+check "allreduce --verify, damaged element: rank 0's summary says FAILED" \
+  has "^# --verify: FAILED: 1 wrong element(s) on all ranks"
+launch -np 2 -x LLRDMA_BENCH_TEST_CORRUPT=1:4096:5:3 "$real" allreduce --sizes 4K --warmup 2 \
+  --iters 20
+check "allreduce without --verify, same damage: exit 0 (the hook alone fails nothing) (exit $rc)" \
+  test $rc -eq 0
+# LLRDMA_BENCH_TEST_STALE=RANK:SIZE:ITER: rank 2 keeps call 6's input for call
+# 7, so every element of call 7 is wrong on every rank (inputs vary per call).
+launch -np 3 -x LLRDMA_BENCH_TEST_STALE=2:64:7 "$real" allreduce --sizes 64 --dtype float \
+  --warmup 2 --iters 20 --verify
+check "allreduce --verify, one rank's input not refilled for call 7: exit 1 (exit $rc)" \
+  test $rc -eq 1
+check "allreduce --verify, stale input: all 16 elements of call 7 wrong on each of 3 ranks" \
+  count "rank [012]: --verify: size 64 iteration 7 (timed call 5): element 0 is 146, expected 153 (16 of 16 elements wrong)$" 3
+# --paired: the duplicate's result is checked too (rank 0, its first warm-up call).
+launch -np 2 -x LLRDMA_BENCH_TEST_CORRUPT=0:8:0:0:prev "$real" allreduce --paired --sizes 8,4K \
+  --dtype int --op max --warmup 2 --iters 20 --verify
+check "allreduce --paired --verify, the duplicate's result damaged: exit 1 (exit $rc)" \
+  test $rc -eq 1
+check "allreduce --paired --verify, damaged duplicate: rank 0 names it" \
+  has "rank 0: --verify: size 8 iteration 0 (warm-up) on the --paired duplicate: element 0 is 3, expected 2 "
 
 # --device: a skip only where the prerequisite may be missing: exit 4 when
 # this build has no CUDA, exit 3 when CUDA is built but nvidia-smi lists no GPU.
@@ -240,4 +284,7 @@ capture "$BENCH" pingpong --help
 check_run "pingpong --help: documents round trips" has "ROUND TRIP"
 capture "$BENCH" bw --help
 check_run "bw --help: documents the window and --window-bytes" has "^    --window-bytes S"
+capture "$BENCH" allreduce --help
+check_run "allreduce --help: --verify's filling and checking run between the calls" \
+  has "numbers.  Without it the input is written once"
 finish
