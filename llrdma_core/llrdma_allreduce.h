@@ -33,6 +33,9 @@ extern "C" {
 #define LLRDMA_AR_ERR_PEER_GONE                                                                    \
     (-24) /* a rank of the shared arena died (llrdma_ar_shm_t.alive)                               \
            */
+/* Another rank failed in this call and said so in its messages (0-byte
+ * messages: llrdma_ar_comm_t.waitall_sizes). */
+#define LLRDMA_AR_ERR_PEER_FAILED (-25)
 
 /* ---------------------------------------------------------- datatypes/ops */
 
@@ -394,6 +397,19 @@ typedef struct llrdma_ar_comm {
     int (*irecv)(void *ctx, void *buf, size_t bytes, int peer, int tag, void **req);
     int (*waitall)(void *ctx, int n, void **reqs);
     int (*cancel)(void *ctx, void *req);
+    /* Optional: waitall that also gives each receive's received bytes
+     * (bytes[i]; anything for a send), and takes sends of 0 bytes.  With it
+     * the message algorithms (recursive doubling, Rabenseifner, ring) carry
+     * a rank's failure in their own messages: the failed rank runs the rest
+     * of the schedule with 0-byte sends and no local work, every rank that
+     * receives an empty message where it expected data does the same and
+     * returns LLRDMA_AR_ERR_PEER_FAILED, and every message of the call is
+     * matched within it, so nothing of a failed call reaches the next one.
+     * A rank that failed after its last send leaves the others' results
+     * good.  Without it a failure cancels the rank's requests and its peers
+     * wait for messages that never come (as in MPI).  Not carried: a scratch
+     * allocation that fails before the first message. */
+    int (*waitall_sizes)(void *ctx, int n, void **reqs, size_t *bytes);
 
     /* Optional memory hooks, for buffers the core must not touch itself (GPU
      * memory): all NULL = host memory (memcpy, llrdma_reduce_local, malloc).

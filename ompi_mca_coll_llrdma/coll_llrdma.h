@@ -284,6 +284,7 @@ int mca_coll_llrdma_pml_isend(void *ctx, const void *buf, size_t bytes, int peer
                               void **req);
 int mca_coll_llrdma_pml_irecv(void *ctx, void *buf, size_t bytes, int peer, int tag, void **req);
 int mca_coll_llrdma_pml_waitall(void *ctx, int n, void **reqs);
+int mca_coll_llrdma_pml_waitall_sizes(void *ctx, int n, void **reqs, size_t *bytes);
 int mca_coll_llrdma_pml_cancel(void *ctx, void *req);
 /* Open MPI code for llrdma_ar_run's result. */
 int mca_coll_llrdma_ar_status(int rc, int pml_err, struct ompi_communicator_t *comm);

@@ -171,6 +171,12 @@ int mca_coll_llrdma_ar_status(int rc, int pml_err, struct ompi_communicator_t *c
         return OMPI_ERR_OUT_OF_RESOURCE;
     case LLRDMA_AR_ERR_PEER_GONE:
         return OMPI_ERROR; /* reported once by the arena call (arena_status) */
+    case LLRDMA_AR_ERR_PEER_FAILED:
+        opal_output_verbose(1, c->output,
+                            "coll:llrdma: MPI_Allreduce on %s: another rank failed in this call "
+                            "(its messages said so); the next call is not affected",
+                            comm->c_name);
+        return OMPI_ERROR;
     default:
         opal_output_verbose(1, c->output, "coll:llrdma: allreduce on %s: core error %d",
                             comm->c_name, rc);
@@ -368,6 +374,7 @@ static int run_plan(const llrdma_ar_plan_t *plan, const void *sbuf, void *rbuf, 
     tc.isend = mca_coll_llrdma_pml_isend;
     tc.irecv = mca_coll_llrdma_pml_irecv;
     tc.waitall = mca_coll_llrdma_pml_waitall;
+    tc.waitall_sizes = mca_coll_llrdma_pml_waitall_sizes; /* failures carried in messages */
     tc.cancel = mca_coll_llrdma_pml_cancel;
     tc.shm = NULL != m->shm.base ? &m->shm : NULL;
     if (LLRDMA_AR_HIER == plan->alg) {
@@ -379,6 +386,7 @@ static int run_plan(const llrdma_ar_plan_t *plan, const void *sbuf, void *rbuf, 
         tc.isend = net->isend;
         tc.irecv = net->irecv;
         tc.waitall = net->waitall;
+        tc.waitall_sizes = NULL; /* the node arena carries failures within the node */
         tc.cancel = net->cancel;
         tc.hier = &m->hier;
     }

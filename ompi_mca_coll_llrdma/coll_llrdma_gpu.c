@@ -205,9 +205,18 @@ static int gpu_isend(void *ctx, const void *buf, size_t bytes, int peer, int tag
     if (NULL == q) {
         return no_memory(g);
     }
-    if (0 != g->api->stage_out(g->s, buf, bytes, &q->bounce)) {
-        g->cuda_failed = 1;
-        goto free_req;
+    /* After a CUDA failure (this one or an earlier one) the message goes
+     * empty: the peer learns the call failed (llrdma_ar_comm_t.waitall_sizes)
+     * and the schedule's messages stay matched. */
+    if (0 == bytes || g->cuda_failed || 0 != g->api->stage_out(g->s, buf, bytes, &q->bounce)) {
+        static char none;
+        g->cuda_failed |= 0 != bytes;
+        q->bounce = NULL;
+        if (0 != mca_coll_llrdma_pml_isend(&g->pml, &none, 0, peer, tag, &q->r)) {
+            goto free_req;
+        }
+        *req = q;
+        return 0;
     }
     if (0 != mca_coll_llrdma_pml_isend(&g->pml, q->bounce, bytes, peer, tag, &q->r)) {
         goto put_bounce;
@@ -250,29 +259,41 @@ free_req:
 }
 
 /* Completes and releases every request (the core's contract), copying in the
- * receives that completed while nothing has failed. */
-static int gpu_waitall(void *ctx, int n, void **reqs)
+ * receives that completed while nothing has failed.  bytes (non-NULL): each
+ * receive's bytes as far as the core may use them: 0 when it came empty or
+ * could not be copied in (a CUDA failure here or earlier), so the core
+ * carries the failure on (llrdma_ar_comm_t.waitall_sizes). */
+static int gpu_waitall_sizes(void *ctx, int n, void **reqs, size_t *bytes)
 {
     gpu_ctx_t *g = (gpu_ctx_t *)ctx;
     int i, failed = 0;
 
     for (i = 0; i < n; ++i) {
         gpu_req_t *q = (gpu_req_t *)reqs[i];
+        size_t got = 0;
         if (NULL == q) {
             continue;
         }
         int abandoned = g->pml.abandoned;
-        if (0 != mca_coll_llrdma_pml_waitall(&g->pml, 1, &q->r)) {
+        if (0 != mca_coll_llrdma_pml_waitall_sizes(&g->pml, 1, &q->r, &got)) {
             failed = 1;
             if (g->pml.abandoned != abandoned) {
                 q->bounce = NULL; /* the PML may still use it: leaked on purpose */
             }
         } else if (NULL != q->dst && !g->cancelling && !g->cuda_failed &&
-                   OMPI_SUCCESS == g->pml.err) {
+                   OMPI_SUCCESS == g->pml.err && got == q->bytes) {
             if (0 != g->api->stage_in(g->s, q->dst, q->bounce, q->bytes)) {
-                g->cuda_failed = failed = 1;
+                g->cuda_failed = 1;
+                got = 0;
             }
             q->bounce = NULL; /* stage_in took it, also on failure */
+        } else if (NULL != q->dst) {
+            got = 0; /* not copied in */
+        }
+        if (NULL != bytes) {
+            bytes[i] = got;
+        } else if (NULL != q->dst && got != q->bytes) {
+            failed = 1;
         }
         if (NULL != q->bounce) {
             g->api->bounce_put(g->s, q->bounce);
@@ -281,6 +302,11 @@ static int gpu_waitall(void *ctx, int n, void **reqs)
         reqs[i] = NULL;
     }
     return failed ? -1 : 0;
+}
+
+static int gpu_waitall(void *ctx, int n, void **reqs)
+{
+    return gpu_waitall_sizes(ctx, n, reqs, NULL);
 }
 
 static int gpu_cancel(void *ctx, void *req)
@@ -364,6 +390,7 @@ int mca_coll_llrdma_allreduce_gpu(const llrdma_ar_plan_t *plan, const void *sbuf
     tc.isend = gpu_isend;
     tc.irecv = gpu_irecv;
     tc.waitall = gpu_waitall;
+    tc.waitall_sizes = gpu_waitall_sizes;
     tc.cancel = gpu_cancel;
     tc.copy = gpu_copy;
     tc.reduce = gpu_reduce;

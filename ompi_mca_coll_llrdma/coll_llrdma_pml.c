@@ -182,8 +182,9 @@ static void abandon(mca_coll_llrdma_pml_ctx_t *c, ompi_request_t **r)
     (void)ompi_request_free(r);
 }
 
-/* One request to completion, or until a rank of this node is found gone. */
-static int wait_one(mca_coll_llrdma_pml_ctx_t *c, ompi_request_t **r)
+/* One request to completion, or until a rank of this node is found gone;
+ * *st: its status. */
+static int wait_one(mca_coll_llrdma_pml_ctx_t *c, ompi_request_t **r, ompi_status_public_t *st)
 {
     const uint64_t every = (uint64_t)mca_coll_llrdma_component.shm_liveness_ms * 1000000u;
     uint64_t next;
@@ -193,11 +194,11 @@ static int wait_one(mca_coll_llrdma_pml_ctx_t *c, ompi_request_t **r)
         return OMPI_ERR_UNREACH;
     }
     if (0 == every) {
-        return ompi_request_wait(r, MPI_STATUS_IGNORE);
+        return ompi_request_wait(r, st);
     }
     next = now_ns() + every;
     for (unsigned k = 1;; ++k) {
-        int flag = 0, rc = ompi_request_test(r, &flag, MPI_STATUS_IGNORE);
+        int flag = 0, rc = ompi_request_test(r, &flag, st);
         if (OMPI_SUCCESS != rc || flag) {
             return rc;
         }
@@ -218,12 +219,24 @@ static int wait_one(mca_coll_llrdma_pml_ctx_t *c, ompi_request_t **r)
  * freed by the wait and is freed here. */
 int mca_coll_llrdma_pml_waitall(void *ctx, int n, void **reqs)
 {
+    return mca_coll_llrdma_pml_waitall_sizes(ctx, n, reqs, NULL);
+}
+
+/* The received bytes of each request too (bytes NULL: not wanted): an empty
+ * message is a rank's failure carried to this one (llrdma_ar_comm_t). */
+int mca_coll_llrdma_pml_waitall_sizes(void *ctx, int n, void **reqs, size_t *bytes)
+{
     mca_coll_llrdma_pml_ctx_t *c = (mca_coll_llrdma_pml_ctx_t *)ctx;
     int i, rc, first = OMPI_SUCCESS;
 
     for (i = 0; i < n; ++i) {
         ompi_request_t *r = (ompi_request_t *)reqs[i];
-        rc = wait_one(c, &r);
+        ompi_status_public_t st;
+        memset(&st, 0, sizeof(st));
+        rc = wait_one(c, &r, &st);
+        if (NULL != bytes) {
+            bytes[i] = OMPI_SUCCESS == rc ? st._ucount : 0;
+        }
         if (MPI_REQUEST_NULL != r) {
             (void)ompi_request_free(&r);
         }

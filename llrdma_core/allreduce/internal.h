@@ -119,16 +119,35 @@ class Transport
     // Cancels and waits everything outstanding; returns the sticky error.
     int drain();
     int error() const { return err_; }
+    // The message algorithms carry a failure in their own messages when the
+    // comm reports received sizes (llrdma_ar_comm_t.waitall_sizes): after a
+    // local failure (a hook) this rank goes on with the schedule, touching
+    // no buffer (copies and reductions skipped) and sending every message
+    // with 0 bytes; a receive that gets 0 bytes where it expected data
+    // means the sender failed, and this rank carries on the same way.  So
+    // every rank whose result needs the failed data fails the call, and no
+    // message of the call is left over to be matched by the next one.  The
+    // ops then return LLRDMA_AR_OK and error() (or drain()) says the call
+    // failed.  Without waitall_sizes, or for the arena's algorithms (their
+    // failures travel in the arena), a failure cancels everything at once.
+    void carry(bool on) { carry_ = on && c_->waitall_sizes != nullptr; }
+    bool carrying_failure() const { return poisoned_; }
 
   private:
     int fail(int rc);
-    void track(void *req);
-    void untrack(void *req);
+    int local(int rc); // a local failure: carried, or fail()
+    void track(void *req, size_t expect);
+    size_t untrack(void *req);
 
+    static constexpr size_t kSend = static_cast<size_t>(-1);
     const llrdma_ar_comm_t *c_;
     void *live_[kMaxLive] = {};
+    size_t expect_[kMaxLive] = {}; // a receive's bytes, kSend for a send
     int nlive_ = 0;
     int err_ = LLRDMA_AR_OK;
+    bool fatal_ = false;    // nothing more may be posted (drained)
+    bool carry_ = false;    // see carry()
+    bool poisoned_ = false; // carrying a failure: 0-byte sends, no local work
 };
 
 // Arguments common to all algorithms.  recvbuf already holds this rank's input.

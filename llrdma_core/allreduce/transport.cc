@@ -12,19 +12,24 @@ namespace llrdma
 namespace ar
 {
 
-void Transport::track(void *req)
+void Transport::track(void *req, size_t expect)
 {
+    expect_[nlive_] = expect;
     live_[nlive_++] = req;
 }
 
-void Transport::untrack(void *req)
+size_t Transport::untrack(void *req)
 {
     for (int i = 0; i < nlive_; ++i) {
         if (live_[i] == req) {
-            live_[i] = live_[--nlive_];
-            return;
+            size_t e = expect_[i];
+            --nlive_;
+            live_[i] = live_[nlive_];
+            expect_[i] = expect_[nlive_];
+            return e;
         }
     }
+    return kSend;
 }
 
 int Transport::drain()
@@ -45,23 +50,36 @@ int Transport::fail(int rc)
 {
     if (err_ == LLRDMA_AR_OK)
         err_ = rc;
+    fatal_ = true;
     drain();
     return err_;
+}
+
+int Transport::local(int rc)
+{
+    if (!carry_)
+        return fail(rc);
+    if (err_ == LLRDMA_AR_OK)
+        err_ = rc;
+    poisoned_ = true;
+    return LLRDMA_AR_OK;
 }
 
 int Transport::isend(const void *buf, size_t bytes, int peer, int tag, void **req)
 {
     *req = nullptr;
-    if (err_ != LLRDMA_AR_OK)
+    if (fatal_)
         return err_;
     if (bytes == 0)
         return LLRDMA_AR_OK;
     if (nlive_ == kMaxLive)
         return fail(LLRDMA_AR_ERR_INVALID); // an algorithm bug, not the user's
     void *r = nullptr;
-    if (c_->isend(c_->ctx, buf, bytes, peer, tag, &r) != 0)
+    // Carrying a failure: the message still goes (the peer's receive is
+    // matched), empty, and the buffer is not read.
+    if (c_->isend(c_->ctx, buf, poisoned_ ? 0 : bytes, peer, tag, &r) != 0)
         return fail(LLRDMA_AR_ERR_TRANSPORT);
-    track(r);
+    track(r, kSend);
     *req = r;
     return LLRDMA_AR_OK;
 }
@@ -69,7 +87,7 @@ int Transport::isend(const void *buf, size_t bytes, int peer, int tag, void **re
 int Transport::irecv(void *buf, size_t bytes, int peer, int tag, void **req)
 {
     *req = nullptr;
-    if (err_ != LLRDMA_AR_OK)
+    if (fatal_)
         return err_;
     if (bytes == 0)
         return LLRDMA_AR_OK;
@@ -78,65 +96,79 @@ int Transport::irecv(void *buf, size_t bytes, int peer, int tag, void **req)
     void *r = nullptr;
     if (c_->irecv(c_->ctx, buf, bytes, peer, tag, &r) != 0)
         return fail(LLRDMA_AR_ERR_TRANSPORT);
-    track(r);
+    track(r, bytes);
     *req = r;
     return LLRDMA_AR_OK;
 }
 
 int Transport::wait(int n, void **reqs)
 {
-    if (err_ != LLRDMA_AR_OK)
+    if (fatal_)
         return err_; // drain() already released them
     void *batch[kMaxLive];
+    size_t expect[kMaxLive];
     int m = 0;
     for (int i = 0; i < n; ++i) {
         if (reqs[i] && m < kMaxLive) {
-            batch[m++] = reqs[i];
-            untrack(reqs[i]);
+            batch[m] = reqs[i];
+            expect[m++] = untrack(reqs[i]);
         }
         reqs[i] = nullptr;
     }
     if (m == 0)
         return LLRDMA_AR_OK;
-    if (c_->waitall(c_->ctx, m, batch) != 0)
+    if (!carry_)
+        return c_->waitall(c_->ctx, m, batch) != 0 ? fail(LLRDMA_AR_ERR_TRANSPORT) : LLRDMA_AR_OK;
+    size_t got[kMaxLive];
+    if (c_->waitall_sizes(c_->ctx, m, batch, got) != 0)
         return fail(LLRDMA_AR_ERR_TRANSPORT);
+    for (int i = 0; i < m; ++i)
+        if (expect[i] != kSend && got[i] < expect[i]) {
+            // The sender failed (an empty message) or sent less than the
+            // schedule says (a bug): either way this call fails here too.
+            if (err_ == LLRDMA_AR_OK)
+                err_ = got[i] == 0 ? LLRDMA_AR_ERR_PEER_FAILED : LLRDMA_AR_ERR_TRANSPORT;
+            poisoned_ = true;
+        }
     return LLRDMA_AR_OK;
 }
 
 int Transport::copy(void *dst, const void *src, size_t bytes)
 {
-    if (err_ != LLRDMA_AR_OK)
+    if (fatal_)
         return err_;
-    if (bytes == 0)
+    if (bytes == 0 || poisoned_)
         return LLRDMA_AR_OK;
     if (!c_->copy) {
         std::memcpy(dst, src, bytes);
         return LLRDMA_AR_OK;
     }
     if (c_->copy(c_->ctx, dst, src, bytes) != 0)
-        return fail(LLRDMA_AR_ERR_MEMORY);
+        return local(LLRDMA_AR_ERR_MEMORY);
     return LLRDMA_AR_OK;
 }
 
 int Transport::reduce(int op, int dtype, const void *a, const void *b, void *out, size_t count)
 {
-    if (err_ != LLRDMA_AR_OK)
+    if (fatal_)
         return err_;
-    if (count == 0)
+    if (count == 0 || poisoned_)
         return LLRDMA_AR_OK;
     if (!c_->reduce) // the pair was checked by llrdma_ar_run
         return reduce3(op, dtype, a, b, out, count) ? LLRDMA_AR_OK : fail(LLRDMA_AR_ERR_INVALID);
     if (c_->reduce(c_->ctx, op, dtype, a, b, out, count) != 0)
-        return fail(LLRDMA_AR_ERR_MEMORY);
+        return local(LLRDMA_AR_ERR_MEMORY);
     return LLRDMA_AR_OK;
 }
 
 int Transport::sync()
 {
-    if (err_ != LLRDMA_AR_OK)
+    if (fatal_)
         return err_;
+    if (poisoned_)
+        return LLRDMA_AR_OK;
     if (c_->sync && c_->sync(c_->ctx) != 0)
-        return fail(LLRDMA_AR_ERR_MEMORY);
+        return local(LLRDMA_AR_ERR_MEMORY);
     return LLRDMA_AR_OK;
 }
 

@@ -82,6 +82,22 @@ if [ -f "$FAKE" ]; then
   launch -np 1 "${V[@]}" --mca coll_llrdma_gpu_stage_max 0 "$TG" --fault 3 \
     : -np 1 -x FAKEGPU_FAIL_SYNC_AT=3 "$TG" --fault 3
   check_pass "GPU sync in the arena fails on one rank: no hang, recovered" $P 2
+  # Without the arena (GPU staging over the PML): rank F's staging copy
+  # fails in call 3.  The failure travels in the schedule's own messages (an
+  # empty one): the other rank's call 3 fails too, nothing of call 3 is left
+  # for call 4 (before, the other rank's call 3 took call 4's message: a
+  # wrong result, then a hang).
+  for f in 0 1; do
+    args=(--mca coll_llrdma_verbose 1 --mca coll_llrdma_gpu_stage_max 0 --mca coll_llrdma_shm 0)
+    if [ $f = 0 ]; then
+      launch -np 1 "${args[@]}" -x FAKEGPU_FAIL_AT=3 "$TG" --fault 3 : -np 1 "${args[@]}" "$TG" --fault 3
+    else
+      launch -np 1 "${args[@]}" "$TG" --fault 3 : -np 1 "${args[@]}" -x FAKEGPU_FAIL_AT=3 "$TG" --fault 3
+    fi
+    check_pass "over the PML, rank $f's GPU staging fails: both ranks' call fails, no hang, the next works" $P 2
+    check_run "over the PML, rank $f fails: the other rank learns it from the messages" \
+      has "another rank failed in this call (its messages said so)"
+  done
   # One rank cannot load libllrdma_cuda.so: every call fails on every rank.
   launch -np 1 "$TG" --fault-sticky 1 : -np 1 -x LLRDMA_CUDA_LIB=/nonexistent/libllrdma_cuda.so \
     -x FAKEGPU_LIB="$FAKE" "$TG" --fault-sticky 1

@@ -141,6 +141,7 @@ struct Hooked {
         c.irecv = s_irecv;
         c.waitall = s_waitall;
         c.cancel = s_cancel;
+        c.waitall_sizes = inner.waitall_sizes ? s_waitall_sizes : nullptr;
         c.copy = s_copy;
         c.reduce = s_reduce;
         c.sync = s_sync;
@@ -188,6 +189,10 @@ struct Hooked {
     static int s_cancel(void *ctx, void *req)
     {
         return of(ctx)->inner.cancel(of(ctx)->inner.ctx, req);
+    }
+    static int s_waitall_sizes(void *ctx, int n, void **reqs, size_t *bytes)
+    {
+        return of(ctx)->inner.waitall_sizes(of(ctx)->inner.ctx, n, reqs, bytes);
     }
     static int s_copy(void *ctx, void *dst, const void *src, size_t bytes)
     {
@@ -683,6 +688,113 @@ BOOST_AUTO_TEST_CASE(shm_through_hooks)
                 }
     BOOST_CHECK_EQUAL(heap.nlive(), 0u);
     report(errs);
+}
+
+BOOST_AUTO_TEST_CASE(hook_failures_are_carried_in_messages)
+{
+    // With waitall_sizes a failing hook on one rank (the failed rank, first
+    // or last) does not leave its peers waiting: it runs the rest of the
+    // schedule with empty messages, every rank whose result needs its data
+    // fails with LLRDMA_AR_ERR_PEER_FAILED, no wait reaches the sim's
+    // timeout, no message is left anywhere, and the next call on the same
+    // world is right on every rank (nothing of the failed call reaches it).
+    DeviceHeap heap;
+    int fired = 0, runs = 0, peers_failed = 0;
+    for (int alg : kAlgs)
+        for (int p : {2, 3, 5})
+            for (int frank : {0, p - 1})
+                for (int kind : {kCopy, kReduce})
+                    for (long at : {1L, 2L, 5L}) {
+                        Case k{alg, LLRDMA_DT_INT32, LLRDMA_OP_SUM, 1000, 1, 256, 3, 0, 11};
+                        sim::Options opt;
+                        opt.sizes = true;
+                        opt.timeout = std::chrono::milliseconds(10000);
+                        sim::World w(p, opt);
+                        std::vector<int> rc1(p, 99), rc2(p, 99), live(p, -1);
+                        long first = 0; // the failed rank's hook calls in the first call
+                        std::vector<Bytes> out(p);
+                        std::vector<Hooked> hk(p);
+                        const size_t bytes = k.count * 4;
+                        std::vector<std::thread> th;
+                        for (int r = 0; r < p; ++r)
+                            th.emplace_back([&, r] {
+                                Hooked &h = hk[r];
+                                h.inner = w.comm(r);
+                                h.heap = &heap;
+                                h.host_lo = w.arena_begin();
+                                h.host_hi = w.arena_end();
+                                if (r == frank) {
+                                    h.fail_kind = kind;
+                                    h.fail_at = at;
+                                }
+                                llrdma_ar_comm_t c = h.comm(true);
+                                llrdma_ar_plan_t plan{k.alg, k.seg,   k.window, "test",
+                                                      0,     nullptr, 0,        0};
+                                void *recv = heap.alloc(bytes + 1, r % 4);
+                                for (int call = 0; call < 2; ++call) {
+                                    Bytes in = input(k.dt, k.count, k.seed + 100 * call + r);
+                                    std::memcpy(heap.real(recv, bytes), in.data(), bytes);
+                                    int rc = llrdma_ar_run(&plan, &c, nullptr, recv, k.count, k.dt,
+                                                           k.op, nullptr, 0);
+                                    (call == 0 ? rc1 : rc2)[r] = rc;
+                                    if (r == frank && call == 0)
+                                        first = kind == kCopy ? h.ncopy : h.nreduce;
+                                    h.fail_kind = kNone;
+                                }
+                                unsigned char *got = heap.real(recv, bytes);
+                                out[r].assign(got, got + bytes);
+                                live[r] = w.live(r);
+                                heap.free(recv);
+                            });
+                        for (auto &t : th)
+                            t.join();
+                        std::string ctx = describe(k, p) + " rank " + std::to_string(frank) +
+                                          " hook " + std::to_string(kind) + " at " +
+                                          std::to_string(at);
+                        ++runs;
+                        for (const std::string &e : w.problems())
+                            BOOST_ERROR(ctx << ": sim: " << e);
+                        BOOST_CHECK_MESSAGE(w.quiescent(), ctx << ": a message was left over");
+                        bool hit = first >= at; // the at-th hook call was in the first call
+                        if (hit)
+                            ++fired;
+                        BOOST_CHECK_MESSAGE(rc1[frank] == (hit ? LLRDMA_AR_ERR_MEMORY : 0),
+                                            ctx << ": failed rank rc " << rc1[frank]);
+                        for (int r = 0; r < p; ++r) {
+                            if (r != frank) {
+                                BOOST_CHECK_MESSAGE(rc1[r] == LLRDMA_AR_OK ||
+                                                        rc1[r] == LLRDMA_AR_ERR_PEER_FAILED,
+                                                    ctx << ": rank " << r << " rc " << rc1[r]);
+                                peers_failed += rc1[r] == LLRDMA_AR_ERR_PEER_FAILED;
+                            }
+                            BOOST_CHECK_MESSAGE(rc2[r] == LLRDMA_AR_OK, ctx << ": next call, rank "
+                                                                            << r << " rc "
+                                                                            << rc2[r]);
+                            BOOST_CHECK_MESSAGE(live[r] == 0, ctx << ": rank " << r << " left "
+                                                                  << live[r] << " requests");
+                            BOOST_CHECK_MESSAGE(hk[r].nalloc == hk[r].nfree,
+                                                ctx << ": rank " << r << " alloc/free unbalanced");
+                        }
+                        // The next call's result, computed here (int32 sum, wrapping).
+                        std::vector<uint32_t> ref(k.count, 0);
+                        for (int r = 0; r < p; ++r) {
+                            Bytes in = input(k.dt, k.count, k.seed + 100 + r);
+                            for (size_t i = 0; i < k.count; ++i) {
+                                uint32_t v;
+                                std::memcpy(&v, &in[i * 4], 4);
+                                ref[i] += v;
+                            }
+                        }
+                        for (int r = 0; r < p; ++r)
+                            BOOST_CHECK_MESSAGE(
+                                rc2[r] != 0 || std::memcmp(out[r].data(), ref.data(), bytes) == 0,
+                                ctx << ": next call, rank " << r << " wrong result");
+                    }
+    BOOST_TEST_MESSAGE(fired << " of " << runs << " runs failed a hook, " << peers_failed
+                             << " peer calls failed with it");
+    BOOST_CHECK(fired >= runs / 4);
+    BOOST_CHECK(peers_failed > fired); // the failure reached other ranks
+    BOOST_CHECK_EQUAL(heap.nlive(), 0u);
 }
 
 BOOST_AUTO_TEST_CASE(shm_hook_failures_break_the_arena)

@@ -40,6 +40,7 @@ struct Options {
     int fail_kind = kFailAny;
     std::chrono::milliseconds timeout{20000};
     size_t shm_chunk = 4096; // the shared arena every comm() carries (shm_* algorithms)
+    bool sizes = false;      // comm() offers waitall_sizes (failures carried in messages)
 };
 
 struct Req {
@@ -48,6 +49,7 @@ struct Req {
     const void *sbuf = nullptr;
     void *rbuf = nullptr;
     size_t bytes = 0;
+    size_t got = 0; // a receive's received bytes
     bool done = false;
     int status = 0;
     int owner = 0; // rank whose live count it holds
@@ -103,6 +105,8 @@ class World
         c.irecv = &World::s_irecv;
         c.waitall = &World::s_waitall;
         c.cancel = &World::s_cancel;
+        if (opt_.sizes)
+            c.waitall_sizes = &World::s_waitall_sizes;
         c.shm = &shm_[rank];
         return c;
     }
@@ -171,6 +175,12 @@ class World
         World *w = of(ctx, &r);
         return w->waitall(r, n, reqs);
     }
+    static int s_waitall_sizes(void *ctx, int n, void **reqs, size_t *bytes)
+    {
+        int r;
+        World *w = of(ctx, &r);
+        return w->waitall(r, n, reqs, bytes);
+    }
     static int s_cancel(void *ctx, void *req)
     {
         int r;
@@ -221,6 +231,11 @@ class World
 
     void deliver(Req *recv, const void *data, size_t bytes)
     {
+        if (bytes == 0 && opt_.sizes) { // an empty message: its sender failed
+            recv->got = 0;
+            complete(recv, 0);
+            return;
+        }
         if (bytes != recv->bytes) {
             problem("size mismatch " + std::to_string(recv->src) + "->" +
                     std::to_string(recv->dst) + " tag " + std::to_string(recv->tag) + ": sent " +
@@ -229,6 +244,7 @@ class World
             return;
         }
         std::memcpy(recv->rbuf, data, bytes);
+        recv->got = bytes;
         complete(recv, 0);
     }
 
@@ -240,8 +256,9 @@ class World
             return kErr;
         if (send && bytes > max_sent_)
             max_sent_ = bytes;
+        // Empty sends only with waitall_sizes (a failure carried in messages).
         if (peer < 0 || peer >= n_ || peer == rank || tag < 0 || tag >= LLRDMA_AR_TAG_MAX ||
-            bytes == 0 || !buf) {
+            (bytes == 0 && !(send && opt_.sizes)) || !buf) {
             problem("bad call from rank " + std::to_string(rank) + ": peer " +
                     std::to_string(peer) + " tag " + std::to_string(tag) + " bytes " +
                     std::to_string(bytes));
@@ -298,7 +315,7 @@ class World
         return 0;
     }
 
-    int waitall(int rank, int n, void **reqs)
+    int waitall(int rank, int n, void **reqs, size_t *sizes = nullptr)
     {
         std::unique_lock<std::mutex> g(m_);
         int rc = inject(rank, kFailWaitall) ? kErr : 0;
@@ -318,6 +335,8 @@ class World
                 problem("rank " + std::to_string(rank) + " waited a foreign request");
             if (q->status != 0 && rc == 0)
                 rc = q->status;
+            if (sizes)
+                sizes[i] = q->got;
             --live_[q->owner];
             delete q;
             reqs[i] = nullptr;
