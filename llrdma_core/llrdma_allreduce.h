@@ -50,7 +50,7 @@ typedef enum {
     LLRDMA_DT_UINT64,
     LLRDMA_DT_FLOAT,
     LLRDMA_DT_DOUBLE,
-    LLRDMA_DT_BOOL, /* C _Bool, 1 byte holding 0/1: logical ops only */
+    LLRDMA_DT_BOOL, /* C _Bool, C++ bool, 1-byte LOGICAL: logical ops only (nonzero true) */
     LLRDMA_DT_BYTE, /* MPI_BYTE: bitwise ops only */
     /* Pair types for MAXLOC/MINLOC, laid out as the C structs MPI defines
      * (value first, then int index; padded to the struct's alignment). */
@@ -59,6 +59,19 @@ typedef enum {
     LLRDMA_DT_LONG_INT,   /* struct { long v; int k; }   16 bytes on LP64 */
     LLRDMA_DT_2INT,       /* struct { int v; int k; }    8 bytes */
     LLRDMA_DT_SHORT_INT,  /* struct { short v; int k; }  8 bytes */
+    /* Fortran LOGICAL of 2, 4, 8 bytes (1 byte: LLRDMA_DT_BOOL): logical ops
+     * only; nonzero is true, results are 1 or 0 (Open MPI's rule). */
+    LLRDMA_DT_LOGICAL16,
+    LLRDMA_DT_LOGICAL32,
+    LLRDMA_DT_LOGICAL64,
+    /* Fortran pair types for MAXLOC/MINLOC: the index has the value's type. */
+    LLRDMA_DT_2FLOAT,  /* MPI_2REAL:             struct { float v; float k; }     8 bytes */
+    LLRDMA_DT_2DOUBLE, /* MPI_2DOUBLE_PRECISION: struct { double v; double k; }  16 bytes */
+    LLRDMA_DT_2INT64,  /* MPI_2INTEGER, 8-byte INTEGER: { int64 v; int64 k; }     16 bytes */
+    /* Complex (C99 _Complex, Fortran COMPLEX): real part first; sum and prod
+     * only, the ops MPI defines on complex. */
+    LLRDMA_DT_FLOAT_COMPLEX,  /* struct { float re, im; }   8 bytes */
+    LLRDMA_DT_DOUBLE_COMPLEX, /* struct { double re, im; } 16 bytes */
     LLRDMA_DT_COUNT
 } llrdma_dtype_t;
 
@@ -79,20 +92,23 @@ typedef enum {
 } llrdma_op_t;
 
 /* 1 if the core reduces `dtype` with `op`, else 0 (also for out-of-range
- * values).  sum/prod/min/max: integers and float/double; land/lor/lxor:
- * integers and bool; band/bor/bxor: integers and byte; maxloc/minloc: the pair
- * types only. */
+ * values).  sum/prod/min/max: integers and float/double; sum/prod: complex;
+ * land/lor/lxor: integers, bool and logical; band/bor/bxor: integers and byte;
+ * maxloc/minloc: the pair types only. */
 int llrdma_ar_supported(int dtype, int op);
 
 /* Bytes of one element (the C struct size for pair types); 0 if out of range. */
 size_t llrdma_ar_dtype_size(int dtype);
-const char *llrdma_ar_dtype_name(int dtype); /* "int32", "double_int", ...; "?" */
+const char *llrdma_ar_dtype_name(int dtype); /* "int32", "double_int", "logical32",
+                                                "2double", "double_complex", ...; "?" */
 const char *llrdma_ar_op_name(int op);       /* "sum", "maxloc", ...; "?" */
 
 /* inout[i] = in[i] OP inout[i] for i < count (MPI_Reduce_local semantics):
  * `in` is the left operand.  Integer arithmetic wraps (two's complement);
  * logical ops yield 0/1; min/max keep the left operand on ties and unordered
- * (NaN) compares; maxloc/minloc pick the smaller index on equal values.
+ * (NaN) compares; maxloc/minloc pick the smaller index on equal values; a
+ * complex product is (ac - bd) + (ad + bc)i, each operation rounded once
+ * (never fused, no C99 Annex G infinity recovery).
  * Buffers need no particular alignment.  Returns LLRDMA_AR_ERR_UNSUPPORTED for
  * a pair llrdma_ar_supported() rejects. */
 int llrdma_reduce_local(int op, int dtype, const void *in, void *inout, size_t count);

@@ -16,6 +16,7 @@
 
 #include <dlfcn.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "mpi.h"
@@ -65,10 +66,148 @@ static int unsigned_by_size(size_t n)
     }
 }
 
-/* Predefined C datatypes only, by handle (ompi/op/op.h, which would give the
- * type ids, is not usable with Debian's headers).  MPI_CHAR, Fortran, complex,
- * long double and the MPI_AINT family are left to the module below. */
-static int map_dtype(struct ompi_datatype_t *d)
+/* How a handle's elements reduce, for the handles whose width is read from
+ * the datatype at run time: Fortran kinds follow the Fortran compiler Open
+ * MPI was built with (-fdefault-integer-8, -fdefault-real-8), the MPI_AINT
+ * family follows Open MPI's configure. */
+enum {
+    K_SIGNED,   /* C integer: every integer op */
+    K_UNSIGNED, /* C integer, unsigned */
+    K_FINT,     /* Fortran INTEGER: no logical ops (MPI defines none, and Open
+                   MPI rejects them on MPI_INTEGER) */
+    K_REAL,     /* Fortran REAL, DOUBLE PRECISION */
+    K_LOGICAL,  /* Fortran LOGICAL, C++ bool: logical ops only */
+    K_COMPLEX,  /* C and Fortran complex: sum and prod only */
+    K_2INT,     /* MPI_2INTEGER */
+    K_2REAL     /* MPI_2REAL, MPI_2DOUBLE_PRECISION */
+};
+
+/* The core type of kind k whose element is n bytes, or -1: an optional type
+ * Open MPI marks unavailable in this build has size 0, and a width the core
+ * lacks (REAL*16, INTEGER*16, long double) has none. */
+static int by_size(int k, size_t n)
+{
+    switch (k) {
+    case K_SIGNED:
+    case K_FINT:
+        return signed_by_size(n);
+    case K_UNSIGNED:
+        return unsigned_by_size(n);
+    case K_REAL:
+        return 4 == n ? LLRDMA_DT_FLOAT : 8 == n ? LLRDMA_DT_DOUBLE : -1;
+    case K_LOGICAL:
+        return 1 == n   ? LLRDMA_DT_BOOL
+               : 2 == n ? LLRDMA_DT_LOGICAL16
+               : 4 == n ? LLRDMA_DT_LOGICAL32
+               : 8 == n ? LLRDMA_DT_LOGICAL64
+                        : -1;
+    case K_COMPLEX:
+        return 8 == n ? LLRDMA_DT_FLOAT_COMPLEX : 16 == n ? LLRDMA_DT_DOUBLE_COMPLEX : -1;
+    case K_2INT:
+        return 2 * sizeof(int) == n ? LLRDMA_DT_2INT : 16 == n ? LLRDMA_DT_2INT64 : -1;
+    case K_2REAL:
+        return 8 == n ? LLRDMA_DT_2FLOAT : 16 == n ? LLRDMA_DT_2DOUBLE : -1;
+    default:
+        return -1;
+    }
+}
+
+/* The handles mapped by their size (by_size).  The optional Fortran kinds are
+ * macros only where Open MPI's configure found them; where it did not, the
+ * object may still exist with size 0 (OMPI_DATATYPE_INIT_UNAVAILABLE). */
+static int kind_of(struct ompi_datatype_t *d)
+{
+    if (d == MPI_INTEGER)
+        return K_FINT;
+    if (d == MPI_DOUBLE_PRECISION || d == MPI_REAL)
+        return K_REAL;
+    if (d == MPI_LOGICAL || d == MPI_CXX_BOOL)
+        return K_LOGICAL;
+    if (d == MPI_DOUBLE_COMPLEX || d == MPI_COMPLEX || d == MPI_C_FLOAT_COMPLEX ||
+        d == MPI_C_DOUBLE_COMPLEX || d == MPI_C_COMPLEX || d == MPI_CXX_FLOAT_COMPLEX ||
+        d == MPI_CXX_DOUBLE_COMPLEX)
+        return K_COMPLEX;
+    if (d == MPI_AINT || d == MPI_COUNT)
+        return K_SIGNED;
+    /* Open MPI 4.1 reduces MPI_OFFSET as an unsigned integer (ompi/op/op.c):
+     * min and max of negative offsets follow it, so that the result never
+     * depends on which module ran. */
+    if (d == MPI_OFFSET)
+        return K_UNSIGNED;
+    if (d == MPI_2INTEGER)
+        return K_2INT;
+    if (d == MPI_2REAL || d == MPI_2DOUBLE_PRECISION)
+        return K_2REAL;
+#ifdef MPI_INTEGER1
+    if (d == MPI_INTEGER1)
+        return K_FINT;
+#endif
+#ifdef MPI_INTEGER2
+    if (d == MPI_INTEGER2)
+        return K_FINT;
+#endif
+#ifdef MPI_INTEGER4
+    if (d == MPI_INTEGER4)
+        return K_FINT;
+#endif
+#ifdef MPI_INTEGER8
+    if (d == MPI_INTEGER8)
+        return K_FINT;
+#endif
+#ifdef MPI_INTEGER16
+    if (d == MPI_INTEGER16)
+        return K_FINT;
+#endif
+#ifdef MPI_LOGICAL1
+    if (d == MPI_LOGICAL1)
+        return K_LOGICAL;
+#endif
+#ifdef MPI_LOGICAL2
+    if (d == MPI_LOGICAL2)
+        return K_LOGICAL;
+#endif
+#ifdef MPI_LOGICAL4
+    if (d == MPI_LOGICAL4)
+        return K_LOGICAL;
+#endif
+#ifdef MPI_LOGICAL8
+    if (d == MPI_LOGICAL8)
+        return K_LOGICAL;
+#endif
+#ifdef MPI_REAL2
+    if (d == MPI_REAL2)
+        return K_REAL;
+#endif
+#ifdef MPI_REAL4
+    if (d == MPI_REAL4)
+        return K_REAL;
+#endif
+#ifdef MPI_REAL8
+    if (d == MPI_REAL8)
+        return K_REAL;
+#endif
+#ifdef MPI_REAL16
+    if (d == MPI_REAL16)
+        return K_REAL;
+#endif
+#ifdef MPI_COMPLEX8
+    if (d == MPI_COMPLEX8)
+        return K_COMPLEX;
+#endif
+#ifdef MPI_COMPLEX16
+    if (d == MPI_COMPLEX16)
+        return K_COMPLEX;
+#endif
+#ifdef MPI_COMPLEX32
+    if (d == MPI_COMPLEX32)
+        return K_COMPLEX;
+#endif
+    return -1;
+}
+
+/* Predefined C datatypes of fixed C width, by handle (ompi/op/op.h, which
+ * would give the type ids, is not usable with Debian's headers). */
+static int map_c_dtype(struct ompi_datatype_t *d)
 {
     if (d == MPI_INT8_T || d == MPI_SIGNED_CHAR)
         return LLRDMA_DT_INT8;
@@ -121,6 +260,30 @@ static int map_dtype(struct ompi_datatype_t *d)
     if (d == MPI_SHORT_INT)
         return LLRDMA_DT_SHORT_INT;
     return -1;
+}
+
+/* The core type of a predefined datatype (>= 0), or why not: MAP_NONE for
+ * a handle the core does not reduce (MPI_CHAR, MPI_WCHAR, long double and
+ * its pairs, user types: the module below decides), MAP_NO_WIDTH for one
+ * whose size in this build has no core type (*size says which).  *k: the
+ * handle's kind (K_*), -1 for the C types above. */
+#define MAP_NONE (-1)
+#define MAP_NO_WIDTH (-2)
+static int map_dtype(struct ompi_datatype_t *d, int *k, size_t *size)
+{
+    int dt = map_c_dtype(d);
+
+    *k = -1;
+    if (dt >= 0) {
+        return dt;
+    }
+    if ((*k = kind_of(d)) < 0) {
+        return MAP_NONE;
+    }
+    *size = 0;
+    ompi_datatype_type_size(d, size);
+    dt = by_size(*k, *size);
+    return dt >= 0 ? dt : MAP_NO_WIDTH;
 }
 
 static int map_op(struct ompi_op_t *op)
@@ -531,9 +694,11 @@ static int hier_call(llrdma_ar_plan_t *plan, const void *sbuf, void *rbuf, int c
     return rc;
 }
 
-/* Why the core cannot take this call (NULL: it can, *esize set). */
+/* Why the core cannot take this call (NULL: it can, *esize set).  k and
+ * size: map_dtype's; buf (len bytes) holds the text when it is made here. */
 static const char *unhandled(struct ompi_communicator_t *comm, int count,
-                             struct ompi_datatype_t *dtype, int dt, int lop, size_t *esize)
+                             struct ompi_datatype_t *dtype, int dt, int k, size_t size, int lop,
+                             size_t *esize, char *buf, size_t len)
 {
     ptrdiff_t lb = 0, extent = 0;
 
@@ -543,13 +708,19 @@ static const char *unhandled(struct ompi_communicator_t *comm, int count,
     if (count < 0) {
         return "negative count";
     }
+    if (MAP_NO_WIDTH == dt) {
+        snprintf(buf, len, "no core type of its size (%lu bytes%s)", (unsigned long)size,
+                 0 == size ? ": not available in this Open MPI build" : "");
+        return buf;
+    }
     if (dt < 0) {
         return "datatype not handled";
     }
     if (lop < 0) {
         return "operation not handled";
     }
-    if (!llrdma_ar_supported(dt, lop)) {
+    if (!llrdma_ar_supported(dt, lop) ||
+        (K_FINT == k && (LLRDMA_OP_LAND == lop || LLRDMA_OP_LOR == lop || LLRDMA_OP_LXOR == lop))) {
         return "operation not defined on this datatype"; /* the module below reports it */
     }
     /* Predefined types are contiguous with lb 0; the core assumes C layout. */
@@ -568,7 +739,9 @@ int mca_coll_llrdma_allreduce(const void *sbuf, void *rbuf, int count,
     mca_coll_llrdma_module_t *m = (mca_coll_llrdma_module_t *)module;
     mca_coll_llrdma_component_t *c = &mca_coll_llrdma_component;
     const char *why = NULL;
-    int dt = -1, lop = -1;
+    char whybuf[96];
+    int dt = -1, lop = -1, kind = -1;
+    size_t dsize = 0;
     int skind = LLRDMA_MEM_HOST, rkind = LLRDMA_MEM_HOST, device = -1, sdevice = -1;
     size_t esize = 0;
     llrdma_ar_plan_t plan;
@@ -589,9 +762,9 @@ int mca_coll_llrdma_allreduce(const void *sbuf, void *rbuf, int count,
         }
     }
     if (NULL == why) {
-        dt = map_dtype(dtype);
+        dt = map_dtype(dtype, &kind, &dsize);
         lop = map_op(op);
-        why = unhandled(comm, count, dtype, dt, lop, &esize);
+        why = unhandled(comm, count, dtype, dt, kind, dsize, lop, &esize, whybuf, sizeof(whybuf));
     }
     if (NULL == why && LLRDMA_AR_OK != make_plan(m, comm, (size_t)count * esize, esize, &plan)) {
         why = "planner rejected the arguments";

@@ -22,9 +22,10 @@ bool is_shm(int alg)
 }
 
 const char *const kDtypeNames[LLRDMA_DT_COUNT] = {
-    "int8",      "int16",      "int32",    "int64",  "uint8",    "uint16",
-    "uint32",    "uint64",     "float",    "double", "bool",     "byte",
-    "float_int", "double_int", "long_int", "2int",   "short_int"};
+    "int8",     "int16",  "int32",         "int64",         "uint8",     "uint16",    "uint32",
+    "uint64",   "float",  "double",        "bool",          "byte",      "float_int", "double_int",
+    "long_int", "2int",   "short_int",     "logical16",     "logical32", "logical64", "2float",
+    "2double",  "2int64", "float_complex", "double_complex"};
 
 const char *const kOpNames[LLRDMA_OP_COUNT] = {"sum",  "prod", "min", "max",  "land",   "lor",
                                                "lxor", "band", "bor", "bxor", "maxloc", "minloc"};

@@ -66,9 +66,18 @@ static void gen(const type_t *t, unsigned char *b, size_t count, int salt)
     size_t i;
     fill(b, count * t->size, salt);
     for (i = 0; i < count; ++i) {
-        if (MPI_DOUBLE == t->t) {
-            double v = (double)((int)((i * 7 + (size_t)rank * 3 + (size_t)salt) % 2001) - 1000) / 8;
-            memcpy(b + i * 8, &v, 8);
+        if (MPI_DOUBLE == t->t || MPI_DOUBLE_COMPLEX == t->t) { /* one or two parts */
+            size_t j;
+            for (j = 0; j < t->size / 8; ++j) {
+                double v =
+                    (double)((int)((i * 7 + j * 13 + (size_t)rank * 3 + (size_t)salt) % 2001) -
+                             1000) /
+                    8;
+                memcpy(b + i * t->size + j * 8, &v, 8);
+            }
+        } else if (MPI_2REAL == t->t) { /* value and index are floats */
+            float v[2] = {(float)((i + (size_t)rank) % 3), (float)((i * 5 + (size_t)rank) % 7)};
+            memcpy(b + i * 8, v, 8);
         } else if (MPI_C_BOOL == t->t) {
             b[i] &= 1;
         } else if (MPI_DOUBLE_INT == t->t) {
@@ -306,11 +315,21 @@ int main(int argc, char **argv)
      * the host (coll_llrdma_gpu_stage_max), so per-segment staging is optional. */
     expect_staging =
         !(getenv("FAKEGPU_EXPECT_STAGING") && 0 == strcmp(getenv("FAKEGPU_EXPECT_STAGING"), "0"));
-    static const type_t types[] = {{MPI_INT32_T, 4, "int32"},    {MPI_DOUBLE, 8, "double"},
-                                   {MPI_UINT8_T, 1, "uint8"},    {MPI_C_BOOL, 1, "c_bool"},
-                                   {MPI_INT64_T, 8, "int64"},    {MPI_DOUBLE_INT, 16, "double_int"},
-                                   {MPI_UNSIGNED, 4, "unsigned"}};
-    MPI_Op ops[] = {MPI_SUM, MPI_MAX, MPI_BXOR, MPI_LOR, MPI_PROD, MPI_MINLOC, MPI_MIN};
+    static const type_t types[] = {{MPI_INT32_T, 4, "int32"},
+                                   {MPI_DOUBLE, 8, "double"},
+                                   {MPI_UINT8_T, 1, "uint8"},
+                                   {MPI_C_BOOL, 1, "c_bool"},
+                                   {MPI_INT64_T, 8, "int64"},
+                                   {MPI_DOUBLE_INT, 16, "double_int"},
+                                   {MPI_UNSIGNED, 4, "unsigned"},
+                                   /* Fortran handles and complex (issue 26) */
+                                   {MPI_DOUBLE_COMPLEX, 16, "double_complex"},
+                                   {MPI_LOGICAL, 4, "logical"},
+                                   {MPI_2REAL, 8, "2real"},
+                                   {MPI_INTEGER, 4, "integer"}};
+    MPI_Op ops[] = {MPI_SUM, MPI_MAX,  MPI_BXOR, MPI_LOR,    MPI_PROD, MPI_MINLOC,
+                    MPI_MIN, MPI_PROD, MPI_LAND, MPI_MAXLOC, MPI_SUM};
+    const int ntypes = (int)(sizeof types / sizeof types[0]);
     const char *lib = getenv("FAKEGPU_LIB") ? getenv("FAKEGPU_LIB") : getenv("LLRDMA_CUDA_LIB");
     void *h = lib ? dlopen(lib, RTLD_NOW) : NULL;
     int t, k, salt = 0;
@@ -349,7 +368,12 @@ int main(int argc, char **argv)
         size_t counts[] = {1, 2, (size_t)nranks + 1, 1000, 70001};
         int kinds[][3] = {{DEV, DEV, 0},  {DEV, DEV, 1},  {MAN, MAN, 0}, {MAN, MAN, 1},
                           {HOST, DEV, 0}, {DEV, HOST, 0}, {MAN, DEV, 0}};
-        for (t = 0; t < 7; ++t) {
+        for (t = 0; t < ntypes; ++t) {
+            int tsize = 0;
+            MPI_Type_size(types[t].t, &tsize);
+            if ((size_t)tsize != types[t].size) {
+                continue; /* a Fortran kind of another size in this build */
+            }
             for (k = 0; k < 5; ++k) {
                 int m = (t + k) % 7;
                 one(&types[t], ops[t], counts[k], kinds[m][0], kinds[m][1], kinds[m][2], ++salt,

@@ -19,12 +19,19 @@ V=(--mca coll_llrdma_verbose 10 --mca coll_llrdma_gpu_stage_max 0 --mca coll_llr
 # (a --mca below overrides this).
 export OMPI_MCA_coll_llrdma_gpu_peer=off
 
+# MPI_DOUBLE_COMPLEX, MPI_LOGICAL and MPI_2REAL reduced on the (fake) GPU.
+new_types_on_gpu() {
+  has "(double_complex prod) on .*; GPU buffers" && has "(logical32 land) on .*; GPU buffers" &&
+    has "(2float maxloc) on .*; GPU buffers"
+}
+
 check "libfakegpu.so built" test -f "$FAKE"
 for n in 1 2 3 4; do
   launch -np $n "${V[@]}" "$T"
   check_pass "$n ranks: PASS" $P $n
   [ $n -eq 1 ] || check_run "$n ranks: the GPU path ran" has "; GPU buffers"
   [ $n -eq 1 ] || check_run "$n ranks: managed buffers took the GPU path" has "; managed buffers"
+  [ $n -eq 1 ] || check_run "$n ranks: complex and Fortran handles took the GPU path" new_types_on_gpu
 done
 for alg in recursive_doubling rabenseifner ring; do
   launch -np 3 "${V[@]}" --mca coll_llrdma_allreduce_algorithm $alg \

@@ -246,8 +246,8 @@ struct Hooked {
     }
 };
 
-// Valid inputs for every datatype: bool 0/1, finite floats with many ties and
-// signed zeros, pairs with tied values.
+// Valid inputs for every datatype: bool 0/1, finite floats and complex numbers
+// with many ties and signed zeros, pairs with tied values.
 Bytes input(int dt, size_t count, uint64_t seed)
 {
     size_t es = llrdma_ar_dtype_size(dt);
@@ -293,6 +293,32 @@ Bytes input(int dt, size_t count, uint64_t seed)
             std::memcpy(d, &sv, 2);
             std::memcpy(d + 4, &k, 4);
             break;
+        case LLRDMA_DT_2FLOAT: {
+            float pv[2] = {static_cast<float>(v), static_cast<float>(k)};
+            std::memcpy(d, pv, 8);
+            break;
+        }
+        case LLRDMA_DT_2DOUBLE: {
+            double pv[2] = {static_cast<double>(v), static_cast<double>(k)};
+            std::memcpy(d, pv, 16);
+            break;
+        }
+        case LLRDMA_DT_2INT64: {
+            int64_t pv[2] = {v, k};
+            std::memcpy(d, pv, 16);
+            break;
+        }
+        case LLRDMA_DT_FLOAT_COMPLEX: {
+            float z[2] = {f, static_cast<float>(static_cast<int>((h >> 32) % 41) - 20) / 8.0f};
+            std::memcpy(d, z, 8);
+            break;
+        }
+        case LLRDMA_DT_DOUBLE_COMPLEX: {
+            double z[2] = {x,
+                           static_cast<double>(static_cast<int>((h >> 32) % 2001) - 1000) / 16.0};
+            std::memcpy(d, z, 16);
+            break;
+        }
         default:
             for (size_t j = 0; j < es; ++j)
                 d[j] = static_cast<unsigned char>(h >> (8 * j));

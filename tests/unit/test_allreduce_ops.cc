@@ -5,6 +5,7 @@
 #include "llrdma_allreduce.h"
 
 #include <cmath>
+#include <complex>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -13,7 +14,7 @@
 namespace
 {
 
-enum Kind { kInt, kFloat, kBool, kByte, kPair };
+enum Kind { kInt, kFloat, kBool, kByte, kPair, kComplex };
 
 Kind kind_of(int dt)
 {
@@ -22,7 +23,13 @@ Kind kind_of(int dt)
     case LLRDMA_DT_DOUBLE:
         return kFloat;
     case LLRDMA_DT_BOOL:
+    case LLRDMA_DT_LOGICAL16:
+    case LLRDMA_DT_LOGICAL32:
+    case LLRDMA_DT_LOGICAL64:
         return kBool;
+    case LLRDMA_DT_FLOAT_COMPLEX:
+    case LLRDMA_DT_DOUBLE_COMPLEX:
+        return kComplex;
     case LLRDMA_DT_BYTE:
         return kByte;
     case LLRDMA_DT_FLOAT_INT:
@@ -30,6 +37,9 @@ Kind kind_of(int dt)
     case LLRDMA_DT_LONG_INT:
     case LLRDMA_DT_2INT:
     case LLRDMA_DT_SHORT_INT:
+    case LLRDMA_DT_2FLOAT:
+    case LLRDMA_DT_2DOUBLE:
+    case LLRDMA_DT_2INT64:
         return kPair;
     default:
         return kInt;
@@ -53,6 +63,8 @@ bool expect_supported(int dt, int op)
         return bitwise;
     case kPair:
         return loc;
+    case kComplex: // MPI defines no order, logic or bits on complex numbers
+        return op == LLRDMA_OP_SUM || op == LLRDMA_OP_PROD;
     }
     return false;
 }
@@ -121,17 +133,17 @@ template <typename T> void check_int_type(int dt)
     }
 }
 
-template <typename V> struct Pair {
+template <typename V, typename K = int> struct Pair {
     V v;
-    int k;
+    K k;
 };
 
-template <typename V> void check_loc_type(int dt)
+template <typename V, typename K = int> void check_loc_type(int dt)
 {
-    BOOST_REQUIRE_EQUAL(llrdma_ar_dtype_size(dt), sizeof(Pair<V>));
+    BOOST_REQUIRE_EQUAL(llrdma_ar_dtype_size(dt), sizeof(Pair<V, K>));
     // in, inout, expected maxloc, expected minloc
     struct Case {
-        Pair<V> a, b, mx, mn;
+        Pair<V, K> a, b, mx, mn;
     } cases[] = {
         {{5, 3}, {5, 1}, {5, 1}, {5, 1}}, // tie: smaller index either way
         {{5, 1}, {5, 3}, {5, 1}, {5, 1}},
@@ -141,9 +153,9 @@ template <typename V> void check_loc_type(int dt)
     };
     for (int op : {LLRDMA_OP_MAXLOC, LLRDMA_OP_MINLOC}) {
         for (const Case &c : cases) {
-            Pair<V> out = c.b;
+            Pair<V, K> out = c.b;
             BOOST_REQUIRE_EQUAL(llrdma_reduce_local(op, dt, &c.a, &out, 1), 0);
-            const Pair<V> &want = op == LLRDMA_OP_MAXLOC ? c.mx : c.mn;
+            const Pair<V, K> &want = op == LLRDMA_OP_MAXLOC ? c.mx : c.mn;
             BOOST_CHECK_EQUAL(out.v, want.v);
             BOOST_CHECK_EQUAL(out.k, want.k);
         }
@@ -165,6 +177,23 @@ BOOST_AUTO_TEST_CASE(sizes_and_names)
     BOOST_CHECK_EQUAL(llrdma_ar_dtype_size(-1), 0u);
     BOOST_CHECK_EQUAL(llrdma_ar_dtype_size(LLRDMA_DT_COUNT), 0u);
     BOOST_CHECK_EQUAL(std::string(llrdma_ar_dtype_name(LLRDMA_DT_LONG_INT)), "long_int");
+    BOOST_CHECK_EQUAL(llrdma_ar_dtype_size(LLRDMA_DT_LOGICAL16), 2u);
+    BOOST_CHECK_EQUAL(llrdma_ar_dtype_size(LLRDMA_DT_LOGICAL32), 4u);
+    BOOST_CHECK_EQUAL(llrdma_ar_dtype_size(LLRDMA_DT_LOGICAL64), 8u);
+    BOOST_CHECK_EQUAL(llrdma_ar_dtype_size(LLRDMA_DT_2FLOAT), 8u);
+    BOOST_CHECK_EQUAL(llrdma_ar_dtype_size(LLRDMA_DT_2DOUBLE), 16u);
+    BOOST_CHECK_EQUAL(llrdma_ar_dtype_size(LLRDMA_DT_2INT64), 16u);
+    BOOST_CHECK_EQUAL(llrdma_ar_dtype_size(LLRDMA_DT_FLOAT_COMPLEX), 8u);
+    BOOST_CHECK_EQUAL(llrdma_ar_dtype_size(LLRDMA_DT_DOUBLE_COMPLEX), 16u);
+    const char *dnames[LLRDMA_DT_COUNT] = {
+        "int8",   "int16",     "int32",     "int64",         "uint8",
+        "uint16", "uint32",    "uint64",    "float",         "double",
+        "bool",   "byte",      "float_int", "double_int",    "long_int",
+        "2int",   "short_int", "logical16", "logical32",     "logical64",
+        "2float", "2double",   "2int64",    "float_complex", "double_complex"};
+    for (int i = 0; i < LLRDMA_DT_COUNT; ++i)
+        BOOST_CHECK_EQUAL(std::string(llrdma_ar_dtype_name(i)), dnames[i]);
+    BOOST_CHECK_EQUAL(std::string(llrdma_ar_dtype_name(LLRDMA_DT_COUNT)), "?");
     BOOST_CHECK_EQUAL(std::string(llrdma_ar_op_name(LLRDMA_OP_MINLOC)), "minloc");
     BOOST_CHECK_EQUAL(std::string(llrdma_ar_op_name(99)), "?");
 
@@ -276,6 +305,107 @@ BOOST_AUTO_TEST_CASE(loc_ops_every_pair_type)
     check_loc_type<long>(LLRDMA_DT_LONG_INT);
     check_loc_type<int>(LLRDMA_DT_2INT);
     check_loc_type<short>(LLRDMA_DT_SHORT_INT);
+    // Fortran MPI_2REAL, MPI_2DOUBLE_PRECISION, MPI_2INTEGER of 8 bytes: the
+    // index has the value's type.
+    check_loc_type<float, float>(LLRDMA_DT_2FLOAT);
+    check_loc_type<double, double>(LLRDMA_DT_2DOUBLE);
+    check_loc_type<int64_t, int64_t>(LLRDMA_DT_2INT64);
+}
+
+// Fortran LOGICAL (Open MPI's rule, op_base_functions.c: C's && || on the
+// integer): any nonzero bit pattern is true -- also one whose low byte is
+// zero -- and results are exactly 1 or 0 in the full width.
+template <typename T> void check_logical_type(int dt)
+{
+    BOOST_REQUIRE_EQUAL(llrdma_ar_dtype_size(dt), sizeof(T));
+    const T big = static_cast<T>(T(1) << (8 * sizeof(T) - 1)); // only the top bit set
+    std::vector<T> vals = {0, 1, 2, 0x100, big, static_cast<T>(~T(0))};
+    for (int op : {LLRDMA_OP_LAND, LLRDMA_OP_LOR, LLRDMA_OP_LXOR})
+        for (T a : vals)
+            for (T b : vals) {
+                T r = b;
+                BOOST_REQUIRE_EQUAL(llrdma_reduce_local(op, dt, &a, &r, 1), 0);
+                bool ta = a != 0, tb = b != 0;
+                bool want = op == LLRDMA_OP_LAND  ? ta && tb
+                            : op == LLRDMA_OP_LOR ? ta || tb
+                                                  : ta != tb;
+                BOOST_TEST_CONTEXT(llrdma_ar_dtype_name(dt)
+                                   << " " << llrdma_ar_op_name(op) << " " << +a << " , " << +b)
+                BOOST_CHECK_EQUAL(+r, want ? 1 : 0);
+            }
+    T a = 1, r = 1;
+    for (int op : {LLRDMA_OP_SUM, LLRDMA_OP_MAX, LLRDMA_OP_BAND, LLRDMA_OP_MAXLOC})
+        BOOST_CHECK_EQUAL(llrdma_reduce_local(op, dt, &a, &r, 1), LLRDMA_AR_ERR_UNSUPPORTED);
+}
+
+// Complex sum and product against std::complex, on values whose results are
+// exact (small halves), so any rounding choice gives the same bits; and the
+// ops MPI leaves undefined on complex are refused.
+template <typename T> void check_complex_type(int dt)
+{
+    BOOST_REQUIRE_EQUAL(llrdma_ar_dtype_size(dt), 2 * sizeof(T));
+    const T v[] = {0, 1, -1, 0.5, -2.5, 3, 7.5, -0.0};
+    std::vector<std::complex<T>> in, io;
+    for (T a : v)
+        for (T b : v)
+            for (T c : {T(1), T(-0.5), T(4)}) {
+                in.emplace_back(a, b);
+                io.emplace_back(c * b, a - c);
+            }
+    for (int op : {LLRDMA_OP_SUM, LLRDMA_OP_PROD}) {
+        std::vector<std::complex<T>> out = io;
+        BOOST_REQUIRE_EQUAL(llrdma_reduce_local(op, dt, in.data(), out.data(), in.size()), 0);
+        for (size_t i = 0; i < in.size(); ++i) {
+            std::complex<T> want = op == LLRDMA_OP_SUM ? in[i] + io[i] : in[i] * io[i];
+            BOOST_TEST_CONTEXT(llrdma_ar_dtype_name(dt)
+                               << " " << llrdma_ar_op_name(op) << " " << in[i] << " , " << io[i])
+            {
+                BOOST_CHECK_EQUAL(out[i].real(), want.real());
+                BOOST_CHECK_EQUAL(out[i].imag(), want.imag());
+            }
+        }
+    }
+    // Non-commuting parts: (1 + 2i)(3 + 4i) = -5 + 10i; i * i = -1.
+    std::complex<T> a(1, 2), b(3, 4), i1(0, 1), i2(0, 1);
+    BOOST_REQUIRE_EQUAL(llrdma_reduce_local(LLRDMA_OP_PROD, dt, &a, &b, 1), 0);
+    BOOST_CHECK_EQUAL(b, std::complex<T>(-5, 10));
+    BOOST_REQUIRE_EQUAL(llrdma_reduce_local(LLRDMA_OP_PROD, dt, &i1, &i2, 1), 0);
+    BOOST_CHECK_EQUAL(i2, std::complex<T>(-1, 0));
+    for (int op = LLRDMA_OP_MIN; op < LLRDMA_OP_COUNT; ++op) {
+        std::complex<T> x(1, 1), y(2, 2);
+        BOOST_TEST_CONTEXT(llrdma_ar_op_name(op))
+        {
+            BOOST_CHECK_EQUAL(llrdma_ar_supported(dt, op), 0);
+            BOOST_CHECK_EQUAL(llrdma_reduce_local(op, dt, &x, &y, 1), LLRDMA_AR_ERR_UNSUPPORTED);
+            BOOST_CHECK_EQUAL(y, std::complex<T>(2, 2)); // untouched
+        }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(fortran_logical)
+{
+    check_logical_type<uint16_t>(LLRDMA_DT_LOGICAL16);
+    check_logical_type<uint32_t>(LLRDMA_DT_LOGICAL32);
+    check_logical_type<uint64_t>(LLRDMA_DT_LOGICAL64);
+}
+
+BOOST_AUTO_TEST_CASE(complex_sum_prod_only)
+{
+    check_complex_type<float>(LLRDMA_DT_FLOAT_COMPLEX);
+    check_complex_type<double>(LLRDMA_DT_DOUBLE_COMPLEX);
+}
+
+// A product whose parts round: the documented formula, each operation rounded
+// once and none fused (the GPU kernels compute the same bits).
+BOOST_AUTO_TEST_CASE(complex_product_rounds_each_operation)
+{
+    volatile double ar = 0.1, ai = 0.7, br = 1.0 / 3.0, bi = 2.0 / 7.0; // volatile: no folding
+    double a[2] = {ar, ai}, b[2] = {br, bi};
+    double p1 = ar * br, p2 = ai * bi, p3 = ar * bi, p4 = ai * br;
+    volatile double q1 = p1, q2 = p2, q3 = p3, q4 = p4; // each product rounded on its own
+    BOOST_REQUIRE_EQUAL(llrdma_reduce_local(LLRDMA_OP_PROD, LLRDMA_DT_DOUBLE_COMPLEX, a, b, 1), 0);
+    BOOST_CHECK_EQUAL(b[0], q1 - q2);
+    BOOST_CHECK_EQUAL(b[1], q3 + q4);
 }
 
 BOOST_AUTO_TEST_CASE(bool_and_byte)

@@ -43,14 +43,24 @@ inline uint64_t mix(uint64_t x)
     return x ^ (x >> 31);
 }
 
-template <typename V> struct Pair {
+template <typename V, typename K = int> struct Pair {
     V v;
-    int k;
+    K k;
 };
 
+template <typename T> struct Cplx {
+    T re, im;
+};
+
+inline bool is_complex(int dt)
+{
+    return dt == LLRDMA_DT_FLOAT_COMPLEX || dt == LLRDMA_DT_DOUBLE_COMPLEX;
+}
+
+// Floating point: compared with a tolerance against the sequential order.
 inline bool is_float(int dt)
 {
-    return dt == LLRDMA_DT_FLOAT || dt == LLRDMA_DT_DOUBLE;
+    return dt == LLRDMA_DT_FLOAT || dt == LLRDMA_DT_DOUBLE || is_complex(dt);
 }
 
 template <typename T> inline void put(unsigned char *dst, T v)
@@ -89,13 +99,21 @@ template <typename F> inline F float_value(int op, uint64_t h)
     return static_cast<F>((static_cast<double>(h % 2001) - 1000.0) / 8.0);
 }
 
-template <typename V> inline void put_pair(unsigned char *dst, uint64_t h)
+template <typename V, typename K = int> inline void put_pair(unsigned char *dst, uint64_t h)
 {
-    Pair<V> x;
+    Pair<V, K> x;
     std::memset(&x, 0, sizeof x);
     x.v = static_cast<V>(static_cast<int>(h % 4) - 2); // many ties
-    x.k = static_cast<int>((h >> 8) % 50);
+    x.k = static_cast<K>((h >> 8) % 50);
     std::memcpy(dst, &x, sizeof x);
+}
+
+template <typename T> inline void put_complex(unsigned char *dst, int op, uint64_t h)
+{
+    Cplx<T> z{float_value<T>(op, h), float_value<T>(op, mix(h))};
+    if (op == LLRDMA_OP_PROD && (h & 16)) // rotations too, so parts cancel
+        z = {static_cast<T>(-z.im), z.re};
+    std::memcpy(dst, &z, sizeof z);
 }
 
 inline void gen(const Combo &c, uint64_t seed, int r, int p, size_t i, unsigned char *d)
@@ -136,6 +154,22 @@ inline void gen(const Combo &c, uint64_t seed, int r, int p, size_t i, unsigned 
         return put_pair<int>(d, h);
     case LLRDMA_DT_SHORT_INT:
         return put_pair<short>(d, h);
+    case LLRDMA_DT_LOGICAL16: // any nonzero value is true
+        return put(d, int_value<uint16_t>(op, h, p));
+    case LLRDMA_DT_LOGICAL32:
+        return put(d, int_value<uint32_t>(op, h, p));
+    case LLRDMA_DT_LOGICAL64:
+        return put(d, int_value<uint64_t>(op, h, p));
+    case LLRDMA_DT_2FLOAT:
+        return put_pair<float, float>(d, h);
+    case LLRDMA_DT_2DOUBLE:
+        return put_pair<double, double>(d, h);
+    case LLRDMA_DT_2INT64:
+        return put_pair<int64_t, int64_t>(d, h);
+    case LLRDMA_DT_FLOAT_COMPLEX:
+        return put_complex<float>(d, op, h);
+    case LLRDMA_DT_DOUBLE_COMPLEX:
+        return put_complex<double>(d, op, h);
     }
 }
 
@@ -206,48 +240,67 @@ inline Bytes sequential(const Combo &c, const std::vector<Bytes> &in, size_t cou
     return acc;
 }
 
-// For pair types: bytes of the value and offset of the index; {0, 0} otherwise.
-inline std::pair<size_t, size_t> pair_layout(int dt)
+// For pair types: bytes of the value, offset and bytes of the index; zeros
+// otherwise.
+struct PairLayout {
+    size_t vb, koff, kb;
+};
+using Pair2F = Pair<float, float>;
+using Pair2D = Pair<double, double>;
+using Pair2L = Pair<int64_t, int64_t>;
+inline PairLayout pair_layout(int dt)
 {
     switch (dt) {
     case LLRDMA_DT_FLOAT_INT:
-        return {sizeof(float), offsetof(Pair<float>, k)};
+        return {sizeof(float), offsetof(Pair<float>, k), sizeof(int)};
     case LLRDMA_DT_DOUBLE_INT:
-        return {sizeof(double), offsetof(Pair<double>, k)};
+        return {sizeof(double), offsetof(Pair<double>, k), sizeof(int)};
     case LLRDMA_DT_LONG_INT:
-        return {sizeof(long), offsetof(Pair<long>, k)};
+        return {sizeof(long), offsetof(Pair<long>, k), sizeof(int)};
     case LLRDMA_DT_2INT:
-        return {sizeof(int), offsetof(Pair<int>, k)};
+        return {sizeof(int), offsetof(Pair<int>, k), sizeof(int)};
     case LLRDMA_DT_SHORT_INT:
-        return {sizeof(short), offsetof(Pair<short>, k)};
+        return {sizeof(short), offsetof(Pair<short>, k), sizeof(int)};
+    case LLRDMA_DT_2FLOAT:
+        return {sizeof(float), offsetof(Pair2F, k), sizeof(float)};
+    case LLRDMA_DT_2DOUBLE:
+        return {sizeof(double), offsetof(Pair2D, k), sizeof(double)};
+    case LLRDMA_DT_2INT64:
+        return {sizeof(int64_t), offsetof(Pair2L, k), sizeof(int64_t)};
     default:
-        return {0, 0};
+        return {0, 0, 0};
     }
 }
 
 // Bitwise equality of one element; pair types compare v and k, not padding.
 inline bool same(int dt, const unsigned char *a, const unsigned char *b)
 {
-    auto [vb, koff] = pair_layout(dt);
-    if (vb == 0)
+    PairLayout l = pair_layout(dt);
+    if (l.vb == 0)
         return std::memcmp(a, b, llrdma_ar_dtype_size(dt)) == 0;
-    return std::memcmp(a, b, vb) == 0 && std::memcmp(a + koff, b + koff, sizeof(int)) == 0;
+    return std::memcmp(a, b, l.vb) == 0 && std::memcmp(a + l.koff, b + l.koff, l.kb) == 0;
 }
 
+// Floating point within a relative tolerance; complex numbers part by part,
+// relative to the magnitude (parts may cancel).
 inline bool close(int dt, const unsigned char *a, const unsigned char *b)
 {
-    double x, y;
-    if (dt == LLRDMA_DT_FLOAT) {
-        float fx, fy;
-        std::memcpy(&fx, a, 4);
-        std::memcpy(&fy, b, 4);
-        x = fx, y = fy;
-    } else {
-        std::memcpy(&x, a, 8);
-        std::memcpy(&y, b, 8);
+    double x[2] = {0, 0}, y[2] = {0, 0};
+    bool single = dt == LLRDMA_DT_FLOAT || dt == LLRDMA_DT_FLOAT_COMPLEX;
+    int parts = is_complex(dt) ? 2 : 1;
+    for (int i = 0; i < parts; ++i) {
+        if (single) {
+            float fx, fy;
+            std::memcpy(&fx, a + 4 * i, 4);
+            std::memcpy(&fy, b + 4 * i, 4);
+            x[i] = fx, y[i] = fy;
+        } else {
+            std::memcpy(&x[i], a + 8 * i, 8);
+            std::memcpy(&y[i], b + 8 * i, 8);
+        }
     }
-    double tol = dt == LLRDMA_DT_FLOAT ? 1e-5 : 1e-12;
-    return std::fabs(x - y) <= tol * std::max(1.0, std::fabs(y));
+    double tol = single ? 1e-5 : 1e-12, mag = std::max(1.0, std::fabs(y[0]) + std::fabs(y[1]));
+    return std::fabs(x[0] - y[0]) <= tol * mag && std::fabs(x[1] - y[1]) <= tol * mag;
 }
 
 } // namespace simref
