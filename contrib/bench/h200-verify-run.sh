@@ -3,7 +3,7 @@
 # `make dist` tarball: --device plain, --staging-baseline, --paired and float
 # max must end "all results correct" with exit 0; the test hooks (one damaged
 # element, also on the --paired duplicate; one stale input) must give exit 1
-# and the mismatch line.  Logs under $OUT.  Not yet run (see docs/bench.md).
+# and the mismatch line.  Logs under $OUT.  Last run: docs/bench.md.
 #   bash contrib/bench/h200-verify-run.sh llrdma-*.tar.gz
 set -u
 tarball=$(readlink -f "$1")
