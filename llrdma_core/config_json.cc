@@ -104,6 +104,10 @@ std::string to_json(const llrdma_rank_config_t &c)
     put_u64(o, "coll_gpu_peer_min", c.coll_gpu_peer_min);
     put_i64(o, "coll_gpu_stage_auto", c.coll_gpu_stage_auto);
     put_u64(o, "coll_gpu_stage_max", c.coll_gpu_stage_max);
+    put_u64(o, "coll_wait_spin_ns", c.coll_wait_spin_ns);
+    put_u64(o, "coll_wait_sleep_ns", c.coll_wait_sleep_ns);
+    put_i64(o, "coll_wait_oversubscribed", c.coll_wait_oversubscribed);
+    put_str(o, "coll_wait_why", from_fixed(c.coll_wait_why, sizeof c.coll_wait_why));
     put_str(o, "fork_safe", from_fixed(c.fork_safe, sizeof c.fork_safe));
     put_str(o, "btl_status", from_fixed(c.btl_status, sizeof c.btl_status));
     put_i64(o, "devices", c.ndevices);
@@ -298,6 +302,10 @@ bool from_json(const char *json, llrdma_rank_config_t &c)
     r.unsig("coll_gpu_peer_min", c.coll_gpu_peer_min, UINT64_MAX);
     r.integer("coll_gpu_stage_auto", c.coll_gpu_stage_auto, 0, 1);
     r.unsig("coll_gpu_stage_max", c.coll_gpu_stage_max, UINT64_MAX);
+    r.unsig("coll_wait_spin_ns", c.coll_wait_spin_ns, UINT64_MAX);
+    r.unsig("coll_wait_sleep_ns", c.coll_wait_sleep_ns, UINT64_MAX);
+    r.integer("coll_wait_oversubscribed", c.coll_wait_oversubscribed, 0, 1);
+    r.str("coll_wait_why", c.coll_wait_why, sizeof c.coll_wait_why);
     r.str("btl_status", c.btl_status, sizeof c.btl_status);
     r.str("fork_safe", c.fork_safe, sizeof c.fork_safe);
     r.integer("devices", c.ndevices, INT32_MIN, INT32_MAX);

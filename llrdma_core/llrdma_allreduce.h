@@ -242,6 +242,13 @@ int llrdma_ar_plan_shm(size_t bytes, size_t dtype_size, int comm_size, uint64_t 
  * arena (llrdma_ar_shm_fail), the arena stays broken: every rank's current
  * and later shm runs on it return LLRDMA_AR_ERR_TRANSPORT (or
  * LLRDMA_AR_ERR_PEER_GONE) instead of waiting for the failed rank. */
+/* How a waiter behaves: spin for spin_ns, then yield the CPU between polls;
+ * after sleep_ns in all (0: never), sleep between polls. */
+typedef struct {
+    uint64_t spin_ns;
+    uint64_t sleep_ns;
+} llrdma_ar_wait_policy_t;
+
 typedef struct llrdma_ar_shm {
     void *base;
     size_t chunk_bytes;
@@ -254,7 +261,37 @@ typedef struct llrdma_ar_shm {
     int (*alive)(void *ctx, int rank);
     void *alive_ctx;
     uint64_t liveness_ns;
+    /* How a waiting rank behaves (llrdma_ar_wait_idle).  Zero: yield at
+     * once, never sleep. */
+    llrdma_ar_wait_policy_t wait;
 } llrdma_ar_shm_t;
+
+/* One waiter's state: zero-initialise per wait. */
+typedef struct {
+    uint64_t start_ns; /* 0 until the first idle step that looks at the clock */
+    uint32_t polls;
+    uint32_t nap_us;
+} llrdma_ar_wait_t;
+
+/* One idle step between two polls of a flag or a request, the one wait
+ * primitive of the arena's and the message transports' waits: a pause
+ * instruction; every 64th step also progress(ctx) (when set) and, by the
+ * policy, a yield of the CPU (once spin_ns have passed since the wait's
+ * first such step) or a sleep of 50 us doubling to 1 ms (once sleep_ns
+ * have, when sleep_ns > 0).  The clock is read only every 64th step. */
+void llrdma_ar_wait_idle(const llrdma_ar_wait_policy_t *p, llrdma_ar_wait_t *w,
+                         void (*progress)(void *ctx), void *ctx);
+
+/* 1 when more ranks share this node than the process may run on at once:
+ * ranks_here (processes of the job on this node) above the node's online
+ * CPUs, above a CPU quota (cgroup cpu.max as CPUs; <= 0: none), or above an
+ * affinity mask of more than one CPU (a process bound to one CPU is taken
+ * to have it to itself, as mpirun binds ranks to distinct cores). */
+int llrdma_ar_oversubscribed(int ranks_here, int online_cpus, int affinity_cpus, double quota_cpus);
+
+/* The policy from the knobs: spin_us < 0 = auto (0 when oversubscribed,
+ * else 10 ms), sleep_ms 0 = never sleep. */
+llrdma_ar_wait_policy_t llrdma_ar_wait_policy_for(int oversubscribed, long spin_us, long sleep_ms);
 
 /* The default arena chunk for comm_size ranks on a machine with l2_bytes of
  * L2 cache per core (0 = unknown: 1M): l2 as a power of two, 64K to 4M,

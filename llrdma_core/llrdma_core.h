@@ -197,6 +197,10 @@ typedef struct {
     uint64_t coll_gpu_peer_min;   /* coll_llrdma_gpu_peer_min */
     int coll_gpu_stage_auto;      /* coll_llrdma_gpu_stage_max is "auto" */
     uint64_t coll_gpu_stage_max;  /* its value otherwise */
+    uint64_t coll_wait_spin_ns;   /* waits spin this long, then yield (coll_llrdma_wait_spin_us) */
+    uint64_t coll_wait_sleep_ns;  /* then sleep after this long; 0 never (wait_sleep_ms) */
+    int coll_wait_oversubscribed; /* more ranks on the node than this process may run on */
+    char coll_wait_why[96];       /* the counts behind it: "4 ranks here, 2 online CPUs, ..." */
     char fork_safe[64];           /* btl_llrdma_fork_safe outcome: "kernel", "ibv_fork_init", "off",
                                      "failed: <strerror>"; "" when the BTL did not run */
 } llrdma_rank_config_t;

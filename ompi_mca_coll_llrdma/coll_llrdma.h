@@ -45,10 +45,15 @@ typedef struct mca_coll_llrdma_component_t {
     char *gpu_stage_text; /* device vectors up to this are staged whole */
     int mismatch_index;   /* registration results, as algorithm_index */
     int shm_index;
-    int shm_enable;           /* 1: shared-memory arena on single-node communicators */
-    char *shm_chunk_text;     /* arena chunk per rank and round */
-    char *gpu_fold_text;      /* arena slices from this size reduce on the GPU */
-    int shm_liveness_ms;      /* arena waits check the awaited rank's process this often */
+    int shm_enable;               /* 1: shared-memory arena on single-node communicators */
+    char *shm_chunk_text;         /* arena chunk per rank and round */
+    char *gpu_fold_text;          /* arena slices from this size reduce on the GPU */
+    int shm_liveness_ms;          /* arena waits check the awaited rank's process this often */
+    int wait_spin_us;             /* waits spin this long before yielding; -1 auto */
+    int wait_sleep_ms;            /* and sleep between polls after this long; 0 never */
+    llrdma_ar_wait_policy_t wait; /* what took effect (init_query) */
+    int wait_oversubscribed;
+    char wait_why[96];
     char *scratch_cache_text; /* host buffers kept between calls up to this size */
     char *node_split_text;    /* tests: treat groups of world ranks as nodes */
     int gpu_peer;             /* LLRDMA_GPU_PEER_* (an enumerated knob) */

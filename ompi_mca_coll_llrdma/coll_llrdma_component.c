@@ -10,12 +10,15 @@
  */
 #include "ompi_config.h"
 
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/util/output.h"
+#include "opal/util/proc.h"
 #include "ompi/communicator/communicator.h"
 #include "ompi/constants.h"
 
@@ -202,6 +205,19 @@ static int llrdma_register(void)
               "it. 0 = no check (a dead rank leaves the others waiting until the launcher ends "
               "the job)",
               MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_6, &c->shm_liveness_ms);
+    c->wait_spin_us = -1;
+    (void)reg("wait_spin_us",
+              "Microseconds a rank waiting for others (in the shared-memory arena or for a "
+              "message) spins before it yields the CPU between polls; -1 = auto: 0 when more "
+              "ranks share this node than the process may run on (online CPUs, its affinity "
+              "mask, a cgroup CPU quota: containers and batch systems that cap CPUs, which "
+              "mpirun's mpi_yield_when_idle does not see), else 10000",
+              MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_5, &c->wait_spin_us);
+    c->wait_sleep_ms = 100;
+    (void)reg("wait_sleep_ms",
+              "Milliseconds of waiting after which a waiting rank sleeps between polls (50 us, "
+              "doubling to 1 ms: long waits give the CPU away, at most 1 ms late); 0 = never",
+              MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_5, &c->wait_sleep_ms);
     c->scratch_cache_text = "64M";
     (void)reg("scratch_cache_max",
               "Host scratch and whole-vector GPU staging buffers up to this many bytes are kept "
@@ -304,6 +320,79 @@ static void resolve_without_btl(llrdma_rank_config_t *cfg)
     llrdma_mca_fill_identity(cfg);
 }
 
+/* CPUs of a cgroup CPU quota (v2 cpu.max, v1 cfs_quota_us / cfs_period_us)
+ * of this process's cgroup; 0 when there is none or it cannot be read. */
+static double cgroup_cpus(void)
+{
+    char line[512], path[600], *rel = NULL;
+    long long quota = 0, period = 0;
+    double cpus = 0;
+    FILE *f = fopen("/proc/self/cgroup", "r");
+
+    if (NULL == f) {
+        return 0;
+    }
+    while (NULL != fgets(line, sizeof(line), f)) {
+        line[strcspn(line, "\n")] = '\0';
+        if (0 == strncmp(line, "0::", 3)) {
+            snprintf(path, sizeof(path), "/sys/fs/cgroup%s/cpu.max", line + 3);
+            FILE *q = fopen(path, "r");
+            char max[32];
+            if (NULL != q) {
+                if (2 == fscanf(q, "%31s %lld", max, &period) && 0 != strcmp(max, "max") &&
+                    period > 0) {
+                    cpus = (double)atoll(max) / (double)period;
+                }
+                fclose(q);
+            }
+        } else if (NULL != (rel = strstr(line, ":cpu,cpuacct:")) ||
+                   NULL != (rel = strstr(line, ":cpu:"))) {
+            rel = strchr(rel + 1, ':') + 1;
+            snprintf(path, sizeof(path), "/sys/fs/cgroup/cpu,cpuacct%s/cpu.cfs_quota_us", rel);
+            FILE *q = fopen(path, "r");
+            if (NULL != q) {
+                if (1 != fscanf(q, "%lld", &quota)) {
+                    quota = 0;
+                }
+                fclose(q);
+            }
+            snprintf(path, sizeof(path), "/sys/fs/cgroup/cpu,cpuacct%s/cpu.cfs_period_us", rel);
+            q = fopen(path, "r");
+            if (NULL != q) {
+                if (1 != fscanf(q, "%lld", &period)) {
+                    period = 0;
+                }
+                fclose(q);
+            }
+            if (quota > 0 && period > 0 && 0 == cpus) {
+                cpus = (double)quota / (double)period;
+            }
+        }
+    }
+    fclose(f);
+    return cpus;
+}
+
+/* The waits' policy from the knobs and what this process may run on. */
+static void wait_policy(mca_coll_llrdma_component_t *c)
+{
+    cpu_set_t set;
+    int here = (int)opal_process_info.num_local_peers + 1;
+    int online = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    int affinity = 0 == sched_getaffinity(0, sizeof(set), &set) ? CPU_COUNT(&set) : 0;
+    double quota = cgroup_cpus();
+
+    c->wait_oversubscribed = llrdma_ar_oversubscribed(here, online, affinity, quota);
+    snprintf(c->wait_why, sizeof(c->wait_why),
+             "%d ranks here, %d online CPUs, affinity %d, quota %s%.2f", here, online, affinity,
+             quota > 0 ? "" : "none ", quota);
+    c->wait = llrdma_ar_wait_policy_for(c->wait_oversubscribed, c->wait_spin_us, c->wait_sleep_ms);
+    opal_output_verbose(
+        5, c->output, "coll:llrdma: waits spin %llu us, then yield%s (%s: %s)",
+        (unsigned long long)(c->wait.spin_ns / 1000), c->wait.sleep_ns > 0 ? ", then sleep" : "",
+        c->wait_oversubscribed ? "oversubscribed" : "not oversubscribed", c->wait_why);
+}
+
 int mca_coll_llrdma_init_query(bool enable_progress_threads, bool enable_mpi_threads)
 {
     mca_coll_llrdma_component_t *c = &mca_coll_llrdma_component;
@@ -363,6 +452,17 @@ int mca_coll_llrdma_init_query(bool enable_progress_threads, bool enable_mpi_thr
         snprintf(v, sizeof(v), "%d", c->shm_liveness_ms);
         bad_knob("coll_llrdma_shm_liveness_ms", v, "negative (0 turns the check off)");
     }
+    if (c->wait_spin_us < -1) {
+        char v[32];
+        snprintf(v, sizeof(v), "%d", c->wait_spin_us);
+        bad_knob("coll_llrdma_wait_spin_us", v, "below -1 (-1 = auto, 0 = yield at once)");
+    }
+    if (c->wait_sleep_ms < 0) {
+        char v[32];
+        snprintf(v, sizeof(v), "%d", c->wait_sleep_ms);
+        bad_knob("coll_llrdma_wait_sleep_ms", v, "negative (0 = never sleep)");
+    }
+    wait_policy(c);
     if (LLRDMA_OK != llrdma_parse_size(c->scratch_cache_text, UINT64_MAX, &seg, err, sizeof(err))) {
         bad_knob("coll_llrdma_scratch_cache_max", c->scratch_cache_text, err);
     }
@@ -416,6 +516,11 @@ int mca_coll_llrdma_init_query(bool enable_progress_threads, bool enable_mpi_thr
     cfg.coll_gpu_peer_min = c->gpu_peer_min;
     cfg.coll_gpu_stage_auto = c->gpu_stage_auto;
     cfg.coll_gpu_stage_max = c->gpu_stage_max;
+    cfg.coll_wait_spin_ns = c->wait.spin_ns;
+    cfg.coll_wait_sleep_ns = c->wait.sleep_ns;
+    cfg.coll_wait_oversubscribed = c->wait_oversubscribed;
+    memcpy(cfg.coll_wait_why, c->wait_why, sizeof(cfg.coll_wait_why)); /* both 96, terminated */
+    cfg.coll_wait_why[sizeof(cfg.coll_wait_why) - 1] = '\0';
     llrdma_state_freeze();
     llrdma_state_publish(&cfg);
     return OMPI_SUCCESS;

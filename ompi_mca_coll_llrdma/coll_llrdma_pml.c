@@ -187,22 +187,23 @@ static void abandon(mca_coll_llrdma_pml_ctx_t *c, ompi_request_t **r)
 static int wait_one(mca_coll_llrdma_pml_ctx_t *c, ompi_request_t **r, ompi_status_public_t *st)
 {
     const uint64_t every = (uint64_t)mca_coll_llrdma_component.shm_liveness_ms * 1000000u;
+    llrdma_ar_wait_t ws;
     uint64_t next;
 
     if (c->gone >= 0) {
         abandon(c, r);
         return OMPI_ERR_UNREACH;
     }
-    if (0 == every) {
-        return ompi_request_wait(r, st);
-    }
-    next = now_ns() + every;
+    memset(&ws, 0, sizeof(ws));
+    next = 0 != every ? now_ns() + every : 0;
     for (unsigned k = 1;; ++k) {
-        int flag = 0, rc = ompi_request_test(r, &flag, st);
+        int flag = 0, rc = ompi_request_test(r, &flag, st); /* progresses */
         if (OMPI_SUCCESS != rc || flag) {
             return rc;
         }
-        if (0 == (k & 255) && now_ns() >= next) {
+        /* The arena's wait policy: yield (oversubscribed), sleep (long). */
+        llrdma_ar_wait_idle(&mca_coll_llrdma_component.wait, &ws, NULL, NULL);
+        if (0 != every && 0 == (k & 255) && now_ns() >= next) {
             c->gone = mca_coll_llrdma_first_gone(c->comm);
             if (c->gone >= 0) {
                 abandon(c, r);

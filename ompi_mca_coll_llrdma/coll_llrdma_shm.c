@@ -283,6 +283,7 @@ static int finish_setup(mca_coll_llrdma_module_t *m, struct ompi_communicator_t 
     m->shm.alive = peer_alive;
     m->shm.alive_ctx = m;
     m->shm.liveness_ns = (uint64_t)c->shm_liveness_ms * 1000000u;
+    m->shm.wait = c->wait;
     m->shm_ranks = nranks;
     m->shm_bytes = bytes;
     opal_output_verbose(5, c->output,

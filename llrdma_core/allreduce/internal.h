@@ -213,7 +213,7 @@ class Arena
     int wait(int which, uint64_t g);
     // Between polls of rank r: the abort word, progress, liveness.
     // LLRDMA_AR_OK to keep waiting.
-    int idle(int r, unsigned &polls, uint64_t &next_check);
+    int idle(int r, llrdma_ar_wait_t &w, uint64_t &next_check);
 
     llrdma_ar_shm_t *s_;
     unsigned char *base_;

@@ -120,20 +120,14 @@ void Arena::post(int which, uint64_t g)
     __atomic_store_n(flag(rank_, which), g, __ATOMIC_RELEASE);
 }
 
-int Arena::idle(int r, unsigned &polls, uint64_t &next_check)
+int Arena::idle(int r, llrdma_ar_wait_t &w, uint64_t &next_check)
 {
     if (__atomic_load_n(abort_word(base_, size_, 0), __ATOMIC_RELAXED) != 0)
         return __atomic_load_n(abort_word(base_, size_, 1), __ATOMIC_ACQUIRE) != 0
                    ? LLRDMA_AR_ERR_PEER_GONE
                    : LLRDMA_AR_ERR_TRANSPORT;
-    cpu_relax();
-    if (++polls % kPollsPerYield != 0)
-        return LLRDMA_AR_OK;
-    if (s_->progress)
-        s_->progress(s_->progress_ctx);
-    else
-        std::this_thread::yield();
-    if (!s_->alive || s_->liveness_ns == 0)
+    llrdma_ar_wait_idle(&s_->wait, &w, s_->progress, s_->progress_ctx);
+    if (w.polls % kPollsPerYield != 0 || !s_->alive || s_->liveness_ns == 0)
         return LLRDMA_AR_OK;
     // A rank that died never posts: ask about the one waited on, at most
     // every liveness_ns (the first time after one interval).
@@ -156,10 +150,10 @@ int Arena::wait(int which, uint64_t g)
         if (r == rank_)
             continue;
         const uint64_t *f = flag(r, which);
-        unsigned polls = 0;
+        llrdma_ar_wait_t ws{};
         uint64_t next_check = 0;
         while (__atomic_load_n(f, __ATOMIC_ACQUIRE) < g) {
-            int rc = idle(r, polls, next_check);
+            int rc = idle(r, ws, next_check);
             if (rc != LLRDMA_AR_OK)
                 return rc;
         }
@@ -181,7 +175,7 @@ int Arena::wait_place(uint64_t call, unsigned mine, unsigned *codes, int *who)
             continue;
         }
         const uint64_t *w = flag(r, 0) + 1, *in = flag(r, 0);
-        unsigned polls = 0;
+        llrdma_ar_wait_t ws{};
         uint64_t next_check = 0, v;
         while ((v = __atomic_load_n(w, __ATOMIC_ACQUIRE)) < want) {
             // Placed before any round of the call: a rank already past this
@@ -191,7 +185,7 @@ int Arena::wait_place(uint64_t call, unsigned mine, unsigned *codes, int *who)
                 *who = r;
                 return fail(LLRDMA_PEER_ERR_SYNC);
             }
-            int rc = idle(r, polls, next_check);
+            int rc = idle(r, ws, next_check);
             if (rc != LLRDMA_AR_OK)
                 return rc;
         }
@@ -252,6 +246,53 @@ size_t shm_round_elems(const Args &a)
 } // namespace llrdma
 
 using namespace llrdma::ar;
+
+extern "C" void llrdma_ar_wait_idle(const llrdma_ar_wait_policy_t *p, llrdma_ar_wait_t *w,
+                                    void (*progress)(void *ctx), void *ctx)
+{
+    cpu_relax();
+    if (++w->polls % kPollsPerYield != 0)
+        return;
+    if (progress)
+        progress(ctx);
+    uint64_t now = now_ns();
+    if (w->start_ns == 0)
+        w->start_ns = now;
+    uint64_t waited = now - w->start_ns;
+    const uint64_t spin = p ? p->spin_ns : 0, nap_after = p ? p->sleep_ns : 0;
+    if (nap_after > 0 && waited >= nap_after) {
+        // Long waits (imbalance, a rank in a debugger) give the CPU away;
+        // at most 1 ms late.
+        w->nap_us = w->nap_us == 0 ? 50 : (w->nap_us >= 500 ? 1000 : w->nap_us * 2);
+        std::this_thread::sleep_for(std::chrono::microseconds(w->nap_us));
+    } else if (waited >= spin) {
+        std::this_thread::yield();
+    }
+}
+
+extern "C" int llrdma_ar_oversubscribed(int ranks_here, int online_cpus, int affinity_cpus,
+                                        double quota_cpus)
+{
+    if (ranks_here <= 1)
+        return 0;
+    if (online_cpus > 0 && ranks_here > online_cpus)
+        return 1;
+    if (affinity_cpus > 1 && ranks_here > affinity_cpus)
+        return 1;
+    return quota_cpus > 0 && static_cast<double>(ranks_here) > quota_cpus;
+}
+
+extern "C" llrdma_ar_wait_policy_t llrdma_ar_wait_policy_for(int oversubscribed, long spin_us,
+                                                             long sleep_ms)
+{
+    llrdma_ar_wait_policy_t p{};
+    if (spin_us < 0)
+        p.spin_ns = oversubscribed ? 0 : uint64_t(10) * 1000 * 1000;
+    else
+        p.spin_ns = static_cast<uint64_t>(spin_us) * 1000;
+    p.sleep_ns = sleep_ms > 0 ? static_cast<uint64_t>(sleep_ms) * 1000 * 1000 : 0;
+    return p;
+}
 
 extern "C" size_t llrdma_ar_shm_bytes(int comm_size, size_t chunk_bytes)
 {

@@ -68,6 +68,10 @@ expect_fail "roce_version not auto/1/2" "btl_llrdma_roce_version" "3" -- \
 expect_fail "gid_index below -1" "btl_llrdma_gid_index" "-5" -- \
   -np 2 --mca btl_llrdma_gid_index -5 "$TRING"
 
+expect_fail "coll wait spin below -1" "coll_llrdma_wait_spin_us = '-5'" "below -1" -- \
+  -np 2 --mca coll_llrdma_wait_spin_us -5 "$TRING"
+expect_fail "coll wait sleep negative" "coll_llrdma_wait_sleep_ms = '-1'" "negative" -- \
+  -np 2 --mca coll_llrdma_wait_sleep_ms -1 "$TRING"
 expect_fail "bad coll algorithm name" "coll_llrdma_allreduce_algorithm" "'fastest'" -- \
   -np 2 --mca coll_llrdma_allreduce_algorithm fastest "$TRING"
 expect_fail "bad coll segment size" "coll_llrdma_allreduce_segment_size" "'4Q'" -- \

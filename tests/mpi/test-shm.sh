@@ -50,4 +50,25 @@ halved() { [ -n "$chunk" ] && has "shared-memory arena of [0-9]* bytes, chunk $(
 check_run "full /dev/shm: the chunk is halved (${chunk:-?} -> $((${chunk:-0} / 2)) on 2 ranks)" halved
 check_pass "full /dev/shm: PASS" t_allreduce 2
 check "nothing left in /dev/shm" test "$(leftovers)" -le "$before"
+# Waits by what the process may run on: twice as many ranks as online CPUs
+# with mpi_yield_when_idle 0 (what a cpuset or CPU quota looks like to
+# mpirun) yield at once; the knobs set the policy otherwise.  The arena's
+# Allreduce still runs (the plan line) and is right (--verify exits 0).
+ncpu=$(getconf _NPROCESSORS_ONLN)
+over=$((2 * ncpu > 8 ? 8 : 2 * ncpu))
+if [ "$over" -gt "$ncpu" ]; then
+  launch -np "$over" --mca mpi_yield_when_idle 0 --mca coll_llrdma_verbose 10 \
+    "$top_builddir/llrdma-bench" allreduce --sizes 64,64K --iters 20 --warmup 2 --verify
+  check "$over ranks on $ncpu CPUs: the Allreduce ran, verified (exit $rc)" \
+    eval '[ "$rc" -eq 0 ] && has "all results correct" && has ": shm_direct, segment"'
+  check_run "$over ranks on $ncpu CPUs: waits yield at once, said with the counts" \
+    count "waits spin 0 us, then yield, then sleep (oversubscribed: $over ranks here, $ncpu online CPUs" "$over"
+else
+  skip "oversubscribed waits" "cannot start more ranks than $ncpu CPUs here"
+fi
+launch -np 2 --mca coll_llrdma_verbose 5 --mca coll_llrdma_wait_spin_us 250 \
+  --mca coll_llrdma_wait_sleep_ms 0 "$T"
+check_pass "2 ranks, wait knobs set: PASS" t_allreduce 2
+check_run "the knobs took effect: spin 250 us, never sleep" \
+  has "waits spin 250 us, then yield ("
 finish

@@ -347,3 +347,66 @@ BOOST_AUTO_TEST_CASE(device_vector_paths)
     BOOST_TEST(std::string(llrdma_ar_dev_path_name(LLRDMA_AR_DEV_PEER)) == "gpu-peer");
     BOOST_TEST(llrdma_ar_dev_path(8, nullptr, 1, 0, &why) == 0);
 }
+
+// The waits' policy: oversubscription from the counts, the knobs' meaning.
+BOOST_AUTO_TEST_CASE(wait_policy)
+{
+    // ranks here, online CPUs, affinity CPUs, quota CPUs (0: none)
+    BOOST_CHECK_EQUAL(llrdma_ar_oversubscribed(4, 2, 2, 0), 1);     // 4 ranks on a 2-CPU node
+    BOOST_CHECK_EQUAL(llrdma_ar_oversubscribed(2, 2, 2, 0), 0);     // one CPU each
+    BOOST_CHECK_EQUAL(llrdma_ar_oversubscribed(4, 64, 2, 0), 1);    // a 2-CPU cpuset, unbound ranks
+    BOOST_CHECK_EQUAL(llrdma_ar_oversubscribed(8, 64, 1, 0), 0);    // bound, one core each
+    BOOST_CHECK_EQUAL(llrdma_ar_oversubscribed(4, 64, 64, 2.5), 1); // a CPU quota of 2.5
+    BOOST_CHECK_EQUAL(llrdma_ar_oversubscribed(2, 64, 64, 2.5), 0);
+    BOOST_CHECK_EQUAL(llrdma_ar_oversubscribed(1, 1, 1, 0.5), 0); // alone: nobody to wait for
+    BOOST_CHECK_EQUAL(llrdma_ar_oversubscribed(4, 0, 0, 0), 0);   // nothing known: not assumed
+    llrdma_ar_wait_policy_t p = llrdma_ar_wait_policy_for(1, -1, 100);
+    BOOST_CHECK_EQUAL(p.spin_ns, 0u); // auto, oversubscribed: yield at once
+    BOOST_CHECK_EQUAL(p.sleep_ns, 100000000u);
+    p = llrdma_ar_wait_policy_for(0, -1, 0);
+    BOOST_CHECK_EQUAL(p.spin_ns, 10000000u);  // auto: spin 10 ms first
+    BOOST_CHECK_EQUAL(p.sleep_ns, 0u);        // never sleep
+    p = llrdma_ar_wait_policy_for(1, 250, 5); // the knob wins over oversubscription
+    BOOST_CHECK_EQUAL(p.spin_ns, 250000u);
+    BOOST_CHECK_EQUAL(p.sleep_ns, 5000000u);
+}
+
+// One wait's idle steps: progress every 64th step, the clock only then; the
+// naps begin once sleep_ns have passed and double to 1 ms; a wait whose
+// sleep budget has not passed never naps.
+namespace
+{
+int g_progress;
+void count_progress(void *)
+{
+    ++g_progress;
+}
+} // namespace
+
+BOOST_AUTO_TEST_CASE(wait_idle_steps)
+{
+    llrdma_ar_wait_policy_t never{0, 0}, soon{0, 1};
+    llrdma_ar_wait_t w{};
+    g_progress = 0;
+    for (int i = 0; i < 63; ++i)
+        llrdma_ar_wait_idle(&never, &w, count_progress, nullptr);
+    BOOST_CHECK_EQUAL(g_progress, 0);
+    BOOST_CHECK_EQUAL(w.start_ns, 0u); // no clock read yet
+    llrdma_ar_wait_idle(&never, &w, count_progress, nullptr);
+    BOOST_CHECK_EQUAL(g_progress, 1);
+    BOOST_CHECK_NE(w.start_ns, 0u);
+    for (int i = 0; i < 64 * 4; ++i)
+        llrdma_ar_wait_idle(&never, &w, count_progress, nullptr);
+    BOOST_CHECK_EQUAL(g_progress, 5);
+    BOOST_CHECK_EQUAL(w.nap_us, 0u); // never sleeps
+    llrdma_ar_wait_t s{};
+    std::vector<uint32_t> naps;
+    for (int i = 0; i < 64 * 8; ++i) {
+        llrdma_ar_wait_idle(&soon, &s, nullptr, nullptr);
+        if (s.polls % 64 == 0)
+            naps.push_back(s.nap_us);
+    }
+    // The first 64th step starts the clock (no nap: 0 ns waited), then
+    // 50 us doubling, capped at 1 ms.
+    BOOST_CHECK((naps == std::vector<uint32_t>{0, 50, 100, 200, 400, 800, 1000, 1000}));
+}

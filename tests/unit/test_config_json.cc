@@ -64,6 +64,10 @@ llrdma_rank_config_t sample(uint64_t hint)
     c.coll_gpu_peer_min = 65536;
     c.coll_gpu_stage_auto = 1;
     c.coll_gpu_stage_max = 0;
+    c.coll_wait_spin_ns = 10000000;
+    c.coll_wait_sleep_ns = 100000000;
+    c.coll_wait_oversubscribed = 1;
+    std::snprintf(c.coll_wait_why, sizeof c.coll_wait_why, "4 ranks here, 2 online CPUs");
     return c;
 }
 
@@ -106,7 +110,9 @@ BOOST_AUTO_TEST_CASE(key_order_and_shape)
         "\"poll\":\"event\"",
         "\"coll_segment_bytes\":16384",
         "\"coll_gpu_peer\":1,\"coll_gpu_peer_min\":65536,\"coll_gpu_stage_auto\":1,"
-        "\"coll_gpu_stage_max\":0",
+        "\"coll_gpu_stage_max\":0,\"coll_wait_spin_ns\":10000000,"
+        "\"coll_wait_sleep_ns\":100000000,\"coll_wait_oversubscribed\":1,"
+        "\"coll_wait_why\":\"4 ranks here, 2 online CPUs\"",
         "\"fork_safe\":\"kernel\",\"btl_status\":\"active\",\"devices\":1,",
         "\"device\":{\"name\":\"rxe0\",\"port\":1,\"max_inline_granted_ll\":220,",
         "\"cq_moderation_supported\":-1,\"gid_index\":1,\"rq_depth_granted_ll\":128,"
