@@ -5,7 +5,9 @@
 # sanitizer memcheck and racecheck on it, and the device benchmark: peer path
 # vs arena path vs user staging (and NCCL through torch when there are 2 GPUs,
 # one rank each).  Logs and CSVs under $OUT.
-#   bash contrib/bench/h200-peer-run.sh llrdma-*.tar.gz
+#   [LLRDMA_RDMACM_DEBS=DIR] bash contrib/bench/h200-peer-run.sh llrdma-*.tar.gz
+# (DIR: librdmacm .debs, contrib/bench/h200-lib.sh; without them btl/llrdma
+# is not built and the suite skips its two BTL checks, saying why)
 set -u
 tarball=$(readlink -f "$1")
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -15,12 +17,16 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_pml=ob
 command -v ssh >/dev/null || command -v rsh >/dev/null || export OMPI_MCA_plm_rsh_agent=sh
 grep -q single_copy /etc/openmpi/openmpi-mca-params.conf 2>/dev/null ||
   printf 'btl_vader_single_copy_mechanism = none\n' >> /etc/openmpi/openmpi-mca-params.conf
+# shellcheck source=contrib/bench/h200-lib.sh
+. "$here/h200-lib.sh"
+add_rdmacm_debs
+mapfile -t progs < <(gpu_test_programs)
 work=/tmp/llrdma-peer; rm -rf "$work"; mkdir -p "$work"; tar -xzf "$tarball" -C "$work"; cd "$work"/llrdma-* || exit 1
 export PATH=/usr/local/cuda/bin:$PATH
 t0=$SECONDS
 step() { echo "=== $* ($((SECONDS - t0)) s)"; }
 { ./configure --prefix="$work/inst" --with-cuda=/usr/local/cuda && make -j"$(nproc)" &&
-  make install && make -j"$(nproc)" tests/gpu/t_allreduce_gpu; } > "$OUT/build.log" 2>&1 ||
+  make install && make -j"$(nproc)" "${progs[@]}"; } > "$OUT/build.log" 2>&1 ||
   { tail -40 "$OUT/build.log"; exit 1; }
 step built
 export PATH="$work/inst/bin:$PATH" LD_LIBRARY_PATH="$work/inst/lib"

@@ -21,10 +21,13 @@ for alg in recursive_doubling rabenseifner ring; do
     check_run "$n ranks, $alg ran" has ": $alg, segment"
   done
 done
-launch -np 3 --mca coll_llrdma_allreduce_algorithm ring --mca coll_llrdma_allreduce_segment_size 100 "$T"
+launch -np 3 "${V[@]}" --mca coll_llrdma_allreduce_algorithm ring \
+  --mca coll_llrdma_allreduce_segment_size 100 "$T"
 check_pass "ring with 100-byte segments" t_allreduce 3
-launch -np 4 --mca btl_llrdma_size_hint 8K "$T"
+check_run "ring with 100-byte segments: ran so" has ": ring, segment 100,"
+launch -np 4 "${V[@]}" --mca btl_llrdma_size_hint 8K "$T"
 check_pass "4 ranks with hint 8K" t_allreduce 4
+check_run "4 ranks with hint 8K: planned with it" has " 4 ranks, hint 8192: "
 launch -np 2 "${V[@]}" "$T"
 check_run "fallback is said at verbose level" has "using the previous module"
 
