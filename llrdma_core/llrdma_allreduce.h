@@ -150,7 +150,17 @@ typedef struct {
     const char *inter_why;
     int slices;
     int nodes;
+    /* Recursive doubling and Rabenseifner: the vector is reduced in pieces
+     * of at most this many bytes, one after the other, so their scratch
+     * (a whole piece, half a piece) stays bounded; 0 = the whole vector at
+     * once.  The planners set LLRDMA_AR_PIECE_BYTES. */
+    size_t piece_bytes;
 } llrdma_ar_plan_t;
+
+/* The planners' piece for the message algorithms: a 256 MB Allreduce keeps
+ * at most 32 MB of scratch (a piece; Rabenseifner on a power of two of
+ * ranks half of it). */
+#define LLRDMA_AR_PIECE_BYTES ((size_t)32 << 20)
 
 /* Pure.  Choose algorithm and segmentation for `bytes` (= count * dtype_size)
  * on `comm_size` ranks with the transport's size hint (0 = none).

@@ -17,8 +17,11 @@
  */
 #include <limits.h>
 #include <mpi.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "llrdma_build_config.h"
 #include "bench.h"
@@ -43,12 +46,26 @@ typedef struct {
     bench_size_spec_t sizes;
     ar_dtype_t dtype;
     ar_op_t op;
-    int verify, device, staging, force_device, paired;
+    int verify, device, staging, force_device, paired, rss;
     const char *csv;
 } ar_opts_t;
 
 static const char *dtype_names[] = {"double", "float", "int"};
 static const char *op_names[] = {"sum", "max"};
+
+/* Resident bytes now (/proc/self/statm), 0 when unknown. */
+static long long resident_bytes(void)
+{
+    long long pages = 0, size = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (NULL != f) {
+        if (2 != fscanf(f, "%lld %lld", &size, &pages)) {
+            pages = 0;
+        }
+        fclose(f);
+    }
+    return pages * sysconf(_SC_PAGESIZE);
+}
 
 static int parse(int argc, char **argv, ar_opts_t *o)
 {
@@ -124,6 +141,8 @@ static int parse(int argc, char **argv, ar_opts_t *o)
             o->staging = 1;
         } else if (bench_opt(a, "--paired")) {
             o->paired = 1;
+        } else if (bench_opt(a, "--rss")) {
+            o->rss = 1;
         } else if (bench_opt(a, "--csv")) {
             VAL();
             o->csv = v;
@@ -472,6 +491,7 @@ int bench_allreduce_main(int argc, char **argv)
 {
     ar_opts_t o;
     ar_bufs_t b;
+    long long rss_base = 0;
     int me, nranks, n, dropped = 0, rc = BENCH_EXIT_OK, failed = 0, any_failed = 0;
     uint64_t hint = 0, hint_min, hint_max, sizes[BENCH_MAX_SIZES], maxsize;
     double *samples = NULL, *maxs = NULL, *psamples = NULL, *pmaxs = NULL, *ratios = NULL;
@@ -562,6 +582,7 @@ int bench_allreduce_main(int argc, char **argv)
             failed = 1;
         }
     }
+    rss_base = resident_bytes(); /* the buffers are allocated and touched */
     samples = malloc(sizeof(double) * (size_t)o.iters);
     maxs = malloc(sizeof(double) * (size_t)o.iters);
     if (o.paired) {
@@ -813,6 +834,23 @@ int bench_allreduce_main(int argc, char **argv)
         char t[BENCH_LINE_MAX];
         bench_peer_transport(MPI_COMM_WORLD, 1, t, sizeof(t));
         fprintf(out, "# transport rank0 -> rank1: %s\n", t);
+    }
+    if (o.rss) {
+        /* Peak against the resident size once the buffers were touched: what
+         * MPI_Allreduce (scratch, staging) added during the calls. */
+        struct rusage ru;
+        double mine[2] = {0, 0}, all[2];
+        if (0 == getrusage(RUSAGE_SELF, &ru)) {
+            mine[0] = (double)ru.ru_maxrss * 1024.0;
+            mine[1] = mine[0] - (double)rss_base;
+        }
+        MPI_Reduce(mine, all, 2, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+        if (0 == me) {
+            fprintf(out,
+                    "# --rss: peak RSS %.1f MB, %.1f MB more than with the buffers touched "
+                    "before the first call (max over ranks)\n",
+                    all[0] / 1048576.0, all[1] / 1048576.0);
+        }
     }
     all_errors = bench_gather_errors(errors, 0);
     if (0 == me && o.verify) {

@@ -5,6 +5,8 @@
 // destructor has cancelled and waited any request still outstanding.
 #include "internal.h"
 
+#include <algorithm>
+
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -98,6 +100,17 @@ extern "C" const char *llrdma_ar_op_name(int op)
     return op >= 0 && op < LLRDMA_OP_COUNT ? kOpNames[op] : "?";
 }
 
+namespace
+{
+// Elements per piece of the message algorithms (llrdma_ar_plan_t.piece_bytes).
+size_t piece_elems(const llrdma_ar_plan_t *plan, size_t es)
+{
+    if (plan->piece_bytes == 0)
+        return static_cast<size_t>(-1);
+    return std::max<size_t>(1, plan->piece_bytes / es);
+}
+} // namespace
+
 extern "C" size_t llrdma_ar_scratch_bytes(const llrdma_ar_plan_t *plan, size_t count, int dtype,
                                           int comm_size)
 {
@@ -106,9 +119,9 @@ extern "C" size_t llrdma_ar_scratch_bytes(const llrdma_ar_plan_t *plan, size_t c
         return 0;
     switch (plan->alg) {
     case LLRDMA_AR_RECURSIVE_DOUBLING:
-        return scratch_recursive_doubling(count, es, comm_size);
+        return scratch_recursive_doubling(std::min(count, piece_elems(plan, es)), es, comm_size);
     case LLRDMA_AR_RABENSEIFNER:
-        return scratch_rabenseifner(count, es, comm_size);
+        return scratch_rabenseifner(std::min(count, piece_elems(plan, es)), es, comm_size);
     case LLRDMA_AR_RING:
         return scratch_ring(plan, count, es, comm_size);
     case LLRDMA_AR_SHM_SPLIT:
@@ -179,10 +192,17 @@ extern "C" int llrdma_ar_run(const llrdma_ar_plan_t *plan, const llrdma_ar_comm_
                    scratch, scratch_bytes, plan,  in,    comm->shm, comm->hier};
             switch (plan->alg) {
             case LLRDMA_AR_RECURSIVE_DOUBLING:
-                rc = run_recursive_doubling(a);
-                break;
             case LLRDMA_AR_RABENSEIFNER:
-                rc = run_rabenseifner(a);
+                // Piece by piece: each piece's messages all complete before
+                // the next piece's start, so the shared tags cannot cross.
+                for (size_t off = 0, n = piece_elems(plan, es); off < count && rc == LLRDMA_AR_OK;
+                     off += n) {
+                    Args p = a;
+                    p.buf = static_cast<unsigned char *>(recvbuf) + off * es;
+                    p.count = std::min(n, count - off);
+                    rc = plan->alg == LLRDMA_AR_RECURSIVE_DOUBLING ? run_recursive_doubling(p)
+                                                                   : run_rabenseifner(p);
+                }
                 break;
             case LLRDMA_AR_SHM_DIRECT:
                 rc = run_shm_direct(a);

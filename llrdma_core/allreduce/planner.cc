@@ -84,6 +84,7 @@ extern "C" int llrdma_ar_plan_shm(size_t bytes, size_t dtype_size, int comm_size
     if (!out || dtype_size == 0 || comm_size < 1 || bytes % dtype_size != 0 || forced_alg < 0 ||
         forced_alg >= LLRDMA_AR_NKNOB || (shm_chunk > 0 && shm_chunk < dtype_size))
         return LLRDMA_AR_ERR_INVALID;
+    out->piece_bytes = LLRDMA_AR_PIECE_BYTES;
 
     const bool one_or_none = comm_size == 1 || bytes == 0;
     if (shm_chunk > 0 && !one_or_none && (forced_alg == LLRDMA_AR_AUTO || is_shm(forced_alg))) {

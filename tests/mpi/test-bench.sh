@@ -165,6 +165,9 @@ budget() {
     grep -qE "^ +1 MB +262144 +4 " <<<"$out"
 }
 check_run "allreduce int max: byte budget gives 4 iterations at 1 MB, 20 at 12 B" budget
+launch -np 2 "$BENCH" allreduce --sizes 1M --iters 3 --warmup 1 --rss
+check_run "allreduce --rss: exit 0, the peak and what the calls added, in MB" \
+  has "^# --rss: peak RSS [0-9.]* MB, [-0-9.]* MB more than with the buffers touched"
 
 # --paired: a duplicate with info llrdma_allreduce=false, which coll/llrdma
 # hands to the module below; both results verified, both timed per iteration.

@@ -378,7 +378,7 @@ std::vector<Bytes> run_host(int p, const Case &k, sim::Options opt)
     for (int r = 0; r < p; ++r)
         th.emplace_back([&, r] {
             llrdma_ar_comm_t c = w.comm(r);
-            llrdma_ar_plan_t plan{k.alg, k.seg, k.window, "test", 0, nullptr, 0, 0};
+            llrdma_ar_plan_t plan{k.alg, k.seg, k.window, "test", 0, nullptr, 0, 0, 0};
             out[r] = input(k.dt, k.count, k.seed + r);
             if (llrdma_ar_run(&plan, &c, nullptr, out[r].data(), k.count, k.dt, k.op, nullptr, 0) !=
                 LLRDMA_AR_OK)
@@ -418,7 +418,7 @@ std::vector<RankResult> run_hooked(int p, const Case &k, sim::Options opt, Devic
             llrdma_ar_comm_t c = rr.h.comm(k.scratch == 0);
             c.shm->device_fold = device_fold;
             c.shm->device_fold_min = device_fold_min;
-            llrdma_ar_plan_t plan{k.alg, k.seg, k.window, "test", 0, nullptr, 0, 0};
+            llrdma_ar_plan_t plan{k.alg, k.seg, k.window, "test", 0, nullptr, 0, 0, 0};
             size_t bytes = k.count * llrdma_ar_dtype_size(k.dt);
             Bytes in = input(k.dt, k.count, k.seed + r);
             void *recv = heap.alloc(bytes + 1, r % 4);
@@ -465,7 +465,7 @@ std::vector<std::string> check_case(int p, const Case &k, sim::Options opt, Devi
     std::vector<std::string> errs;
     std::vector<Bytes> ref = run_host(p, k, opt);
     std::vector<RankResult> res = run_hooked(p, k, opt, heap);
-    llrdma_ar_plan_t plan{k.alg, k.seg, k.window, "test", 0, nullptr, 0, 0};
+    llrdma_ar_plan_t plan{k.alg, k.seg, k.window, "test", 0, nullptr, 0, 0, 0};
     bool needs_scratch = llrdma_ar_scratch_bytes(&plan, k.count, k.dt, p) > 0;
     long reduces = 0;
     for (int r = 0; r < p; ++r) {
@@ -572,7 +572,7 @@ BOOST_AUTO_TEST_CASE(hook_arguments)
     Hooked h;
     h.inner = w.comm(0);
     h.heap = &heap;
-    llrdma_ar_plan_t plan{LLRDMA_AR_RING, 64, 2, "test", 0, nullptr, 0, 0};
+    llrdma_ar_plan_t plan{LLRDMA_AR_RING, 64, 2, "test", 0, nullptr, 0, 0, 0};
     void *buf = heap.alloc(32);
     // copy without reduce, alloc without free: rejected before anything runs
     llrdma_ar_comm_t c = h.comm(true);
@@ -754,8 +754,8 @@ BOOST_AUTO_TEST_CASE(hook_failures_are_carried_in_messages)
                                     h.fail_at = at;
                                 }
                                 llrdma_ar_comm_t c = h.comm(true);
-                                llrdma_ar_plan_t plan{k.alg, k.seg,   k.window, "test",
-                                                      0,     nullptr, 0,        0};
+                                llrdma_ar_plan_t plan{k.alg,   k.seg, k.window, "test", 0,
+                                                      nullptr, 0,     0,        0};
                                 void *recv = heap.alloc(bytes + 1, r % 4);
                                 for (int call = 0; call < 2; ++call) {
                                     Bytes in = input(k.dt, k.count, k.seed + 100 * call + r);
@@ -853,7 +853,7 @@ BOOST_AUTO_TEST_CASE(shm_hook_failures_break_the_arena)
                             }
                             llrdma_ar_comm_t c = h.comm(true);
                             c.shm->device_fold = kind == kReduce; // the fold fails there
-                            llrdma_ar_plan_t plan{alg, 64, 1, "test", 0, nullptr, 0, 0};
+                            llrdma_ar_plan_t plan{alg, 64, 1, "test", 0, nullptr, 0, 0, 0};
                             void *buf = heap.alloc(1000 * 4);
                             rc1[r] = llrdma_ar_run(&plan, &c, nullptr, buf, 1000, LLRDMA_DT_INT32,
                                                    LLRDMA_OP_SUM, nullptr, 0);
@@ -975,7 +975,7 @@ BOOST_AUTO_TEST_CASE(shm_dead_rank_ends_every_wait)
                             std::this_thread::sleep_for(std::chrono::milliseconds(100));
                         }
                         std::vector<int32_t> v(1000, r + 1);
-                        llrdma_ar_plan_t plan{alg, 1024, 1, "test", 0, nullptr, 0, 0};
+                        llrdma_ar_plan_t plan{alg, 1024, 1, "test", 0, nullptr, 0, 0, 0};
                         auto t0 = std::chrono::steady_clock::now();
                         rc[r] = llrdma_ar_run(&plan, &c, nullptr, v.data(), v.size(),
                                               LLRDMA_DT_INT32, LLRDMA_OP_SUM, nullptr, 0);

@@ -34,6 +34,7 @@ struct Case {
     bool own_scratch; // caller allocates exactly llrdma_ar_scratch_bytes()
     uint64_t seed;
     Bytes exact, seq; // references (filled by prepare)
+    size_t piece = 0; // plan.piece_bytes (recursive doubling, Rabenseifner)
 };
 
 std::string describe(const Case &k, int p)
@@ -64,7 +65,7 @@ void prepare(Case &k, int p)
 std::string run_rank(sim::World &w, int r, int p, const Case &k)
 {
     llrdma_ar_comm_t comm = w.comm(r);
-    llrdma_ar_plan_t plan{k.alg, k.seg, k.window, "test", 0, nullptr, 0, 0};
+    llrdma_ar_plan_t plan{k.alg, k.seg, k.window, "test", 0, nullptr, 0, 0, k.piece};
     size_t es = llrdma_ar_dtype_size(k.c.dt);
     Bytes send = input(k.c, k.seed, r, p, k.count), orig = send;
     Bytes recv = k.inplace ? send : Bytes(send.size(), 0xA5);
@@ -211,6 +212,81 @@ BOOST_AUTO_TEST_CASE(all_algorithms_all_sizes)
     }
 }
 
+Case piece_case(int alg, Combo c, size_t count, int inplace, bool own_scratch, uint64_t seed,
+                size_t piece)
+{
+    Case k{};
+    k.alg = alg;
+    k.c = c;
+    k.count = count;
+    k.inplace = inplace;
+    k.window = 1;
+    k.own_scratch = own_scratch;
+    k.seed = seed;
+    k.piece = piece;
+    return k;
+}
+
+// Recursive doubling and Rabenseifner in pieces (llrdma_ar_plan_t.piece_bytes):
+// the same bits as the whole vector at once, scratch and every message
+// bounded by the piece, pieces down to one element and a last piece shorter
+// than the rank count.
+BOOST_AUTO_TEST_CASE(message_algorithms_in_pieces)
+{
+    const Combo combos[] = {{LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM}, {LLRDMA_DT_INT32, LLRDMA_OP_MAX}};
+    for (int p : {2, 3, 5, 8}) {
+        for (int alg : {LLRDMA_AR_RECURSIVE_DOUBLING, LLRDMA_AR_RABENSEIFNER})
+            for (size_t piece : {size_t(8), size_t(24), size_t(1000)})
+                for (const Combo &c : combos) {
+                    std::vector<Case> cases;
+                    for (size_t count : {size_t(1), size_t(7), size_t(1000), size_t(4099)}) {
+                        Case k = piece_case(alg, c, count, static_cast<int>(count % 3),
+                                            count % 2 == 0, count * 31 + piece, piece);
+                        prepare(k, p);
+                        cases.push_back(k);
+                    }
+                    sim::Options opt;
+                    opt.eager_limit = p % 2 ? 0 : 4096;
+                    opt.single_tag = true; // as the Open MPI glue: pieces share every tag
+                    std::vector<std::string> errs = run_world(p, cases, opt);
+                    report(errs);
+                    size_t es = llrdma_ar_dtype_size(c.dt);
+                    size_t elems = std::max<size_t>(1, piece / es);
+                    llrdma_ar_plan_t plan{alg, 0, 1, "test", 0, nullptr, 0, 0, piece};
+                    llrdma_ar_plan_t whole{alg, 0, 1, "test", 0, nullptr, 0, 0, 0};
+                    BOOST_CHECK_LE(llrdma_ar_scratch_bytes(&plan, 4099, c.dt, p),
+                                   llrdma_ar_scratch_bytes(&whole, elems, c.dt, p));
+                }
+    }
+    // Every message fits the piece (the sim records the largest).
+    {
+        Combo c{LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM};
+        for (int alg : {LLRDMA_AR_RECURSIVE_DOUBLING, LLRDMA_AR_RABENSEIFNER}) {
+            Case k = piece_case(alg, c, 5000, 1, false, 9, 800);
+            prepare(k, 6);
+            sim::Options opt;
+            sim::World w(6, opt);
+            std::vector<std::thread> th;
+            std::vector<std::string> errs(6);
+            for (int r = 0; r < 6; ++r)
+                th.emplace_back([&, r] { errs[r] = run_rank(w, r, 6, k); });
+            for (auto &t : th)
+                t.join();
+            for (auto &e : errs)
+                BOOST_CHECK_MESSAGE(e.empty(), e);
+            BOOST_CHECK_LE(w.max_sent(), 800u);
+            BOOST_CHECK_GT(w.max_sent(), 0u);
+        }
+    }
+    // The planners piece the message algorithms.
+    llrdma_ar_plan_t pl{};
+    BOOST_REQUIRE_EQUAL(llrdma_ar_plan(size_t(256) << 20, 8, 4, 0, LLRDMA_AR_RABENSEIFNER, 0, &pl),
+                        LLRDMA_AR_OK);
+    BOOST_CHECK_EQUAL(pl.piece_bytes, LLRDMA_AR_PIECE_BYTES);
+    BOOST_CHECK_LE(llrdma_ar_scratch_bytes(&pl, (size_t(256) << 20) / 8, LLRDMA_DT_DOUBLE, 4),
+                   LLRDMA_AR_PIECE_BYTES);
+}
+
 BOOST_AUTO_TEST_CASE(every_op_and_dtype)
 {
     // Full op x dtype matrix, small awkward counts, both transport modes.
@@ -311,8 +387,8 @@ BOOST_AUTO_TEST_CASE(transport_failure_propagates)
                         for (int r = 0; r < p; ++r)
                             th.emplace_back([&, r] {
                                 llrdma_ar_comm_t comm = w.comm(r);
-                                llrdma_ar_plan_t plan{k.alg, k.seg,   k.window, "test",
-                                                      0,     nullptr, 0,        0};
+                                llrdma_ar_plan_t plan{k.alg,   k.seg, k.window, "test", 0,
+                                                      nullptr, 0,     0,        0};
                                 Bytes buf = input(c, k.seed, r, p, k.count);
                                 rcs[r] = llrdma_ar_run(&plan, &comm, nullptr, buf.data(), k.count,
                                                        c.dt, c.op, nullptr, 0);
@@ -342,7 +418,7 @@ BOOST_AUTO_TEST_CASE(argument_checks)
 {
     sim::World w(2, sim::Options{});
     llrdma_ar_comm_t comm = w.comm(0);
-    llrdma_ar_plan_t plan{LLRDMA_AR_RING, 64, 2, "test", 0, nullptr, 0, 0};
+    llrdma_ar_plan_t plan{LLRDMA_AR_RING, 64, 2, "test", 0, nullptr, 0, 0, 0};
     double x[4] = {1, 2, 3, 4}, y[4];
     BOOST_CHECK_EQUAL(
         llrdma_ar_run(nullptr, &comm, x, y, 4, LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM, nullptr, 0),
