@@ -29,12 +29,23 @@ namespace ar
 {
 
 // out = v0 OP v1 OP ... in rank order, elements [s, s + n) of round g.
+// Tile by tile: a tile of out stays in L1 while every slot's tile is folded
+// into it, so each slot is read once and out written once (p - 1 passes
+// over the whole slice read and wrote out p - 1 times).  Each element's
+// order is unchanged: bitwise the same.
 void shm_fold_slots(const Args &a, const Arena &ar, uint64_t g, size_t s, size_t n, void *out)
 {
-    int p = a.t->size();
-    reduce3(a.op, a.dtype, at(ar.slot(g, 0), s, a.esize), at(ar.slot(g, 1), s, a.esize), out, n);
-    for (int r = 2; r < p; ++r)
-        reduce3(a.op, a.dtype, out, at(ar.slot(g, r), s, a.esize), out, n);
+    constexpr size_t kTileBytes = 4096;
+    const int p = a.t->size();
+    const size_t tile = kTileBytes / a.esize > 0 ? kTileBytes / a.esize : 1;
+    for (size_t i = 0; i < n; i += tile) {
+        const size_t m = n - i < tile ? n - i : tile;
+        void *o = at(out, i, a.esize);
+        reduce3(a.op, a.dtype, at(ar.slot(g, 0), s + i, a.esize), at(ar.slot(g, 1), s + i, a.esize),
+                o, m);
+        for (int r = 2; r < p; ++r)
+            reduce3(a.op, a.dtype, o, at(ar.slot(g, r), s + i, a.esize), o, m);
+    }
 }
 
 size_t scratch_shm_split(const llrdma_ar_plan_t *plan, size_t count, size_t esize, int size)
