@@ -190,6 +190,8 @@ class Arena
     // when a rank failed instead.
     int wait_in(uint64_t g) { return wait(0, g); }
     int wait_red(uint64_t g) { return wait(1, g); }
+    // Rank r only: its red flag reached g (a per-rank ready counter).
+    int wait_red_of(int r, uint64_t g) { return wait_one(1, g, r); }
     // The placement word (word 1 of this rank's in-flag line): call number
     // and a small code (0..3), read by the others without a round, so that
     // a rank that knows its outcome alone need not wait for anyone
@@ -211,6 +213,7 @@ class Arena
     uint64_t *flag(int r, int which) const;
     void post(int which, uint64_t g);
     int wait(int which, uint64_t g);
+    int wait_one(int which, uint64_t g, int r);
     // Between polls of rank r: the abort word, progress, liveness.
     // LLRDMA_AR_OK to keep waiting.
     int idle(int r, llrdma_ar_wait_t &w, uint64_t &next_check);

@@ -144,19 +144,27 @@ int Arena::idle(int r, llrdma_ar_wait_t &w, uint64_t &next_check)
     return LLRDMA_AR_OK;
 }
 
+int Arena::wait_one(int which, uint64_t g, int r)
+{
+    const uint64_t *f = flag(r, which);
+    llrdma_ar_wait_t ws{};
+    uint64_t next_check = 0;
+    while (__atomic_load_n(f, __ATOMIC_ACQUIRE) < g) {
+        int rc = idle(r, ws, next_check);
+        if (rc != LLRDMA_AR_OK)
+            return rc;
+    }
+    return LLRDMA_AR_OK;
+}
+
 int Arena::wait(int which, uint64_t g)
 {
     for (int r = 0; r < size_; ++r) {
         if (r == rank_)
             continue;
-        const uint64_t *f = flag(r, which);
-        llrdma_ar_wait_t ws{};
-        uint64_t next_check = 0;
-        while (__atomic_load_n(f, __ATOMIC_ACQUIRE) < g) {
-            int rc = idle(r, ws, next_check);
-            if (rc != LLRDMA_AR_OK)
-                return rc;
-        }
+        int rc = wait_one(which, g, r);
+        if (rc != LLRDMA_AR_OK)
+            return rc;
     }
     return LLRDMA_AR_OK;
 }

@@ -94,11 +94,28 @@ int run_shm_split(const Args &a)
         if (rc != LLRDMA_AR_OK)
             return rc;
         ar.post_red(g);
-        rc = ar.wait_red(g);
-        // With hooks this copy is asynchronous: the next round's sync (before
-        // its post) covers it, and the result chunk is only rewritten once
-        // every rank has posted round g + 2.
-        return rc == LLRDMA_AR_OK ? t.copy(at(a.buf, off, a.esize), ar.result(g), n * a.esize) : rc;
+        if (t.hooked()) {
+            // One copy of the whole chunk (a stream operation each: fewer is
+            // better).  Asynchronous: the next round's sync (before its
+            // post) covers it, and the result chunk is only rewritten once
+            // every rank has posted round g + 2.
+            rc = ar.wait_red(g);
+            return rc == LLRDMA_AR_OK ? t.copy(at(a.buf, off, a.esize), ar.result(g), n * a.esize)
+                                      : rc;
+        }
+        // Host: each slice out as soon as its rank has reduced it (its own
+        // first), so copying out overlaps the slower ranks' folds instead
+        // of waiting for all of them.
+        for (int k = 0; k < t.size() && rc == LLRDMA_AR_OK; ++k) {
+            int q = (t.rank() + k) % t.size();
+            size_t qs = block_start(n, t.size(), q), ql = block_len(n, t.size(), q);
+            if (q != t.rank())
+                rc = ar.wait_red_of(q, g);
+            if (rc == LLRDMA_AR_OK && ql > 0)
+                rc = t.copy(at(a.buf, off + qs, a.esize), at(ar.result(g), qs, a.esize),
+                            ql * a.esize);
+        }
+        return rc;
     });
 }
 
