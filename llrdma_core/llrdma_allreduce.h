@@ -506,6 +506,14 @@ typedef struct llrdma_ar_comm {
      * then its node's arena, when it has more than one rank).  The hooks
      * above must be NULL (host buffers). */
     const llrdma_ar_hier_t *hier;
+
+    /* 1: this rank failed before the call (its input could not be staged):
+     * with waitall_sizes and a message algorithm it still runs the call's
+     * schedule, carrying the failure (empty sends, nothing computed; the
+     * buffers must exist) and returns LLRDMA_AR_ERR_MEMORY, so its peers
+     * fail the call too instead of waiting; otherwise it returns that at
+     * once. */
+    int failed;
 } llrdma_ar_comm_t;
 
 /* ------------------------------------------------ CUDA device vectors

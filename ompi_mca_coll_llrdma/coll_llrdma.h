@@ -106,11 +106,13 @@ typedef struct mca_coll_llrdma_module_t {
     unsigned long long gpu_key;
     int gpu_key_device;
     int gpu_shared_said;
-    int shm_pinned; /* GPU path: 0 not tried, 1 pinned and mapped, 2 pinned, -1 failed */
-    int shm_ranks;  /* the arena's communicator size (liveness checks) */
-    int in_call;    /* inside an arena call: an inner host pass is part of it */
-    int gone_said;  /* a dead rank was reported */
-    int msg_gone;   /* a rank found gone by a message wait (-1: none): every call fails */
+    int shm_pinned;    /* GPU path: 0 not tried, 1 pinned and mapped, 2 pinned, -1 failed */
+    int shm_ranks;     /* the arena's communicator size (liveness checks) */
+    int in_call;       /* inside an arena call: an inner host pass is part of it */
+    int carry_failure; /* this rank failed before its host pass: carried (llrdma_ar_comm_t.failed)
+                        */
+    int gone_said;     /* a dead rank was reported */
+    int msg_gone;      /* a rank found gone by a message wait (-1: none): every call fails */
     /* Nodes (coll_llrdma_hier.c), from the first Allreduce on: how this
      * communicator is served (LLRDMA_AR_MODE_*), its topology, this rank's
      * place in it (hier.peers = peers), the lowest rank of its node.  With

@@ -491,11 +491,6 @@ static int run_plan(const llrdma_ar_plan_t *plan, const void *sbuf, void *rbuf, 
             LLRDMA_MEM_HOST != rkind ? where(rkind) : where(skind));
     }
 
-    if (LLRDMA_AR_HIER == plan->alg && (LLRDMA_MEM_HOST != rkind || LLRDMA_MEM_HOST != skind)) {
-        /* Across nodes device vectors go whole through the host path (the
-         * hierarchical schedule runs on host memory). */
-        return mca_coll_llrdma_gpu_fallback(sbuf, rbuf, count, dtype, op, comm, m, skind, rkind, 1);
-    }
     rule = dev_rule(m, plan);
     if (llrdma_ar_dev_try_peer((uint64_t)count * esize, &rule) &&
         mca_coll_llrdma_peer_wanted(m, comm)) {
@@ -506,17 +501,19 @@ static int run_plan(const llrdma_ar_plan_t *plan, const void *sbuf, void *rbuf, 
             return rc;
         }
     }
-    if (LLRDMA_MEM_HOST != rkind &&
-        ((uint64_t)count * esize <= llrdma_ar_dev_stage_max(&rule) ||
-         (rule.stage_auto && mca_coll_llrdma_gpu_shared(m, comm, device)))) {
-        /* Small vector on the GPU, or a GPU other ranks use too: two whole
-         * copies and the host path cost fewer GPU operations (each a context
-         * switch when ranks share a GPU) than per-round staging;
-         * docs/benchmarks-h200.md has the measurements. */
-        return mca_coll_llrdma_gpu_fallback(sbuf, rbuf, count, dtype, op, comm, m, skind, rkind, 1);
-    }
     if (LLRDMA_MEM_HOST != rkind) {
-        /* Result on the GPU (device or managed memory): reduce there. */
+        /* Result on the GPU (device or managed memory): the one rule,
+         * llrdma_ar_dev_path (llrdma-check prints it too), says whether two
+         * whole copies and the host path (several nodes; a small vector; a
+         * GPU other ranks use, where each GPU operation is a context switch)
+         * or the GPU's own reduction staged round by round. */
+        uint64_t bytes = (uint64_t)count * esize;
+        int shared = !rule.hier && rule.stage_auto && bytes > llrdma_ar_dev_stage_max(&rule) &&
+                     mca_coll_llrdma_gpu_shared(m, comm, device);
+        if (LLRDMA_AR_DEV_GPU != llrdma_ar_dev_path(bytes, &rule, 0, shared, NULL)) {
+            return mca_coll_llrdma_gpu_fallback(sbuf, rbuf, count, dtype, op, comm, m, skind, rkind,
+                                                1);
+        }
         return mca_coll_llrdma_allreduce_gpu(plan, MPI_IN_PLACE == sbuf ? NULL : sbuf, rbuf,
                                              (size_t)count, dt, lop, comm, m, device);
     }
@@ -540,6 +537,10 @@ static int run_plan(const llrdma_ar_plan_t *plan, const void *sbuf, void *rbuf, 
     tc.waitall_sizes = mca_coll_llrdma_pml_waitall_sizes; /* failures carried in messages */
     tc.cancel = mca_coll_llrdma_pml_cancel;
     tc.shm = NULL != m->shm.base ? &m->shm : NULL;
+    tc.failed = m->carry_failure;
+    if (tc.failed && is_shm_plan(m, plan)) {
+        return OMPI_ERROR; /* the arena call marks the arena: nobody waits */
+    }
     if (LLRDMA_AR_HIER == plan->alg) {
         /* The only messages are the inter-node step's: through the seam. */
         const mca_coll_llrdma_net_t *net = mca_coll_llrdma_net_for(m, plan, (size_t)count, esize);

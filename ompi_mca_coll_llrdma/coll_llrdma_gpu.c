@@ -532,25 +532,35 @@ int mca_coll_llrdma_gpu_fallback(const void *sbuf, void *rbuf, int count,
                     comm->c_name);
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
+    int staged = OMPI_SUCCESS;
+
     if (LLRDMA_MEM_HOST != rkind) {
         if (NULL == (hr = stage_buf(m, 0, span))) {
             return OMPI_ERR_OUT_OF_RESOURCE;
         }
         r = hr - gap;
-        if (MPI_IN_PLACE == sbuf && OMPI_SUCCESS != (rc = mca_coll_llrdma_gpu_copy_sync(
-                                                         hr, (char *)rbuf + gap, span, comm))) {
-            return rc;
+        if (MPI_IN_PLACE == sbuf) {
+            staged = mca_coll_llrdma_gpu_copy_sync(hr, (char *)rbuf + gap, span, comm);
         }
     }
-    if (MPI_IN_PLACE != sbuf && LLRDMA_MEM_HOST != skind) {
+    if (OMPI_SUCCESS == staged && MPI_IN_PLACE != sbuf && LLRDMA_MEM_HOST != skind) {
         if (NULL == (hs = stage_buf(m, 1, span))) {
             return OMPI_ERR_OUT_OF_RESOURCE;
         }
         s = hs - gap;
-        if (OMPI_SUCCESS !=
-            (rc = mca_coll_llrdma_gpu_copy_sync(hs, (const char *)sbuf + gap, span, comm))) {
-            return rc;
+        staged = mca_coll_llrdma_gpu_copy_sync(hs, (const char *)sbuf + gap, span, comm);
+    }
+    if (OMPI_SUCCESS != staged) {
+        if (!via_llrdma) {
+            return staged; /* the module below has no way to tell the others */
         }
+        /* The input could not be staged: llrdma's host pass still runs its
+         * message schedule, carrying the failure to the other ranks (or the
+         * arena call marks the arena), so none of them waits for this one. */
+        m->carry_failure = 1;
+        (void)mca_coll_llrdma_allreduce(s, r, count, dtype, op, comm, &m->super);
+        m->carry_failure = 0;
+        return staged;
     }
     /* Host copies now: either the module below, or llrdma's own host path
      * (same plan as every other rank's, whatever their buffers). */

@@ -61,6 +61,7 @@ static void module_construct(mca_coll_llrdma_module_t *m)
     m->peer_event_id = 0;
     m->peer_dev = -1;
     m->peer_key = 0;
+    m->carry_failure = 0;
 }
 
 static void module_destruct(mca_coll_llrdma_module_t *m)

@@ -184,6 +184,11 @@ extern "C" int llrdma_ar_run(const llrdma_ar_plan_t *plan, const llrdma_ar_comm_
         int rc = LLRDMA_AR_OK;
         t.carry(plan->alg == LLRDMA_AR_RECURSIVE_DOUBLING || plan->alg == LLRDMA_AR_RABENSEIFNER ||
                 plan->alg == LLRDMA_AR_RING);
+        if (comm->failed) {
+            if (!t.carrying() || comm->size == 1)
+                return LLRDMA_AR_ERR_MEMORY;
+            t.failed_before(LLRDMA_AR_ERR_MEMORY);
+        }
         const void *in = sendbuf == recvbuf ? nullptr : sendbuf;
         if (in && ((!shm && !hier) || comm->size == 1))
             rc = t.copy(recvbuf, in, count * es);

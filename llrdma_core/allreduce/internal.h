@@ -131,6 +131,9 @@ class Transport
     // failed.  Without waitall_sizes, or for the arena's algorithms (their
     // failures travel in the arena), a failure cancels everything at once.
     void carry(bool on) { carry_ = on && c_->waitall_sizes != nullptr; }
+    bool carrying() const { return carry_; }
+    // A failure before the call (llrdma_ar_comm_t.failed), carried.
+    void failed_before(int rc) { (void)local(rc); }
     bool carrying_failure() const { return poisoned_; }
 
   private:

@@ -98,6 +98,13 @@ if [ -f "$FAKE" ]; then
     check_run "over the PML, rank $f fails: the other rank learns it from the messages" \
       has "another rank failed in this call (its messages said so)"
   done
+  # Over the PML too: the whole-vector copy to the host fails on rank 1 at
+  # call 3 (before the host pass): the pass still runs, carrying the failure.
+  launch -np 1 "${V[@]}" --mca coll_llrdma_shm 0 "$TG" --fault 3 \
+    : -np 1 --mca coll_llrdma_shm 0 -x FAKEGPU_FAIL_COPY_AT=5 "$TG" --fault 3
+  check_pass "over the PML, GPU copy before the host pass fails on one rank: no hang, recovered" $P 2
+  check_run "over the PML, copy before the host pass fails: the other rank learns it" \
+    has "another rank failed in this call (its messages said so)"
   # One rank cannot load libllrdma_cuda.so: every call fails on every rank.
   launch -np 1 "$TG" --fault-sticky 1 : -np 1 -x LLRDMA_CUDA_LIB=/nonexistent/libllrdma_cuda.so \
     -x FAKEGPU_LIB="$FAKE" "$TG" --fault-sticky 1

@@ -823,6 +823,77 @@ BOOST_AUTO_TEST_CASE(hook_failures_are_carried_in_messages)
     BOOST_CHECK_EQUAL(heap.nlive(), 0u);
 }
 
+BOOST_AUTO_TEST_CASE(a_failure_before_the_call_is_carried)
+{
+    // llrdma_ar_comm_t.failed: the rank could not stage its input.  It runs
+    // the schedule carrying the failure (LLRDMA_AR_ERR_MEMORY), every other
+    // rank fails the call (its result needs the failed rank's data), no
+    // message is left, and the next call is right everywhere.  Without
+    // waitall_sizes it returns at once (and its peers would wait: not run).
+    DeviceHeap heap;
+    for (int alg : kAlgs)
+        for (int p : {2, 3, 4, 7})
+            for (int frank : {0, p - 1}) {
+                sim::Options opt;
+                opt.sizes = true;
+                opt.timeout = std::chrono::milliseconds(10000);
+                sim::World w(p, opt);
+                const size_t count = 777, bytes = count * 8;
+                std::vector<int> rc1(p, 99), rc2(p, 99), live(p, -1);
+                std::vector<Bytes> out(p);
+                std::vector<std::thread> th;
+                for (int r = 0; r < p; ++r)
+                    th.emplace_back([&, r] {
+                        llrdma_ar_comm_t c = w.comm(r);
+                        llrdma_ar_plan_t plan{alg, 256, 3, "test", 0, nullptr, 0, 0, 0};
+                        std::vector<double> v(count);
+                        for (int call = 0; call < 2; ++call) {
+                            for (size_t i = 0; i < count; ++i)
+                                v[i] = static_cast<double>((r + 1) * (call + 1)) + 0.5 * i;
+                            c.failed = call == 0 && r == frank;
+                            int rc = llrdma_ar_run(&plan, &c, nullptr, v.data(), count,
+                                                   LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM, nullptr, 0);
+                            (call == 0 ? rc1 : rc2)[r] = rc;
+                        }
+                        out[r].assign(reinterpret_cast<unsigned char *>(v.data()),
+                                      reinterpret_cast<unsigned char *>(v.data()) + bytes);
+                        live[r] = w.live(r);
+                    });
+                for (auto &t : th)
+                    t.join();
+                std::string ctx = std::string(llrdma_ar_alg_name(alg)) + " p=" + std::to_string(p) +
+                                  " failed rank " + std::to_string(frank);
+                for (const std::string &e : w.problems())
+                    BOOST_ERROR(ctx << ": sim: " << e);
+                BOOST_CHECK_MESSAGE(w.quiescent(), ctx << ": a message was left over");
+                BOOST_CHECK_MESSAGE(rc1[frank] == LLRDMA_AR_ERR_MEMORY, ctx << ": " << rc1[frank]);
+                for (int r = 0; r < p; ++r) {
+                    if (r != frank)
+                        BOOST_CHECK_MESSAGE(rc1[r] == LLRDMA_AR_ERR_PEER_FAILED,
+                                            ctx << ": rank " << r << " rc " << rc1[r]);
+                    BOOST_CHECK_MESSAGE(rc2[r] == LLRDMA_AR_OK, ctx << ": next call rc " << rc2[r]);
+                    BOOST_CHECK_EQUAL(live[r], 0);
+                    // Integers and halves: the sum is exact in any order.
+                    for (size_t i = 0; i < count && rc2[r] == 0; i += 97) {
+                        double want = static_cast<double>(p * (p + 1)) + 0.5 * i * p, got;
+                        std::memcpy(&got, &out[r][i * 8], 8);
+                        BOOST_CHECK_MESSAGE(got == want, ctx << ": next call, rank " << r
+                                                             << " element " << i << " " << got);
+                    }
+                }
+            }
+    // Without waitall_sizes: at once, no message.
+    sim::World w1(2, sim::Options{});
+    llrdma_ar_comm_t c = w1.comm(0);
+    c.failed = 1;
+    llrdma_ar_plan_t plan{LLRDMA_AR_RING, 256, 3, "test", 0, nullptr, 0, 0, 0};
+    double x = 1;
+    BOOST_CHECK_EQUAL(
+        llrdma_ar_run(&plan, &c, nullptr, &x, 1, LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM, nullptr, 0),
+        LLRDMA_AR_ERR_MEMORY);
+    BOOST_CHECK(w1.quiescent());
+}
+
 BOOST_AUTO_TEST_CASE(shm_hook_failures_break_the_arena)
 {
     // A copy, sync or device-fold failure on one rank: that rank returns LLRDMA_AR_ERR_MEMORY,
