@@ -9,7 +9,7 @@ build=$(readlink -f "${1:?build directory}")
 n=${2:-2}; size=${3:-256M}
 export OMPI_MCA_mca_base_component_path="$build/.libs:SYS_DEFAULT" LD_LIBRARY_PATH="$build/.libs"
 export OMPI_MCA_pml=ob1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-echo "# $(date -u) $(nproc) CPUs, $n ranks, $size doubles, $(mpirun --version | head -1)"
+echo "# $(date -u) $(nproc) CPUs, $n ranks, $size bytes (doubles), $(mpirun --version | head -1)"
 run() { # NAME MPIRUN-ARGS...
   local name=$1; shift
   local out
