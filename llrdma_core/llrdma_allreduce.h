@@ -279,6 +279,7 @@ typedef struct llrdma_ar_shm {
 /* One waiter's state: zero-initialise per wait. */
 typedef struct {
     uint64_t start_ns; /* 0 until the first idle step that looks at the clock */
+    uint64_t now_ns;   /* the clock as the last such step read it (callers reuse it) */
     uint32_t polls;
     uint32_t nap_us;
 } llrdma_ar_wait_t;

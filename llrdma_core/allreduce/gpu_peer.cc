@@ -181,7 +181,7 @@ extern "C" int llrdma_peer_run(llrdma_ar_shm_t *shm, int rank, int n, llrdma_pee
         return LLRDMA_PEER_FALLBACK;
     }
     unsigned codes[LLRDMA_PEER_MAX_RANKS];
-    int rc = ar.wait_place(call, 0, codes, &w);
+    int rc = ar.wait_place(call, codes, &w);
     if (rc != LLRDMA_AR_OK)
         return rc;
     for (int q = 0; q < n; ++q)

@@ -134,7 +134,6 @@ class Transport
     bool carrying() const { return carry_; }
     // A failure before the call (llrdma_ar_comm_t.failed), carried.
     void failed_before(int rc) { (void)local(rc); }
-    bool carrying_failure() const { return poisoned_; }
 
   private:
     int fail(int rc);
@@ -145,7 +144,7 @@ class Transport
     static constexpr size_t kSend = static_cast<size_t>(-1);
     const llrdma_ar_comm_t *c_;
     void *live_[kMaxLive] = {};
-    size_t expect_[kMaxLive] = {}; // a receive's bytes, kSend for a send
+    size_t expect_[kMaxLive]; // a receive's bytes, kSend for a send (set by track)
     int nlive_ = 0;
     int err_ = LLRDMA_AR_OK;
     bool fatal_ = false;    // nothing more may be posted (drained)
@@ -194,18 +193,22 @@ class Arena
     int wait_in(uint64_t g) { return wait(0, g); }
     int wait_red(uint64_t g) { return wait(1, g); }
     // Rank r only: its red flag reached g (a per-rank ready counter).
-    int wait_red_of(int r, uint64_t g) { return wait_one(1, g, r); }
+    int wait_red_of(int r, uint64_t g)
+    {
+        llrdma_ar_wait_t ws{};
+        return wait_one(1, g, r, ws);
+    }
     // The placement word (word 1 of this rank's in-flag line): call number
     // and a small code (0..3), read by the others without a round, so that
     // a rank that knows its outcome alone need not wait for anyone
     // (llrdma_peer_run).  Stamps only grow.
     void post_place(uint64_t call, unsigned code);
     // LLRDMA_AR_OK once every other rank placed `call`: codes[r] (0..3) for
-    // each rank (its own: `mine`).  LLRDMA_PEER_ERR_SYNC, *who set, when a
+    // each rank (its own: 0, the caller's code).  LLRDMA_PEER_ERR_SYNC, *who set, when a
     // rank placed a later call or posted a round this rank has not started
     // (it is not in this step: the ranks disagree); the arena's errors as
     // wait_in.
-    int wait_place(uint64_t call, unsigned mine, unsigned *codes, int *who);
+    int wait_place(uint64_t call, unsigned *codes, int *who);
     // Marks the arena broken (every rank's waits end) and returns rc.
     int fail(int rc);
     bool broken() const;
@@ -216,7 +219,9 @@ class Arena
     uint64_t *flag(int r, int which) const;
     void post(int which, uint64_t g);
     int wait(int which, uint64_t g);
-    int wait_one(int which, uint64_t g, int r);
+    // ws: the wait's state, shared by every rank a wait goes through, so
+    // the policy's spin and sleep budgets count the whole wait.
+    int wait_one(int which, uint64_t g, int r, llrdma_ar_wait_t &ws);
     // Between polls of rank r: the abort word, progress, liveness.
     // LLRDMA_AR_OK to keep waiting.
     int idle(int r, llrdma_ar_wait_t &w, uint64_t &next_check);

@@ -130,8 +130,9 @@ int Arena::idle(int r, llrdma_ar_wait_t &w, uint64_t &next_check)
     if (w.polls % kPollsPerYield != 0 || !s_->alive || s_->liveness_ns == 0)
         return LLRDMA_AR_OK;
     // A rank that died never posts: ask about the one waited on, at most
-    // every liveness_ns (the first time after one interval).
-    uint64_t now = now_ns();
+    // every liveness_ns (the first time after one interval).  The clock as
+    // the idle step just read it.
+    uint64_t now = w.now_ns;
     if (next_check == 0) {
         next_check = now + s_->liveness_ns;
     } else if (now >= next_check) {
@@ -144,10 +145,9 @@ int Arena::idle(int r, llrdma_ar_wait_t &w, uint64_t &next_check)
     return LLRDMA_AR_OK;
 }
 
-int Arena::wait_one(int which, uint64_t g, int r)
+int Arena::wait_one(int which, uint64_t g, int r, llrdma_ar_wait_t &ws)
 {
     const uint64_t *f = flag(r, which);
-    llrdma_ar_wait_t ws{};
     uint64_t next_check = 0;
     while (__atomic_load_n(f, __ATOMIC_ACQUIRE) < g) {
         int rc = idle(r, ws, next_check);
@@ -159,10 +159,11 @@ int Arena::wait_one(int which, uint64_t g, int r)
 
 int Arena::wait(int which, uint64_t g)
 {
+    llrdma_ar_wait_t ws{};
     for (int r = 0; r < size_; ++r) {
         if (r == rank_)
             continue;
-        int rc = wait_one(which, g, r);
+        int rc = wait_one(which, g, r, ws);
         if (rc != LLRDMA_AR_OK)
             return rc;
     }
@@ -174,16 +175,16 @@ void Arena::post_place(uint64_t call, unsigned code)
     __atomic_store_n(flag(rank_, 0) + 1, call << 2 | (code & 3u), __ATOMIC_RELEASE);
 }
 
-int Arena::wait_place(uint64_t call, unsigned mine, unsigned *codes, int *who)
+int Arena::wait_place(uint64_t call, unsigned *codes, int *who)
 {
     const uint64_t want = call << 2;
+    llrdma_ar_wait_t ws{};
     for (int r = 0; r < size_; ++r) {
         if (r == rank_) {
-            codes[r] = mine & 3u;
+            codes[r] = 0;
             continue;
         }
         const uint64_t *w = flag(r, 0) + 1, *in = flag(r, 0);
-        llrdma_ar_wait_t ws{};
         uint64_t next_check = 0, v;
         while ((v = __atomic_load_n(w, __ATOMIC_ACQUIRE)) < want) {
             // Placed before any round of the call: a rank already past this
@@ -264,6 +265,7 @@ extern "C" void llrdma_ar_wait_idle(const llrdma_ar_wait_policy_t *p, llrdma_ar_
     if (progress)
         progress(ctx);
     uint64_t now = now_ns();
+    w->now_ns = now;
     if (w->start_ns == 0)
         w->start_ns = now;
     uint64_t waited = now - w->start_ns;

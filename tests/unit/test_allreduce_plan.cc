@@ -395,6 +395,7 @@ BOOST_AUTO_TEST_CASE(wait_idle_steps)
     llrdma_ar_wait_idle(&never, &w, count_progress, nullptr);
     BOOST_CHECK_EQUAL(g_progress, 1);
     BOOST_CHECK_NE(w.start_ns, 0u);
+    BOOST_CHECK_EQUAL(w.now_ns, w.start_ns); // the reading callers reuse (liveness)
     for (int i = 0; i < 64 * 4; ++i)
         llrdma_ar_wait_idle(&never, &w, count_progress, nullptr);
     BOOST_CHECK_EQUAL(g_progress, 5);
