@@ -679,17 +679,32 @@ static void cross_module_case(size_t size, int with_progress_thread)
     for (int i = 0; i < 2; ++i) {
         pthread_join(pt[i], NULL);
     }
+    /* A hop is counted after its send returns, possibly after its receiver
+     * counted it, and the modules' own progress threads still run: read the
+     * counters atomically, once the last counts have landed (10 s at most). */
+    int sent[2], from_cb[2];
+    for (int r = 0; r < 100000; ++r) {
+        sent[0] = __atomic_load_n(&relay_sent[0], __ATOMIC_ACQUIRE);
+        sent[1] = __atomic_load_n(&relay_sent[1], __ATOMIC_ACQUIRE);
+        if (sent[0] + sent[1] >= 2 * RELAY_CHAINS * RELAY_HOPS) {
+            break;
+        }
+        usleep(100);
+    }
+    for (int i = 0; i < 2; ++i) {
+        from_cb[i] = __atomic_load_n(&relay_from_cb[i], __ATOMIC_ACQUIRE);
+    }
     printf("# cross-module callbacks (%zu bytes, progress thread %s): %d relays, %d and %d sent "
            "as answers on modules 0 and 1 (%d waited for a fragment, as ob1 would)\n",
-           size, with_progress_thread ? "on" : "off", got, relay_sent[0], relay_sent[1],
-           relay_deferred);
+           size, with_progress_thread ? "on" : "off", got, sent[0], sent[1],
+           __atomic_load_n(&relay_deferred, __ATOMIC_ACQUIRE));
     CHECK(want == got);
-    CHECK(0 == relay_failed);
+    CHECK(0 == __atomic_load_n(&relay_failed, __ATOMIC_ACQUIRE));
     /* Both directions ran: each module was called from the other's callback. */
-    CHECK(RELAY_CHAINS * RELAY_HOPS == relay_sent[0]);
-    CHECK(RELAY_CHAINS * RELAY_HOPS == relay_sent[1]);
-    CHECK(relay_from_cb[0] > RELAY_CHAINS * RELAY_HOPS / 2);
-    CHECK(relay_from_cb[1] > RELAY_CHAINS * RELAY_HOPS / 2);
+    CHECK(RELAY_CHAINS * RELAY_HOPS == sent[0]);
+    CHECK(RELAY_CHAINS * RELAY_HOPS == sent[1]);
+    CHECK(from_cb[0] > RELAY_CHAINS * RELAY_HOPS / 2);
+    CHECK(from_cb[1] > RELAY_CHAINS * RELAY_HOPS / 2);
     for (int i = 0; i < 2; ++i) {
         CHECK(0 == fw[i].err_calls);
     }
