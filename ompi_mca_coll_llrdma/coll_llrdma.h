@@ -162,6 +162,11 @@ void mca_coll_llrdma_check_world(struct ompi_communicator_t *world);
 /* coll_llrdma_component.c: coll_llrdma_node_split must cover MPI_COMM_WORLD
  * exactly (an explicit list); otherwise MPI_Init ends naming the knob. */
 void mca_coll_llrdma_check_split(struct ompi_communicator_t *world);
+/* One line per job when btl/llrdma carries nothing although a btl_llrdma
+ * knob was set (coll_llrdma_netuse.c gathers, llrdma_netuse_decide words). */
+void mca_coll_llrdma_check_netuse(struct ompi_communicator_t *world);
+/* Peers rank 0 looks at for it (llrdma-check: up to 256 from every rank). */
+#define LLRDMA_NETUSE_SAMPLE 64
 
 /* coll_llrdma_module.c: on the first Allreduce of a communicator, check
  * (through the module below) that every rank plans with the same hint,

@@ -18,6 +18,7 @@
 #include "ompi/communicator/communicator.h"
 
 #include "coll_llrdma.h"
+#include "coll_llrdma_netuse.h"
 #include "llrdma_mca_common.h"
 
 /* Seconds a non-reporting rank waits for the reporter's abort to end the
@@ -106,4 +107,30 @@ out_free:
     free(report);
     free(deviants);
     free(peers);
+}
+
+/* btl/llrdma unused although the user set one of its knobs (another PML, or
+ * no peer on another node reached): one line per job, from rank 0 of
+ * MPI_COMM_WORLD, on what it sees towards a sample of the ranks (the other
+ * ranks' views: llrdma-check).  Nothing is looked at when no knob is set. */
+void mca_coll_llrdma_check_netuse(struct ompi_communicator_t *world)
+{
+    mca_coll_llrdma_netuse_facts_t f;
+    char msg[1024];
+    int v;
+
+    if (0 != ompi_comm_rank(world)) {
+        return;
+    }
+    mca_coll_llrdma_netuse_gather(world, 0, &f);
+    if (0 == f.in.knobs) {
+        return;
+    }
+    mca_coll_llrdma_netuse_gather(world, LLRDMA_NETUSE_SAMPLE, &f);
+    v = llrdma_netuse_decide(&f.in, msg, sizeof(msg));
+    if (0 != llrdma_netuse_warn(v, f.in.knobs)) {
+        opal_output(0, "llrdma: %s (rank 0's view; llrdma-check shows every rank's)", msg);
+    } else {
+        opal_output_verbose(5, mca_coll_llrdma_component.output, "coll:llrdma: %s", msg);
+    }
 }

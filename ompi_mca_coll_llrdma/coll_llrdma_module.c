@@ -295,6 +295,7 @@ mca_coll_base_module_t *mca_coll_llrdma_comm_query(struct ompi_communicator_t *c
         mca_coll_llrdma_component.checked_world = 1;
         mca_coll_llrdma_check_world(comm);
         mca_coll_llrdma_check_split(comm);
+        mca_coll_llrdma_check_netuse(comm);
     }
     if (OMPI_COMM_IS_INTER(comm) || mca_coll_llrdma_component.priority <= 0) {
         return NULL;

@@ -5,7 +5,9 @@
  * the message-size histograms a finished job wrote into its dumps.
  *
  * Exit status: 0 all ranks agree, 1 the hint differs, 2 llrdma did not load
- * on some rank, 3 usage or internal error.
+ * on some rank, 3 usage or internal error, 4 a btl_llrdma knob is set but
+ * btl/llrdma carries no traffic to other nodes (another PML, or no peer
+ * reached).
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -19,6 +21,7 @@
 #include "llrdma_core.h"
 #include "llrdma_hist.h"
 #include "bench_ompi.h"
+#include "coll_llrdma_netuse.h"
 
 #define CFG_MAX LLRDMA_CONFIG_JSON_MAX
 
@@ -51,9 +54,16 @@ static void usage(FILE *fp)
                 "Exit 0, or 2 with a message naming the file when a dump cannot be read.\n"
                 "llrdma-hint recommend turns the same dumps into a hint.\n"
                 "\n"
+                "Each rank's \"network:\" line says whether btl/llrdma carries its traffic:\n"
+                "another PML than ob1 (pml/ucx, say) drives the network itself and uses no\n"
+                "BTL; under ob1 it looks at up to 256 peers, spread over the ranks.\n"
+                "\n"
                 "Exit status: 0 all ranks agree; 1 the size hint differs between ranks;\n"
                 "2 llrdma's components did not load on some rank (is\n"
-                "mca_base_component_path set?); 3 usage or internal error.\n"
+                "mca_base_component_path set?); 3 usage or internal error; 4 a btl_llrdma\n"
+                "knob (the hint, say) is set but btl/llrdma carries no traffic to other\n"
+                "nodes on some rank: another PML is selected (run with --mca pml ob1, as\n"
+                "llrdma-run does) or btl/llrdma reaches none of the peers on other nodes.\n"
                 "llrdma-check sets coll_llrdma_mismatch_action=warn for itself, so a mismatch\n"
                 "is reported here instead of aborting MPI_Init.\n");
 }
@@ -425,13 +435,17 @@ static int show_stats(int argc, char **argv)
 
 /* One line per rank: "pml=ob1 btl eager=llrdma send=llrdma rdma=llrdma". */
 #define TRANSPORT_MAX 192
+/* Per rank: whether btl/llrdma carries its traffic (llrdma_netuse_decide). */
+#define NETUSE_MAX 512
+#define NETUSE_PEERS 256
 
 int main(int argc, char **argv)
 {
     int json = 0, quiet = 0, threads = 0, rank, size, rc = 0, len, key, provided;
     char *mine, *all = NULL;
     int *lens = NULL, *displs = NULL, *keys = NULL;
-    char tr[TRANSPORT_MAX], *trs = NULL;
+    char tr[TRANSPORT_MAX], *trs = NULL, nu[NETUSE_MAX], *nus = NULL;
+    int *nuv = NULL;
 
     if (argc >= 2 && 0 == strcmp(argv[1], "--stats")) {
         return show_stats(argc - 2, argv + 2);
@@ -487,6 +501,22 @@ int main(int argc, char **argv)
             MPI_Abort(MPI_COMM_WORLD, 3);
         }
         MPI_Gather(tr, TRANSPORT_MAX, MPI_CHAR, trs, TRANSPORT_MAX, MPI_CHAR, 0, MPI_COMM_WORLD);
+    }
+
+    {
+        /* After the Sendrecv above, as an application would be by then. */
+        mca_coll_llrdma_netuse_facts_t f;
+        int mine_v[2];
+        mca_coll_llrdma_netuse_gather(MPI_COMM_WORLD, NETUSE_PEERS, &f);
+        memset(nu, 0, sizeof(nu));
+        mine_v[0] = llrdma_netuse_decide(&f.in, nu, sizeof(nu));
+        mine_v[1] = llrdma_netuse_warn(mine_v[0], f.in.knobs);
+        if (0 == rank && (NULL == (nus = calloc((size_t)size, NETUSE_MAX)) ||
+                          NULL == (nuv = calloc((size_t)size, 2 * sizeof(int))))) {
+            MPI_Abort(MPI_COMM_WORLD, 3);
+        }
+        MPI_Gather(mine_v, 2, MPI_INT, nuv, 2, MPI_INT, 0, MPI_COMM_WORLD);
+        MPI_Gather(nu, NETUSE_MAX, MPI_CHAR, nus, NETUSE_MAX, MPI_CHAR, 0, MPI_COMM_WORLD);
     }
 
     mine = malloc(CFG_MAX);
@@ -554,6 +584,7 @@ int main(int argc, char **argv)
                 print_row(&cfgs[r]);
                 printf("      to rank %d: %.*s\n", (r + 1) % size, TRANSPORT_MAX - 1,
                        trs + (size_t)r * TRANSPORT_MAX);
+                printf("      network: %.*s\n", NETUSE_MAX - 1, nus + (size_t)r * NETUSE_MAX);
             }
         }
         llrdma_consensus(peers, size, &cons, dev, size);
@@ -581,7 +612,32 @@ int main(int argc, char **argv)
             printf("llrdma-check: all %d ranks agree: size hint %s (%llu bytes)\n", size, hint,
                    (unsigned long long)cons.majority_bytes);
         }
+        if (0 == rc) {
+            /* The hint agreed, but does btl/llrdma carry anything? */
+            int unused = 0, partial = 0, first = -1, first_partial = -1;
+            for (int r = 0; r < size; ++r) {
+                if (1 == nuv[2 * r + 1] && unused++ == 0) {
+                    first = r;
+                } else if (2 == nuv[2 * r + 1] && partial++ == 0) {
+                    first_partial = r;
+                }
+            }
+            fflush(stdout);
+            if (unused > 0) {
+                fprintf(stderr,
+                        "llrdma-check: btl/llrdma carries no traffic to other nodes on %d of %d "
+                        "ranks although a btl_llrdma knob is set; rank %d: %.*s\n",
+                        unused, size, first, NETUSE_MAX - 1, nus + (size_t)first * NETUSE_MAX);
+                rc = 4;
+            } else if (partial > 0) {
+                fprintf(stderr, "llrdma-check: note: on %d of %d ranks %.*s (rank %d)\n", partial,
+                        size, NETUSE_MAX - 1, nus + (size_t)first_partial * NETUSE_MAX,
+                        first_partial);
+            }
+        }
         fflush(stdout);
+        free(nus);
+        free(nuv);
         free(dev);
         free(peers);
         free(cfgs);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # llrdma-check across two nodes: every rank's host, device and hint, and the
-# agreement check; then the report's failure case 3 across hosts: node1's
+# agreement check; whether btl/llrdma carries the traffic between the nodes
+# (and exit 4 with tcp there instead); then the report's failure case 3 across hosts: node1's
 # system parameter file sets another hint than node0's ranks have, so
 # llrdma-check and an application both stop with a report naming the deviant
 # rank, its host, its value and the file it came from.
@@ -13,6 +14,18 @@ rows() { # NODE: two ranks on NODE, each with hint 16K from the environment, rxe
 check_run "4 ranks agree on 16K across node0 and node1" has "all 4 ranks agree: size hint 16K"
 check_run "node0: 2 ranks, rxe0 active, 16K from the environment" rows node0
 check_run "node1: 2 ranks, rxe0 active, 16K from the environment" rows node1
+check_run "every rank: btl/llrdma carries traffic to the other node" \
+  count "^ *network: btl/llrdma carries traffic to all 2 peers on other nodes" 4
+
+# The hint set, but tcp between the nodes (issue 27): btl/llrdma carries
+# nothing, llrdma-check exits 4 saying what does, and the job says it once.
+NOLL=("${C[@]/self,vader,llrdma/self,vader,tcp}" --mca btl_tcp_if_include 192.0.2.0/24)
+launch -np 4 --map-by node "${NOLL[@]}" --mca btl_llrdma_size_hint 16K "$CHECK"
+echo "$out" | grep -E 'network:|llrdma: btl' | sed 's/^/# /'
+check "no btl/llrdma between the nodes: llrdma-check exits 4 (exit $rc)" test $rc -eq 4
+check "every rank: none of its 2 peers on the other node, which go over tcp" \
+  count "^ *network: btl/llrdma reaches none of the 2 peers on other nodes .*they go over tcp" 4
+check "one line for the job (rank 0's)" count "llrdma: btl/llrdma reaches none .*(rank 0's view" 1
 
 # Failure case 3 across hosts.  node1's system file (thrown away with the
 # guest) says 64K; node0's ranks read 16K from $HOME's file (ranks on node1 have

@@ -44,6 +44,32 @@ launch -np 2 --mca btl_llrdma_size_hint 16K --mca coll_llrdma_allreduce_algorith
   --mca coll_llrdma_size_hint 4K "$CHECK"
 forced() { has "coll hint 4K (algorithm forced)" && lacks "^ \+[0-9KM]\+  \(ring\|recursive\)"; }
 check_run "plan table follows the coll knobs" forced
+# Next to UCX (issue 27): pml/ucx drives the network itself, so a hint set
+# for btl/llrdma does nothing there.  UCX's shared-memory transports let it
+# run on a machine without an RDMA device.
+UCX=(--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any)
+launch -np 2 "${UCX[@]}" --mca btl_llrdma_size_hint 8K "$CHECK"
+if has "PML ucx cannot be selected"; then
+  skip "pml ucx with a hint: exit 4, every rank says so, one line per job" "pml/ucx cannot run here"
+else
+  ucx_hint() {
+    [ $rc -eq 4 ] && count "^ *network: btl/llrdma carries nothing: the selected PML is ucx" 2 &&
+      has "^llrdma-check: btl/llrdma carries no traffic to other nodes on 2 of 2 ranks" &&
+      has "btl_llrdma_size_hint=8K (environment) has no effect" && has "run with --mca pml ob1" &&
+      count "llrdma: btl/llrdma carries nothing: .*(rank 0's view" 1
+  }
+  check "pml ucx with a hint: exit 4 (exit $rc), every rank says so, one line per job" ucx_hint
+  launch -np 2 "${UCX[@]}" "$CHECK"
+  ucx_plain() {
+    [ $rc -eq 0 ] && count "^ *network: btl/llrdma carries nothing: the selected PML is ucx" 2 &&
+      lacks "has no effect" && lacks "rank 0's view"
+  }
+  check_run "pml ucx without any btl_llrdma knob: said per rank, exit 0 (exit $rc)" ucx_plain
+fi
+launch -np 2 --mca btl_llrdma_size_hint 8K "$CHECK"
+ob1_local() { [ $rc -eq 0 ] && count "^ *network: all peers looked at run on this node" 2; }
+check_run "ob1 on one node: shared memory carries the traffic, exit 0 (exit $rc)" ob1_local
+
 rc=0; "$CHECK" --bogus >/dev/null 2>&1 || rc=$?
 check "unknown option: exit 3 (exit $rc)" test $rc -eq 3
 capture "$CHECK" --help

@@ -12,6 +12,15 @@ check_pass "--hint auto:grad=8M with -np 4 = 8M/4*1.2" t_api 4
 capture "$RUN" --dry-run --hint auto:grad=1M,ranks=8,headroom=0 -np 2 -- ./app
 check_run "auto:grad with ranks= and headroom=" has "btl_llrdma_size_hint 131072"
 check_run "dry run shows the component path" has "mca_base_component_path $top_builddir/.libs:SYS_DEFAULT"
+# pml/ob1 unless the user chose a PML (the test environment's OMPI_MCA_pml
+# is one such choice, so it is unset here).
+capture env -u OMPI_MCA_pml "$RUN" --dry-run --hint 8K -np 2 -- ./app
+check_run "no PML chosen: preflight and application with --mca pml ob1" count "--mca pml ob1" 2
+capture env -u OMPI_MCA_pml "$RUN" --dry-run --hint 8K -np 2 --mca pml ucx -- ./app
+pml_kept() { lacks "pml ob1" && count "--mca pml ucx" 2; }
+check_run "--mca pml ucx chosen: kept, ob1 not added" pml_kept
+capture env OMPI_MCA_pml=cm "$RUN" --dry-run --hint 8K -np 2 -- ./app
+check_run "OMPI_MCA_pml chosen: ob1 not added" lacks "pml ob1"
 rc=0; "$RUN" --hint abc -np 2 -- ./app >/dev/null 2>&1 || rc=$?
 check "invalid --hint: usage error 64 (exit $rc)" test $rc -eq 64
 rc=0; "$RUN" -np 2 ./app >/dev/null 2>&1 || rc=$?
