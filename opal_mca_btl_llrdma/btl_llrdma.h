@@ -104,7 +104,8 @@ typedef struct mca_btl_llrdma_module_t {
     llrdma_btl_limits_t lim;
     struct rdma_event_channel *cm_channel;
     struct rdma_cm_id *listen_id;
-    mca_btl_llrdma_addr_t addr; /* what peers connect to */
+    mca_btl_llrdma_addr_t addr; /* what peers connect to (addr.secret: its secret) */
+    uint64_t foreign_rejects;   /* connect requests without it, rejected (said once) */
     opal_list_t endpoints;
     opal_list_t conns;       /* every connection, live or closed, until finalize */
     opal_hash_table_t by_qp; /* qp_num -> connection, for receive completions */

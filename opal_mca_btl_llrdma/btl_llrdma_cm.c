@@ -142,6 +142,7 @@ static void fill_conn_param(mca_btl_llrdma_conn_t *conn, mca_btl_llrdma_conn_req
     req->credit_rkey = conn->credit_mr->rkey;
     req->credits = conn->allot;
     req->frag_max = m->lim.frag_max[conn->path];
+    req->secret = conn->endpoint->addr.secret;
     memset(param, 0, sizeof(*param));
     param->private_data = req;
     param->private_data_len = sizeof(*req);
@@ -566,10 +567,24 @@ static void handle_connect_request(mca_btl_llrdma_module_t *m, struct rdma_cm_id
     char why[256];
 
     if (NULL == req || MCA_BTL_LLRDMA_CONN_MAGIC != req->magic ||
-        MCA_BTL_LLRDMA_CONN_VERSION != req->version || req->path >= LLRDMA_NPATHS) {
-        opal_output_verbose(1, mca_btl_llrdma_component.output,
-                            "btl:llrdma: rejecting a foreign connection request (another "
-                            "program, or another llrdma version)");
+        MCA_BTL_LLRDMA_CONN_VERSION != req->version || req->path >= LLRDMA_NPATHS ||
+        req->secret != m->addr.secret) {
+        /* Before any QP or buffer: someone outside the job (or another
+         * llrdma version) gets nothing but the reject.  Said once, counted
+         * (the count at finalize). */
+        if (0 == m->foreign_rejects++) {
+            opal_output_verbose(1, mca_btl_llrdma_component.output,
+                                "btl:llrdma: %s:%d rejected a connection request from outside "
+                                "this job (%s); later ones are only counted",
+                                m->port.dev, m->port.port,
+                                NULL == req || MCA_BTL_LLRDMA_CONN_MAGIC != req->magic
+                                    ? "not llrdma's"
+                                : MCA_BTL_LLRDMA_CONN_VERSION != req->version
+                                    ? "another llrdma version"
+                                : req->path >= LLRDMA_NPATHS ? "malformed"
+                                : 0 == req->secret           ? "without this listener's secret"
+                                                             : "with a wrong secret");
+        }
         reject(m, id, MCA_BTL_LLRDMA_REJ_BAD);
         return;
     }

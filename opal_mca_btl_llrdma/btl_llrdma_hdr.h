@@ -24,7 +24,7 @@ typedef struct mca_btl_llrdma_hdr_t {
 #define MCA_BTL_LLRDMA_REC_ALIGN(x) (((x) + 7u) & ~7u)
 
 #define MCA_BTL_LLRDMA_CONN_MAGIC 0x6c6c7264u /* "llrd" */
-#define MCA_BTL_LLRDMA_CONN_VERSION 3         /* 3: packed fragments */
+#define MCA_BTL_LLRDMA_CONN_VERSION 4         /* 4: the listener's secret */
 
 /* Why a connection request was rejected (conn_req_t.reason). */
 enum {
@@ -54,7 +54,14 @@ typedef struct mca_btl_llrdma_conn_req_t {
     uint32_t credit_rkey;
     uint32_t credits;  /* receive buffers the sender allotted to this connection */
     uint32_t frag_max; /* largest fragment (BTL header excluded) it receives on this path */
+    /* The listener's secret from its modex record: only processes of the job
+     * read it, so a request without it comes from outside (a shared fabric
+     * has other tenants).  0 in replies and rejects. */
+    uint64_t secret;
 } mca_btl_llrdma_conn_req_t;
+
+/* An IB CM request carries 56 bytes of private data (RoCE the same). */
+_Static_assert(sizeof(mca_btl_llrdma_conn_req_t) <= 56, "connect request over 56 bytes");
 
 /* What a module publishes in the modex; one record per module (port). */
 typedef struct mca_btl_llrdma_addr_t {
@@ -67,6 +74,7 @@ typedef struct mca_btl_llrdma_addr_t {
     uint64_t hint;
     uint32_t frag_max[2]; /* per path (LL, BW); 0 = no such path */
     uint8_t prefix_len;   /* netmask length of ipv4 (0 unknown): pairs ports by subnet */
+    uint64_t secret;      /* random, per listener: required in its connect requests */
 } mca_btl_llrdma_addr_t;
 
 #endif

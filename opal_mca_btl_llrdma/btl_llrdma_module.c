@@ -14,6 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "opal/datatype/opal_convertor.h"
 #include "opal/mca/pmix/pmix.h"
@@ -392,6 +395,39 @@ static int find_cm_context(mca_btl_llrdma_module_t *m)
     return NULL == m->ctx ? OPAL_ERR_NOT_AVAILABLE : OPAL_SUCCESS;
 }
 
+/* A listener's secret (docs/btl-design.md, "Who may connect"): 64 random
+ * bits, never 0 (a request without one carries 0).  Without the kernel's
+ * randomness (getrandom and /dev/urandom both failing, which no supported
+ * system does) the clock and addresses stand in, said at verbose 1: such a
+ * secret keeps out strays, not an attacker. */
+static uint64_t new_secret(void)
+{
+    uint64_t v = 0;
+    struct timespec ts;
+
+    for (int tries = 0; 0 == v && tries < 4; ++tries) {
+        if (sizeof(v) != getrandom(&v, sizeof(v), GRND_NONBLOCK)) {
+            FILE *f = fopen("/dev/urandom", "rb");
+            if (NULL == f || 1 != fread(&v, sizeof(v), 1, f)) {
+                v = 0;
+            }
+            if (NULL != f) {
+                fclose(f);
+            }
+        }
+    }
+    if (0 == v) {
+        clock_gettime(CLOCK_REALTIME, &ts);
+        v = ((uint64_t)ts.tv_nsec << 32 ^ (uint64_t)ts.tv_sec ^ (uint64_t)getpid() << 16 ^
+             (uint64_t)(uintptr_t)&ts) |
+            1;
+        opal_output_verbose(1, mca_btl_llrdma_component.output,
+                            "btl:llrdma: no kernel randomness for the listener's secret; "
+                            "using the clock");
+    }
+    return v;
+}
+
 static int listen_create(mca_btl_llrdma_module_t *m)
 {
     struct sockaddr_in sin;
@@ -418,6 +454,7 @@ static int listen_create(mca_btl_llrdma_module_t *m)
     m->addr.prefix_len = (uint8_t)m->port.prefix_len;
     snprintf(m->addr.dev, sizeof(m->addr.dev), "%.23s", m->port.dev);
     m->addr.hint = m->profile->hint;
+    m->addr.secret = new_secret();
     for (int p = 0; p < LLRDMA_NPATHS; ++p) {
         m->addr.frag_max[p] = m->path_used[p] ? m->lim.frag_max[p] : 0;
     }
@@ -822,6 +859,13 @@ static int llrdma_finalize(struct mca_btl_base_module_t *btl)
         if (c->modules[i] == (mca_btl_llrdma_module_t *)btl) {
             c->modules[i] = NULL;
         }
+    }
+    if (((mca_btl_llrdma_module_t *)btl)->foreign_rejects > 0) {
+        const mca_btl_llrdma_module_t *m = (const mca_btl_llrdma_module_t *)btl;
+        opal_output_verbose(1, c->output,
+                            "btl:llrdma: %s:%d rejected %llu connection request(s) from outside "
+                            "this job",
+                            m->port.dev, m->port.port, (unsigned long long)m->foreign_rejects);
     }
     module_destroy((mca_btl_llrdma_module_t *)btl);
     return OPAL_SUCCESS;

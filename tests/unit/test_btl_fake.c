@@ -768,6 +768,7 @@ static void test_connection_rejected(void)
 
 static void test_passive_connection(void)
 {
+    int qps;
     struct rdma_cm_id *second;
     mca_btl_llrdma_conn_req_t req;
     mca_btl_llrdma_endpoint_t *ep;
@@ -784,12 +785,15 @@ static void test_passive_connection(void)
     req.vpid = fw[0].proc->proc_name.vpid;
     req.hint = 4096;
     req.credits = 16;
+    req.secret = b->addr.secret; /* from 1's modex record, as a member of the job */
+    CHECK(0 != b->addr.secret && fw[0].m->addr.secret != b->addr.secret);
     for (int p = 0; p < LLRDMA_NPATHS; ++p) {
         req.path = (uint8_t)p;
         req.frag_max = fw[0].m->lim.frag_max[p];
         (void)fake_connect_request(b->listen_id, &req, sizeof(req));
     }
-    /* Foreign, older, without credits, or for no path: rejected and cleaned up. */
+    /* Foreign, older, for no path, without the listener's secret or with
+     * another: rejected before any QP, counted, and cleaned up. */
     req.path = LL;
     req.magic = 0xbad;
     (void)fake_connect_request(b->listen_id, &req, sizeof(req));
@@ -799,13 +803,22 @@ static void test_passive_connection(void)
     req.version = MCA_BTL_LLRDMA_CONN_VERSION;
     req.path = 5;
     (void)fake_connect_request(b->listen_id, &req, sizeof(req));
+    req.path = LL;
+    req.secret = 0;
+    (void)fake_connect_request(b->listen_id, &req, sizeof(req));
+    req.secret = b->addr.secret ^ 1;
+    (void)fake_connect_request(b->listen_id, &req, sizeof(req));
+    req.secret = b->addr.secret;
     /* A second BW request while the first is still being accepted: the peer
      * runs one attempt at a time, so it gave the first up (its accept was
      * lost): the new one replaces it rather than being refused. */
     req.path = BW;
     second = fake_connect_request(b->listen_id, &req, sizeof(req));
+    qps = fake.nqp_created;
     fw_progress_one(1, 20);
-    CHECK(3 == fake.nrejects && 3 == fake.naccepts);
+    CHECK(5 == fake.nrejects && 3 == fake.naccepts);
+    CHECK(5 == b->foreign_rejects);
+    CHECK(qps + 3 == fake.nqp_created); /* the accepted three only */
     ep = fw_add_procs(1, 0); /* ob1 adds the process later: the same endpoint */
     CHECK(NULL != ep && 1 == opal_list_get_size(&b->endpoints));
     if (NULL == ep) {
@@ -825,7 +838,8 @@ static void test_passive_connection(void)
     req.path = LL;
     (void)fake_connect_request(b->listen_id, &req, sizeof(req));
     fw_progress_one(1, 20);
-    CHECK(4 == fake.nrejects && 3 == fake.naccepts);
+    CHECK(6 == fake.nrejects && 3 == fake.naccepts);
+    CHECK(5 == b->foreign_rejects); /* a refused duplicate is not foreign */
     fake.wire_hold = 1; /* nobody behind the raw QPs */
     CHECK(1 == fw_send(1, 0, 16, 0));
     CHECK(fake.sends[0].qp == ep->conn[LL]->qp);
