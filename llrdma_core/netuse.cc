@@ -46,8 +46,7 @@ extern "C" int llrdma_netuse_decide(const llrdma_netuse_t *in, char *msg, size_t
         v = LLRDMA_NETUSE_ONE_NODE;
         if (in->local_llrdma > 0)
             text = "btl/llrdma carries traffic to " + std::to_string(in->local_llrdma) + " of " +
-                   std::to_string(in->local_peers) +
-                   " peers on this node (none on other nodes)";
+                   std::to_string(in->local_peers) + " peers on this node (none on other nodes)";
         else
             text = "all peers looked at run on this node: shared memory carries their traffic; "
                    "btl/llrdma serves peers on other nodes";
@@ -64,7 +63,8 @@ extern "C" int llrdma_netuse_decide(const llrdma_netuse_t *in, char *msg, size_t
     } else if (in->remote_llrdma < in->remote_peers) {
         v = LLRDMA_NETUSE_PARTIAL;
         text = "btl/llrdma reaches " + std::to_string(in->remote_llrdma) + " of " +
-               std::to_string(in->remote_peers) + " peers on other nodes looked at; the others go over " +
+               std::to_string(in->remote_peers) +
+               " peers on other nodes looked at; the others go over " +
                or_unknown(in->instead, "another BTL");
     } else {
         v = LLRDMA_NETUSE_USED;

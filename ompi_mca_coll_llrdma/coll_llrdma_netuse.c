@@ -54,8 +54,7 @@ static int count_knobs(const llrdma_rank_config_t *cfg, int have_cfg, char *firs
         const mca_base_var_t *v = NULL;
         if (OPAL_SUCCESS != mca_base_var_get(i, &v) || NULL == v || NULL == v->mbv_full_name ||
             0 != strncmp(v->mbv_full_name, prefix, sizeof(prefix) - 1) ||
-            MCA_BASE_VAR_SOURCE_DEFAULT == v->mbv_source ||
-            v->mbv_synonym_for >= 0) {
+            MCA_BASE_VAR_SOURCE_DEFAULT == v->mbv_source || v->mbv_synonym_for >= 0) {
             continue;
         }
         if (0 == n++) {
@@ -78,8 +77,7 @@ static int count_knobs(const llrdma_rank_config_t *cfg, int have_cfg, char *firs
     }
     /* A hint that no btl_llrdma variable carries (llrdma_set_size_hint, the
      * RDMA_LOW_LATENCY_HINT alias) was asked of btl/llrdma all the same. */
-    if (have_cfg &&
-        (LLRDMA_SRC_API == cfg->hint.source || LLRDMA_SRC_ALIAS == cfg->hint.source) &&
+    if (have_cfg && (LLRDMA_SRC_API == cfg->hint.source || LLRDMA_SRC_ALIAS == cfg->hint.source) &&
         0 == n++) {
         snprintf(first, len, "size hint %s from %.96s", cfg->hint.text, cfg->hint.origin);
     }

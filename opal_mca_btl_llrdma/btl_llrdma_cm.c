@@ -573,17 +573,16 @@ static void handle_connect_request(mca_btl_llrdma_module_t *m, struct rdma_cm_id
          * llrdma version) gets nothing but the reject.  Said once, counted
          * (the count at finalize). */
         if (0 == m->foreign_rejects++) {
-            opal_output_verbose(1, mca_btl_llrdma_component.output,
-                                "btl:llrdma: %s:%d rejected a connection request from outside "
-                                "this job (%s); later ones are only counted",
-                                m->port.dev, m->port.port,
-                                NULL == req || MCA_BTL_LLRDMA_CONN_MAGIC != req->magic
-                                    ? "not llrdma's"
-                                : MCA_BTL_LLRDMA_CONN_VERSION != req->version
-                                    ? "another llrdma version"
-                                : req->path >= LLRDMA_NPATHS ? "malformed"
-                                : 0 == req->secret           ? "without this listener's secret"
-                                                             : "with a wrong secret");
+            opal_output_verbose(
+                1, mca_btl_llrdma_component.output,
+                "btl:llrdma: %s:%d rejected a connection request from outside "
+                "this job (%s); later ones are only counted",
+                m->port.dev, m->port.port,
+                NULL == req || MCA_BTL_LLRDMA_CONN_MAGIC != req->magic ? "not llrdma's"
+                : MCA_BTL_LLRDMA_CONN_VERSION != req->version          ? "another llrdma version"
+                : req->path >= LLRDMA_NPATHS                           ? "malformed"
+                : 0 == req->secret ? "without this listener's secret"
+                                   : "with a wrong secret");
         }
         reject(m, id, MCA_BTL_LLRDMA_REJ_BAD);
         return;

@@ -819,7 +819,7 @@ static void test_passive_connection(void)
     CHECK(5 == fake.nrejects && 3 == fake.naccepts);
     CHECK(5 == b->foreign_rejects);
     CHECK(qps + 3 == fake.nqp_created); /* the accepted three only */
-    ep = fw_add_procs(1, 0); /* ob1 adds the process later: the same endpoint */
+    ep = fw_add_procs(1, 0);            /* ob1 adds the process later: the same endpoint */
     CHECK(NULL != ep && 1 == opal_list_get_size(&b->endpoints));
     if (NULL == ep) {
         fw_end(1);
@@ -840,7 +840,7 @@ static void test_passive_connection(void)
     fw_progress_one(1, 20);
     CHECK(6 == fake.nrejects && 3 == fake.naccepts);
     CHECK(5 == b->foreign_rejects); /* a refused duplicate is not foreign */
-    fake.wire_hold = 1; /* nobody behind the raw QPs */
+    fake.wire_hold = 1;             /* nobody behind the raw QPs */
     CHECK(1 == fw_send(1, 0, 16, 0));
     CHECK(fake.sends[0].qp == ep->conn[LL]->qp);
     CHECK(0 == fw[1].err_calls);
