@@ -110,9 +110,10 @@ OBJ_CLASS_INSTANCE(mca_btl_llrdma_endpoint_t, opal_list_item_t, endpoint_constru
 
 /* ----------------------------------------------------------- lookup */
 
-static int same_name(const opal_process_name_t *a, const opal_process_name_t *b)
+/* The key of m->by_name. */
+static uint64_t name_key(const opal_process_name_t *n)
 {
-    return a->jobid == b->jobid && a->vpid == b->vpid;
+    return (uint64_t)n->jobid << 32 | (uint64_t)n->vpid;
 }
 
 /* Which of the peer's published ports module m talks to; -1: none.  Both
@@ -202,6 +203,11 @@ static mca_btl_llrdma_endpoint_t *endpoint_create(mca_btl_llrdma_module_t *m, op
                             ep->use_path[LLRDMA_PATH_LL] ? "shared" : "not used with this peer",
                             ep->frag_max[LLRDMA_PATH_LL], ep->frag_max[LLRDMA_PATH_BW]);
     }
+    if (OPAL_SUCCESS !=
+        opal_hash_table_set_value_uint64(&m->by_name, name_key(&proc->proc_name), ep)) {
+        OBJ_RELEASE(ep);
+        return NULL;
+    }
     opal_list_append(&m->endpoints, &ep->super);
     return ep;
 }
@@ -209,14 +215,11 @@ static mca_btl_llrdma_endpoint_t *endpoint_create(mca_btl_llrdma_module_t *m, op
 static mca_btl_llrdma_endpoint_t *find_locked(mca_btl_llrdma_module_t *m,
                                               const opal_process_name_t *name)
 {
-    mca_btl_llrdma_endpoint_t *ep;
-    OPAL_LIST_FOREACH(ep, &m->endpoints, mca_btl_llrdma_endpoint_t)
-    {
-        if (same_name(&ep->proc->proc_name, name)) {
-            return ep;
-        }
+    void *ep = NULL;
+    if (OPAL_SUCCESS != opal_hash_table_get_value_uint64(&m->by_name, name_key(name), &ep)) {
+        return NULL;
     }
-    return NULL;
+    return (mca_btl_llrdma_endpoint_t *)ep;
 }
 
 mca_btl_llrdma_endpoint_t *mca_btl_llrdma_endpoint_lookup(mca_btl_llrdma_module_t *m,

@@ -844,6 +844,7 @@ static void module_destroy(mca_btl_llrdma_module_t *m)
     mca_btl_llrdma_thread_channel_destroy(m); /* after its CQs */
     (void)mca_btl_llrdma_verbs.dealloc_pd(m->pd);
     OBJ_DESTRUCT(&m->done);
+    OBJ_DESTRUCT(&m->by_name);
     OBJ_DESTRUCT(&m->by_qp);
     OBJ_DESTRUCT(&m->conns);
     OBJ_DESTRUCT(&m->endpoints);
@@ -897,7 +898,9 @@ int mca_btl_llrdma_module_create(const mca_btl_llrdma_port_t *port, const llrdma
     OBJ_CONSTRUCT(&m->endpoints, opal_list_t);
     OBJ_CONSTRUCT(&m->conns, opal_list_t);
     OBJ_CONSTRUCT(&m->by_qp, opal_hash_table_t);
-    if (OPAL_SUCCESS != opal_hash_table_init(&m->by_qp, 256)) {
+    OBJ_CONSTRUCT(&m->by_name, opal_hash_table_t);
+    if (OPAL_SUCCESS != opal_hash_table_init(&m->by_qp, 256) ||
+        OPAL_SUCCESS != opal_hash_table_init(&m->by_name, 256)) {
         rc = OPAL_ERR_OUT_OF_RESOURCE;
         goto fail_free_module;
     }
@@ -969,6 +972,7 @@ fail_destroy_paths:
 fail_free_module:
     mca_btl_llrdma_done_drop(m); /* errors said while creating */
     OBJ_DESTRUCT(&m->done);
+    OBJ_DESTRUCT(&m->by_name);
     OBJ_DESTRUCT(&m->by_qp);
     OBJ_DESTRUCT(&m->conns);
     OBJ_DESTRUCT(&m->endpoints);

@@ -26,6 +26,9 @@ int fw_n;
 uint32_t fw_port_max_cqe, fw_port_max_srq_wr;
 
 static opal_proc_t *procs[FW_MAX];
+/* Raw peers (fw_raw_begin): names and modex records without a module. */
+static opal_proc_t **raw_procs;
+static int raw_n, raw_like;
 static opal_pmix_base_module_get_fn_t saved_get;
 static struct opal_proc_t *(*saved_for_name)(const opal_process_name_t name);
 
@@ -140,6 +143,16 @@ static int modex_get(const opal_process_name_t *name, const char *key, opal_list
 {
     (void)key;
     (void)info;
+    if (7 == name->jobid && name->vpid >= FW_RAW_BASE &&
+        name->vpid < FW_RAW_BASE + (unsigned)raw_n && NULL != fw[raw_like].m) {
+        opal_value_t *kv = OBJ_NEW(opal_value_t);
+        kv->type = OPAL_BYTE_OBJECT;
+        kv->data.bo.bytes = malloc(sizeof(fw[raw_like].m->addr));
+        memcpy(kv->data.bo.bytes, &fw[raw_like].m->addr, sizeof(fw[raw_like].m->addr));
+        kv->data.bo.size = (int)sizeof(fw[raw_like].m->addr);
+        *val = kv;
+        return OPAL_SUCCESS;
+    }
     for (int i = 0; i < fw_n; ++i) {
         if (NULL != fw[i].m && fw[i].proc->proc_name.jobid == name->jobid &&
             fw[i].proc->proc_name.vpid == name->vpid) {
@@ -158,6 +171,9 @@ static int modex_get(const opal_process_name_t *name, const char *key, opal_list
 
 static struct opal_proc_t *proc_for_name(const opal_process_name_t name)
 {
+    if (7 == name.jobid && name.vpid >= FW_RAW_BASE && name.vpid < FW_RAW_BASE + (unsigned)raw_n) {
+        return raw_procs[name.vpid - FW_RAW_BASE];
+    }
     for (int i = 0; i < FW_MAX; ++i) {
         if (procs[i]->proc_name.jobid == name.jobid && procs[i]->proc_name.vpid == name.vpid) {
             return procs[i];
@@ -245,6 +261,32 @@ void fw_begin(void)
     mca_btl_llrdma_cuda.loaded = 1;
     c->nmodules = 0;
     c->modules = NULL;
+}
+
+int fw_raw_begin(int n, int like)
+{
+    raw_procs = calloc((size_t)n, sizeof(*raw_procs));
+    if (NULL == raw_procs) {
+        return -1;
+    }
+    for (int k = 0; k < n; ++k) {
+        raw_procs[k] = OBJ_NEW(opal_proc_t);
+        raw_procs[k]->proc_name.jobid = 7;
+        raw_procs[k]->proc_name.vpid = (opal_vpid_t)(FW_RAW_BASE + k);
+    }
+    raw_n = n;
+    raw_like = like;
+    return 0;
+}
+
+void fw_raw_end(void)
+{
+    for (int k = 0; k < raw_n; ++k) {
+        OBJ_RELEASE(raw_procs[k]);
+    }
+    free(raw_procs);
+    raw_procs = NULL;
+    raw_n = 0;
 }
 
 void fw_as(int i)

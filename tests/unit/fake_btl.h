@@ -11,6 +11,8 @@
 #ifndef FAKE_BTL_H
 #define FAKE_BTL_H
 
+#include <time.h>
+
 #include "opal_config.h"
 
 #include <pthread.h>
@@ -84,6 +86,19 @@ int fw_add(uint64_t hint, uint32_t ll_sq, uint32_t bw_sq);
 mca_btl_llrdma_endpoint_t *fw_add_procs(int i, int j);
 void fw_mesh(void);
 /* Make process i the current one (its calls into opal see its name). */
+/* Raw peers: n processes named (7, FW_RAW_BASE + k) whose modex record is a
+ * copy of process `like`'s and that have no module: a test drives one
+ * module with their connect requests (fake_connect_request), as many
+ * processes of a large job would.  fw_raw_end after the modules' fw_end. */
+#define FW_RAW_BASE 1000u
+static inline double fw_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+int fw_raw_begin(int n, int like);
+void fw_raw_end(void);
 void fw_as(int i);
 void fw_progress(int rounds);
 void fw_progress_one(int i, int rounds);

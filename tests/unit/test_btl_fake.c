@@ -18,6 +18,10 @@
 #include "fake_btl.h"
 
 #include <errno.h>
+#include <malloc.h>
+#if defined(__SANITIZE_ADDRESS__)
+size_t __sanitizer_get_current_allocated_bytes(void); /* the ASan runtime's */
+#endif
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -847,6 +851,126 @@ static void test_passive_connection(void)
     fw_end(0);
 }
 
+/* Bytes the process has allocated (AddressSanitizer's count: this test
+ * runs under it, and its allocator bypasses mallinfo). */
+static size_t heap_bytes(void)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    return __sanitizer_get_current_allocated_bytes();
+#else
+    return mallinfo2().uordblks;
+#endif
+}
+
+/* 1,000 processes connect to one module at once (issues 25 and 27): each
+ * sends its LL and BW requests, in waves of the listen backlog (128; a
+ * kernel CM drops what is beyond it and the initiator's CM resends).  Every
+ * request is accepted, none lost or refused, each peer ends with one
+ * endpoint and both paths; what the module holds per connection is
+ * printed (receive buffers posted, heap), and so is the time per wave. */
+static void many_peers(uint64_t hint, int n)
+{
+    enum { WAVE = 100 };
+    mca_btl_llrdma_conn_req_t req;
+    mca_btl_llrdma_module_t *b;
+    size_t before, after, cqes = 0;
+    double t0, t_first = 0, t_last = 0;
+    int paths = 0, ready = 0, both = 0;
+    size_t posted_bytes = 0;
+
+    fw_begin();
+    /* rxe's CQ size limit (the world's 4096 exercises slabs elsewhere): a
+     * connection reserves CQ room for its send queue and its window, and a
+     * module has at most MCA_BTL_LLRDMA_MAX_CQS CQs per path. */
+    fw_port_max_cqe = fake.max_cqe = 32767;
+    CHECK(0 == fw_add(hint, 0, 0) && 1 == fw_add(hint, 0, 0));
+    b = fw[1].m;
+    if (NULL == b || 0 != fw_raw_begin(n, 0)) {
+        CHECK(0);
+        fw_end(1);
+        return;
+    }
+    before = heap_bytes();
+    memset(&req, 0, sizeof(req));
+    req.magic = MCA_BTL_LLRDMA_CONN_MAGIC;
+    req.version = MCA_BTL_LLRDMA_CONN_VERSION;
+    req.jobid = 7;
+    req.hint = hint;
+    req.credits = 16;
+    req.secret = b->addr.secret;
+    for (int p = 0; p < LLRDMA_NPATHS; ++p) {
+        paths += b->path_used[p];
+    }
+    for (int k0 = 0; k0 < n; k0 += WAVE) {
+        int k1 = k0 + WAVE < n ? k0 + WAVE : n;
+        double w0 = fw_now_s(), dt;
+        for (int k = k0; k < k1; ++k) {
+            req.vpid = FW_RAW_BASE + (uint32_t)k;
+            for (int p = 0; p < LLRDMA_NPATHS; ++p) {
+                if (b->path_used[p]) {
+                    req.path = (uint8_t)p;
+                    req.frag_max = fw[0].m->lim.frag_max[p];
+                    (void)fake_connect_request(b->listen_id, &req, sizeof(req));
+                }
+            }
+        }
+        fw_progress_one(1, 4);
+        dt = fw_now_s() - w0;
+        if (0 == k0) {
+            t_first = dt;
+        }
+        t_last = dt;
+    }
+    for (int r = 0; r < 1000 && fake.naccepts + fake.nrejects < paths * n; ++r) {
+        fw_progress_one(1, 1);
+    }
+    printf("# after the waves: %d accepted, %d rejected\n", fake.naccepts, fake.nrejects);
+    t0 = fw_now_s();
+    after = heap_bytes();
+    CHECK(fake.naccepts == paths * n && 0 == fake.nrejects && 0 == b->foreign_rejects);
+    CHECK(n == (int)opal_list_get_size(&b->endpoints));
+    for (int k = 0; k < n; ++k) {
+        opal_process_name_t name = {7, FW_RAW_BASE + (uint32_t)k};
+        mca_btl_llrdma_endpoint_t *ep = mca_btl_llrdma_endpoint_lookup(b, &name, 0);
+        if (NULL == ep) {
+            continue;
+        }
+        ready += LLRDMA_EP_READY == ep->state;
+        both += (!b->path_used[LL] || NULL != ep->conn[LL]) && NULL != ep->conn[BW];
+    }
+    CHECK(n == ready && n == both);
+    for (int p = 0; p < LLRDMA_NPATHS; ++p) {
+        if (b->path_used[p]) {
+            posted_bytes += (size_t)b->path[p].rq.posted * b->path[p].rq.buf_bytes;
+            for (int i = 0; i < b->path[p].ncq; ++i) {
+                cqes += b->path[p].cqs[i].cqe;
+            }
+            /* Every connection has the profile's whole window (overcommitted). */
+            CHECK(b->path[p].rq.reserved == (uint32_t)n * b->path[p].rq.want);
+        }
+    }
+    /* Bounded by the budget (recv_mem_max per path), whatever the peers. */
+    CHECK(posted_bytes <= (size_t)paths * mca_btl_llrdma_component.recv_mem_max);
+    /* A CQE is 64 bytes on mlx5 and rxe. */
+    printf("# %d peers at hint %llu: %d connections accepted, %d refused; receive buffers %.1f "
+           "MiB in all (%.1f KiB per peer), CQs %zu entries (%.1f KiB per peer at 64 B), "
+           "heap %.1f KiB per peer; first wave of %d peers %.1f ms, last %.1f ms; lookups of "
+           "all %d: %.2f ms\n",
+           n, (unsigned long long)hint, fake.naccepts, fake.nrejects, posted_bytes / 1048576.0,
+           posted_bytes / 1024.0 / n, cqes, cqes * 64.0 / 1024.0 / n,
+           ((double)after - (double)before) / 1024.0 / n, WAVE, t_first * 1e3, t_last * 1e3, n,
+           (fw_now_s() - t0) * 1e3);
+    fw_end(0);
+    fw_raw_end();
+}
+
+static void test_many_peers(void)
+{
+    many_peers(0, 1000);
+    many_peers(8192, 1000);
+    many_peers(65536, 1000);
+}
+
 static void test_peer_disconnect(void)
 {
     mca_btl_llrdma_conn_t *old, *cb;
@@ -1213,6 +1337,7 @@ int main(int argc, char **argv)
     test_ack_timeout();
     test_connection_rejected();
     test_passive_connection();
+    test_many_peers();
     test_peer_disconnect();
     test_async_events();
     test_port_state_lags_the_error();
