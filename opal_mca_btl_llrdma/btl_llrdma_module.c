@@ -10,6 +10,7 @@
  */
 #include "opal_config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -455,6 +456,9 @@ static int listen_create(mca_btl_llrdma_module_t *m)
     snprintf(m->addr.dev, sizeof(m->addr.dev), "%.23s", m->port.dev);
     m->addr.hint = m->profile->hint;
     m->addr.secret = new_secret();
+    opal_output_verbose(10, mca_btl_llrdma_component.output, "btl:llrdma: %s:%d listens on %s:%u",
+                        m->port.dev, m->port.port, inet_ntoa(m->port.ipv4),
+                        (unsigned)ntohs(m->addr.cm_port));
     for (int p = 0; p < LLRDMA_NPATHS; ++p) {
         m->addr.frag_max[p] = m->path_used[p] ? m->lim.frag_max[p] : 0;
     }

@@ -8,6 +8,8 @@
  *   t_llrdma coll ITERS MAX           MPI_Alltoall and MPI_Allreduce up to MAX bytes
  *   t_llrdma forever                  exchange until killed (prints "running (rank R,
  *                                     pid P)")
+ *   t_llrdma until FILE               verified exchanges between rank pairs until FILE
+ *                                     exists on rank 0 (prints "running" as forever)
  *   t_llrdma stream                   even ranks send to rank + 1 until killed, odd
  *                                     ones receive and acknowledge (prints "running")
  *   t_llrdma sweep MAX [SIZE...]      one message per size between rank pairs, the
@@ -447,6 +449,36 @@ static int forever(void)
     return 0;
 }
 
+/* Verified exchanges between rank pairs (1 KB, then 64 KB: both paths at
+ * the hints the tests use) until FILE exists on rank 0, which the ranks
+ * learn through an Allreduce; then how many rounds ran.  Lets a test do
+ * something to a running job (tests/softroce/test-btl-foreign.sh). */
+static int until(const char *file)
+{
+    static unsigned char out[65536], in[65536];
+    long i;
+    int stop = 0;
+    for (i = 0; !stop; ++i) {
+        int mine = 0 == rank && 0 == access(file, F_OK);
+        size_t n = i % 2 ? sizeof(out) : 1024;
+        if (size > 1 && (rank ^ 1) < size) {
+            fill(out, n, i, rank, 7);
+            MPI_Sendrecv(out, (int)n, MPI_BYTE, rank ^ 1, 3, in, (int)n, MPI_BYTE, rank ^ 1, 3,
+                         MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            check(in, n, i, rank ^ 1, 7);
+        }
+        MPI_Allreduce(&mine, &stop, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        if (0 == i) {
+            running();
+        }
+        if (!stop) {
+            usleep(10000);
+        }
+    }
+    printf("t_llrdma rank %d: %ld verified rounds until %s\n", rank, i, file);
+    return 0;
+}
+
 /* Waits at most SECONDS for *req (MPI_REQUEST_NULL once it completed). */
 static void wait_at_most(MPI_Request *req, double seconds)
 {
@@ -517,6 +549,8 @@ int main(int argc, char **argv)
         rc = collectives(atoi(argv[2]), (size_t)strtoull(argv[3], NULL, 0));
     } else if (argc == 2 && 0 == strcmp(argv[1], "forever")) {
         rc = forever();
+    } else if (argc == 3 && 0 == strcmp(argv[1], "until")) {
+        rc = until(argv[2]);
     } else if (argc == 2 && 0 == strcmp(argv[1], "stream")) {
         rc = stream();
     } else if (argc >= 3 && 0 == strcmp(argv[1], "sweep")) {
@@ -527,7 +561,7 @@ int main(int argc, char **argv)
         rc = vector(atoi(argv[2]), atoi(argv[3]));
     } else if (0 == rank) {
         fprintf(stderr, "usage: t_llrdma pingpong ITERS SIZE... | random COUNT SEED MAX | "
-                        "coll ITERS MAX | forever | stream | sweep MAX [SIZE...] | "
+                        "coll ITERS MAX | forever | until FILE | stream | sweep MAX [SIZE...] | "
                         "window N SIZE REPS | vector COUNT BLOCK\n");
     }
     MPI_Barrier(MPI_COMM_WORLD);
