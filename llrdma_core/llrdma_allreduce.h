@@ -580,7 +580,8 @@ enum {
     LLRDMA_NP_OK = 0,
     LLRDMA_NP_ERR_LOCAL = 1, /* a registration or put failed here */
     LLRDMA_NP_ERR_PEER = 2,  /* the other side reported a failure */
-    LLRDMA_NP_ERR_SIZE = 3,  /* send and receive sizes differ */
+    LLRDMA_NP_ERR_SIZE = 3,  /* send and receive sizes differ (an empty send matches any:
+                                a failure carried, waitall_sizes) */
     LLRDMA_NP_CANCELLED = 4
 };
 typedef struct {

@@ -228,6 +228,8 @@ typedef struct mca_coll_llrdma_net {
     int (*isend)(void *ctx, const void *buf, size_t bytes, int peer, int tag, void **req);
     int (*irecv)(void *ctx, void *buf, size_t bytes, int peer, int tag, void **req);
     int (*waitall)(void *ctx, int n, void **reqs);
+    /* Received sizes too: failures carried across nodes (llrdma_ar_comm_t). */
+    int (*waitall_sizes)(void *ctx, int n, void **reqs, size_t *bytes);
     int (*cancel)(void *ctx, void *req);
     void *(*begin)(struct mca_coll_llrdma_module_t *m, struct mca_coll_llrdma_pml_ctx *pml);
 } mca_coll_llrdma_net_t;
@@ -263,6 +265,7 @@ int mca_coll_llrdma_btlnet_isend(void *ctx, const void *buf, size_t bytes, int p
                                  void **req);
 int mca_coll_llrdma_btlnet_irecv(void *ctx, void *buf, size_t bytes, int peer, int tag, void **req);
 int mca_coll_llrdma_btlnet_waitall(void *ctx, int n, void **reqs);
+int mca_coll_llrdma_btlnet_waitall_sizes(void *ctx, int n, void **reqs, size_t *bytes);
 int mca_coll_llrdma_btlnet_cancel(void *ctx, void *req);
 
 /* coll_llrdma_allreduce.c */

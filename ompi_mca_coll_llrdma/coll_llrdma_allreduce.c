@@ -550,7 +550,9 @@ static int run_plan(const llrdma_ar_plan_t *plan, const void *sbuf, void *rbuf, 
         tc.isend = net->isend;
         tc.irecv = net->irecv;
         tc.waitall = net->waitall;
-        tc.waitall_sizes = NULL; /* the node arena carries failures within the node */
+        /* Within the node the arena carries a failure, across nodes the
+         * inter-node step's messages do (hier.cc). */
+        tc.waitall_sizes = net->waitall_sizes;
         tc.cancel = net->cancel;
         tc.hier = &m->hier;
     }

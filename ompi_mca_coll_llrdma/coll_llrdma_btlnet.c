@@ -80,6 +80,7 @@ typedef struct btlnet_req {
     uint64_t raddr;                          /* send: the receiver's buffer */
     unsigned char rhandle[HANDLE_MAX];
     volatile int32_t cb_ok, cb_err; /* put callbacks not yet folded into np */
+    uint64_t got;                   /* receive: the bytes its DONE said were sent */
     ctl_t out;                      /* READY or DONE being sent */
     ompi_request_t *out_req;
     int done_posted;
@@ -408,7 +409,8 @@ static void drive_send(mca_coll_llrdma_btlnet_t *net, req_t *r)
         memset(&r->out, 0, sizeof(r->out));
         r->out.type = CTL_DONE;
         r->out.status = r->np.status;
-        (void)ctl_send(net, r); /* a failure leaves the receiver waiting: recorded */
+        r->out.bytes = r->np.bytes; /* 0: a failure carried (waitall_sizes) */
+        (void)ctl_send(net, r);     /* a failure leaves the receiver waiting: recorded */
         llrdma_np_done_sent(&r->np);
     }
 }
@@ -453,6 +455,7 @@ static int dispatch(mca_coll_llrdma_btlnet_t *net, peer_t *p, const ctl_t *c)
     }
     if (CTL_DONE == c->type && NULL != (r = fifo_pop(&p->rq_head, &p->rq_tail))) {
         --p->due;
+        r->got = c->bytes;
         llrdma_np_on_done(&r->np, c->status);
         return OMPI_SUCCESS;
     }
@@ -617,6 +620,13 @@ static void abandon(mca_coll_llrdma_btlnet_t *net, int n, void **reqs)
 
 int mca_coll_llrdma_btlnet_waitall(void *ctx, int n, void **reqs)
 {
+    return mca_coll_llrdma_btlnet_waitall_sizes(ctx, n, reqs, NULL);
+}
+
+/* The received bytes of each request too (bytes NULL: not wanted), from its
+ * DONE: 0 is a rank's failure carried to this one (llrdma_ar_comm_t). */
+int mca_coll_llrdma_btlnet_waitall_sizes(void *ctx, int n, void **reqs, size_t *bytes)
+{
     mca_coll_llrdma_btlnet_t *net = (mca_coll_llrdma_btlnet_t *)ctx;
     mca_coll_llrdma_pml_ctx_t *c = net->pml;
     const uint64_t every = (uint64_t)mca_coll_llrdma_component.shm_liveness_ms * 1000000u;
@@ -655,6 +665,9 @@ int mca_coll_llrdma_btlnet_waitall(void *ctx, int n, void **reqs)
         }
         if (LLRDMA_NP_OK != r->np.status && OMPI_SUCCESS == first) {
             first = LLRDMA_NP_ERR_PEER == r->np.status ? OMPI_ERR_UNREACH : OMPI_ERROR;
+        }
+        if (NULL != bytes) {
+            bytes[i] = !r->np.send && LLRDMA_NP_OK == r->np.status ? (size_t)r->got : 0;
         }
         req_release(net, r);
         reqs[i] = NULL;

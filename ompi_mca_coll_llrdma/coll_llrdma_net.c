@@ -41,6 +41,7 @@ static const mca_coll_llrdma_net_t pml_net = {
     .isend = mca_coll_llrdma_pml_isend,
     .irecv = mca_coll_llrdma_pml_irecv,
     .waitall = mca_coll_llrdma_pml_waitall,
+    .waitall_sizes = mca_coll_llrdma_pml_waitall_sizes,
     .cancel = mca_coll_llrdma_pml_cancel,
     .begin = NULL,
 };
@@ -55,6 +56,7 @@ static const mca_coll_llrdma_net_t btl_net = {
     .isend = mca_coll_llrdma_btlnet_isend,
     .irecv = mca_coll_llrdma_btlnet_irecv,
     .waitall = mca_coll_llrdma_btlnet_waitall,
+    .waitall_sizes = mca_coll_llrdma_btlnet_waitall_sizes,
     .cancel = mca_coll_llrdma_btlnet_cancel,
     .begin = btl_begin,
 };

@@ -184,7 +184,9 @@ extern "C" int llrdma_ar_run(const llrdma_ar_plan_t *plan, const llrdma_ar_comm_
         int rc = LLRDMA_AR_OK;
         t.carry(plan->alg == LLRDMA_AR_RECURSIVE_DOUBLING || plan->alg == LLRDMA_AR_RABENSEIFNER ||
                 plan->alg == LLRDMA_AR_RING);
-        if (comm->failed) {
+        // The hierarchical schedule carries a failure before the call itself
+        // (run_hier: the node's arena, then the inter-node step's messages).
+        if (comm->failed && !(plan->alg == LLRDMA_AR_HIER && comm->size > 1)) {
             if (!t.carrying() || comm->size == 1)
                 return LLRDMA_AR_ERR_MEMORY;
             t.failed_before(LLRDMA_AR_ERR_MEMORY);

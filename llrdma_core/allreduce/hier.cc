@@ -73,6 +73,12 @@ int sub_waitall(void *ctx, int n, void **reqs)
     return s->outer->waitall(s->outer->ctx, n, reqs);
 }
 
+int sub_waitall_sizes(void *ctx, int n, void **reqs, size_t *bytes)
+{
+    auto *s = static_cast<SubComm *>(ctx);
+    return s->outer->waitall_sizes(s->outer->ctx, n, reqs, bytes);
+}
+
 int sub_cancel(void *ctx, void *req)
 {
     auto *s = static_cast<SubComm *>(ctx);
@@ -89,8 +95,14 @@ size_t piece_len(size_t count, int slices, int j, size_t off, size_t piece)
     return off < len ? std::min(piece, len - off) : 0;
 }
 
-// Phase 2 for this rank's slice [start, start + n) of a.buf.
-int inter_node(const Args &a, const llrdma_ar_comm_t *outer, size_t start, size_t n)
+// Phase 2 for this rank's slice [start, start + n) of a.buf.  `failed`: this
+// node failed before phase 2 (its arena is broken, or this rank could not
+// stage its input): the step still runs, carrying the failure in empty
+// messages where the transport reports received sizes, so the slice's
+// holders on the other nodes fail the call too instead of waiting for
+// messages that never come (and nothing is left to be matched next call).
+int inter_node(const Args &a, const llrdma_ar_comm_t *outer, size_t start, size_t n,
+               bool failed = false)
 {
     const llrdma_ar_hier_t &h = *a.hier;
     SubComm sc{outer, h.peers};
@@ -101,9 +113,16 @@ int inter_node(const Args &a, const llrdma_ar_comm_t *outer, size_t start, size_
     sub.isend = sub_isend;
     sub.irecv = sub_irecv;
     sub.waitall = sub_waitall;
+    sub.waitall_sizes = outer->waitall_sizes ? sub_waitall_sizes : nullptr;
     sub.cancel = sub_cancel;
     llrdma_ar_plan_t inner = hier_inner_plan(a.plan);
     Transport t2(&sub);
+    t2.carry(true); // only where sub.waitall_sizes is set (Transport::carry)
+    if (failed) {
+        if (!t2.carrying())
+            return LLRDMA_AR_ERR_TRANSPORT; // nothing can tell the other nodes
+        t2.failed_before(LLRDMA_AR_ERR_TRANSPORT);
+    }
     Args b{&t2,       at(a.buf, start, a.esize), n,      a.dtype, a.op,    a.esize,
            a.scratch, a.scratch_bytes,           &inner, nullptr, nullptr, nullptr};
     int rc;
@@ -163,17 +182,30 @@ int run_hier(const Args &a)
     auto src = static_cast<const unsigned char *>(a.sendbuf ? a.sendbuf : a.buf);
     int rc = LLRDMA_AR_OK;
 
+    const bool failed_before = t.comm()->failed != 0;
+    // A failure before phase 2 on this node: its holders still run phase 2,
+    // carrying it (inter_node), then the call fails here.
+    auto carry_out = [&](int err) {
+        if (mine > 0 && h.nnodes > 1)
+            (void)inter_node(a, t.comm(), start, mine, true);
+        return err;
+    };
+
     if (L == 1) { // no arena: the node partial is the input
-        if (a.sendbuf)
-            rc = t.copy(a.buf, a.sendbuf, count * es);
-        if (rc == LLRDMA_AR_OK && mine > 0 && h.nnodes > 1)
+        if (failed_before)
+            return carry_out(LLRDMA_AR_ERR_MEMORY);
+        if (a.sendbuf && (rc = t.copy(a.buf, a.sendbuf, count * es)) != LLRDMA_AR_OK)
+            return carry_out(rc);
+        if (mine > 0 && h.nnodes > 1)
             rc = inter_node(a, t.comm(), start, mine);
         return rc;
     }
 
     Arena ar(a.shm, me, L);
     if (ar.broken())
-        return LLRDMA_AR_ERR_TRANSPORT;
+        return carry_out(LLRDMA_AR_ERR_TRANSPORT);
+    if (failed_before) // the node's other ranks end in phase 1
+        return carry_out(ar.fail(LLRDMA_AR_ERR_MEMORY));
     const size_t piece = a.shm->chunk_bytes / es / static_cast<size_t>(U);
     if (piece == 0) // the glue sizes the chunk for U pieces of any element
         return ar.fail(LLRDMA_AR_ERR_INVALID);
@@ -190,7 +222,7 @@ int run_hier(const Args &a)
         }
         ar.post_in(g);
         if ((rc = ar.wait_in(g)) != LLRDMA_AR_OK)
-            return ar.fail(rc);
+            return carry_out(ar.fail(rc));
         size_t n = piece_len(count, U, me, off, piece);
         if (n == 0)
             continue;

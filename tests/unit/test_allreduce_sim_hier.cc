@@ -496,3 +496,58 @@ BOOST_AUTO_TEST_CASE(argument_checks)
     BOOST_CHECK_EQUAL(run(good, hooked), LLRDMA_AR_ERR_INVALID);
     BOOST_CHECK(w.quiescent());
 }
+
+BOOST_AUTO_TEST_CASE(a_failure_before_the_call_reaches_every_node)
+{
+    // One rank could not stage its input (llrdma_ar_comm_t.failed): its
+    // node's arena ends the node's ranks, and its node's holders still run
+    // the inter-node step with empty messages, so every rank of every node
+    // fails the call -- none waits for a message that never comes (the sim
+    // reports a wait past its timeout as a hang) and none is left over.
+    Combo c{LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM};
+    int runs = 0;
+    for (const char *name : {"2+2", "3+1", "1+3", "2+2+1", "1+1+1", "permuted 3+2+2"})
+        for (int inter : kInter) {
+            Layout l;
+            for (const Layout &x : layouts())
+                if (x.name == name)
+                    l = x;
+            int p = static_cast<int>(l.key.size());
+            Nodes probe(l.key, 256);
+            Case k{c, 1000, 0, hier_plan(inter, probe.topo().min_local, probe.topo().nnodes, 64, 3),
+                   5, {},   {}};
+            prepare(k, l.key);
+            for (int frank : {0, p / 2, p - 1}) {
+                sim::Options opt;
+                opt.sizes = true;
+                opt.timeout = std::chrono::milliseconds(3000);
+                sim::World w(p, opt);
+                Nodes nodes(l.key, 256);
+                std::vector<int> rcs(p);
+                std::vector<std::thread> th;
+                for (int r = 0; r < p; ++r)
+                    th.emplace_back([&, r] {
+                        llrdma_ar_comm_t comm = w.comm(r);
+                        nodes.attach(comm, r);
+                        comm.failed = r == frank;
+                        Bytes buf = input(c, k.seed, r, p, k.count);
+                        rcs[r] = llrdma_ar_run(&k.plan, &comm, nullptr, buf.data(), k.count, c.dt,
+                                               c.op, nullptr, 0);
+                    });
+                for (auto &t : th)
+                    t.join();
+                ++runs;
+                std::string ctx = describe(k, l.name, 256) + " rank " + std::to_string(frank) +
+                                  " failed before the call";
+                for (const std::string &s : w.problems())
+                    BOOST_ERROR(ctx << ": " << s);
+                for (int r = 0; r < p; ++r) {
+                    BOOST_CHECK_MESSAGE(rcs[r] != LLRDMA_AR_OK,
+                                        ctx << ": rank " << r << " succeeded");
+                    BOOST_CHECK_MESSAGE(w.live(r) == 0, ctx << ": rank " << r << " left requests");
+                }
+                BOOST_CHECK_MESSAGE(rcs[frank] == LLRDMA_AR_ERR_MEMORY, ctx);
+            }
+        }
+    BOOST_TEST_MESSAGE(runs << " runs");
+}

@@ -154,6 +154,15 @@ BOOST_AUTO_TEST_CASE(size_mismatch_puts_nothing_and_says_so)
     BOOST_CHECK_EQUAL(m.state, LLRDMA_NP_SEND_DONE);
     BOOST_CHECK_EQUAL(m.status, LLRDMA_NP_ERR_SIZE);
     BOOST_CHECK_EQUAL(m.next, 0u);
+    // An empty send (a failure carried) matches any receive: no put, DONE
+    // with OK at once (the glue's DONE says 0 bytes).
+    llrdma_np_send_init(&m, 0);
+    llrdma_np_on_ready(&m, 100, LLRDMA_NP_OK);
+    BOOST_CHECK_EQUAL(m.state, LLRDMA_NP_SEND_DONE);
+    BOOST_CHECK_EQUAL(m.status, LLRDMA_NP_OK);
+    size_t off, len;
+    BOOST_CHECK(!llrdma_np_next_piece(&m, 64, 8, &off, &len));
+    BOOST_CHECK(llrdma_np_may_release(&m));
 }
 
 BOOST_AUTO_TEST_CASE(cancelled_send_still_answers_ready)
