@@ -113,6 +113,13 @@ out=$(mpi -np 2 --mca btl_llrdma_size_hint 16K llrdma-check 2>&1) || rc=$?
 check "mpirun -np 2 llrdma-check: exit 0 (exit $rc)" test $rc -eq 0
 check "llrdma-check: both ranks agree on the hint" has "all 2 ranks agree: size hint 16K"
 [ $rc -eq 0 ] || sed 's/^/# /' <<<"$out" | head -n 40
+# llrdma-run: its preflight, then the application, same hint.
+rc=0
+out=$(timeout -k 5 240 llrdma-run --hint 16K --allow-run-as-root --oversubscribe --mca pml ob1 -np 2 \
+  -- /bin/echo llrdma-run-app-ran 2>&1) || rc=$?
+check "llrdma-run: preflight and application (exit $rc)" \
+  bash -c '[ "$1" -eq 0 ] && [ "$(grep -c "^llrdma-run-app-ran" <<<"$2")" -eq 2 ]' _ "$rc" "$out"
+[ $rc -eq 0 ] || sed 's/^/# /' <<<"$out" | head -n 40
 # The help texts come from /usr/share/llrdma, compiled in: no LLRDMA_HELPDIR.
 rc=0
 out=$(mpi -np 1 --mca btl_llrdma_size_hint 16X llrdma-check 2>&1) || rc=$?
