@@ -112,6 +112,7 @@ rc=0
 out=$(mpi -np 2 --mca btl_llrdma_size_hint 16K llrdma-check 2>&1) || rc=$?
 check "mpirun -np 2 llrdma-check: exit 0 (exit $rc)" test $rc -eq 0
 check "llrdma-check: both ranks agree on the hint" has "all 2 ranks agree: size hint 16K"
+check "llrdma-check: the Allreduce plan table" has "Allreduce plan for 2 ranks on 1 node"
 [ $rc -eq 0 ] || sed 's/^/# /' <<<"$out" | head -n 40
 # llrdma-run: its preflight, then the application, same hint.
 rc=0
