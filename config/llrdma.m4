@@ -47,7 +47,10 @@ AC_DEFUN([LLRDMA_FIND_OMPI], [
   OMPI_CPPFLAGS=
   for d in $llrdma_ompi_incdirs; do OMPI_CPPFLAGS="$OMPI_CPPFLAGS -I$d"; done
   OMPI_LDFLAGS=
-  for d in $llrdma_ompi_libdirs; do OMPI_LDFLAGS="$OMPI_LDFLAGS -L$d -Wl,-rpath,$d"; done
+  for d in $llrdma_ompi_libdirs; do
+    OMPI_LDFLAGS="$OMPI_LDFLAGS -L$d"
+    AS_IF([test "x$enable_rpath" != xno], [OMPI_LDFLAGS="$OMPI_LDFLAGS -Wl,-rpath,$d"])
+  done
   AC_SUBST([OMPI_CPPFLAGS])
   AC_SUBST([OMPI_LDFLAGS])
 
@@ -195,8 +198,13 @@ AC_DEFUN([LLRDMA_FIND_CUDA], [
   ])
   AS_IF([test $llrdma_have_cuda = yes], [AC_DEFINE([LLRDMA_HAVE_CUDA], [1], [CUDA Toolkit found])])
   CUDA_CPPFLAGS="-I$LLRDMA_CUDA_DIR/include"
-  CUDA_LDFLAGS="-L$LLRDMA_CUDA_DIR/lib64 -Wl,-rpath,$LLRDMA_CUDA_DIR/lib64"
+  CUDA_LDFLAGS="-L$LLRDMA_CUDA_DIR/lib64"
+  CUDA_NVCC_RPATH=
+  AS_IF([test "x$enable_rpath" != xno], [
+    CUDA_LDFLAGS="$CUDA_LDFLAGS -Wl,-rpath,$LLRDMA_CUDA_DIR/lib64"
+    CUDA_NVCC_RPATH="-Xlinker -rpath -Xlinker $LLRDMA_CUDA_DIR/lib64"])
   AC_SUBST([CUDA_CPPFLAGS])
+  AC_SUBST([CUDA_NVCC_RPATH])
   AC_SUBST([CUDA_LDFLAGS])
   AC_SUBST([LLRDMA_CUDA_DIR])
   AM_CONDITIONAL([HAVE_CUDA], [test $llrdma_have_cuda = yes])
