@@ -140,7 +140,26 @@ std::string to_json(const llrdma_rank_config_t &c)
     put_u64(o, "cq_mod_count_granted", d.cq_mod_count_granted);
     put_u64(o, "cq_mod_usec_granted", d.cq_mod_usec_granted);
     put_str(o, "progress_note", from_fixed(d.progress_note, sizeof d.progress_note));
-    o += "}}";
+    o += '}';
+    // Every device btl/llrdma saw, chosen or not, and why (docs/btl-design.md "Devices by
+    // locality").
+    put_str(o, "nic_policy", from_fixed(c.nic_policy, sizeof c.nic_policy));
+    put_str(o, "nic_near", from_fixed(c.nic_near, sizeof c.nic_near));
+    put_key(o, "nics");
+    o += '[';
+    for (int i = 0; i < c.nnics && i < LLRDMA_NIC_DUMP_MAX; ++i) {
+        const llrdma_nic_report_t &n = c.nics[i];
+        o += i ? ",{" : "{";
+        put_key(o, "name", true);
+        put_string(o, from_fixed(n.name, sizeof n.name));
+        put_str(o, "ports", from_fixed(n.ports, sizeof n.ports));
+        put_str(o, "class", from_fixed(n.cls, sizeof n.cls));
+        put_key(o, "chosen");
+        o += n.chosen ? "true" : "false";
+        put_str(o, "reason", from_fixed(n.reason, sizeof n.reason));
+        o += '}';
+    }
+    o += "]}";
     return o;
 }
 
@@ -339,6 +358,31 @@ bool from_json(const char *json, llrdma_rank_config_t &c)
         dr.str("progress_note", d.progress_note, sizeof d.progress_note);
         if (!dr.ok)
             return false;
+    }
+    r.str("nic_policy", c.nic_policy, sizeof c.nic_policy);
+    r.str("nic_near", c.nic_near, sizeof c.nic_near);
+    if (const JValue *v = r.raw("nics")) {
+        if (v->type != JValue::Array || v->items.size() > LLRDMA_NIC_DUMP_MAX)
+            return false;
+        c.nnics = static_cast<int>(v->items.size());
+        for (size_t i = 0; i < v->items.size(); ++i) {
+            const JValue &e = v->items[i];
+            llrdma_nic_report_t &n = c.nics[i];
+            if (e.type != JValue::Object)
+                return false;
+            Reader nr(e);
+            nr.str("name", n.name, sizeof n.name);
+            nr.str("ports", n.ports, sizeof n.ports);
+            nr.str("class", n.cls, sizeof n.cls);
+            nr.str("reason", n.reason, sizeof n.reason);
+            if (const JValue *b = nr.raw("chosen")) {
+                if (b->type != JValue::Bool)
+                    return false;
+                n.chosen = b->b ? 1 : 0;
+            }
+            if (!nr.ok)
+                return false;
+        }
     }
     return r.ok;
 }

@@ -178,6 +178,17 @@ typedef struct {
     char progress_note[128];
 } llrdma_device_info_t;
 
+/* One verbs device as btl/llrdma's device policy judged it (llrdma_nic.h). */
+#define LLRDMA_NIC_REASON_MAX 128
+#define LLRDMA_NIC_DUMP_MAX 16 /* devices a dump lists (the first ones found) */
+typedef struct {
+    char name[64];
+    char ports[16]; /* ports it uses, "1" or "1,2"; "" when not chosen */
+    char cls[8];    /* distance class: "PIX", "PXB", "PHB", "NODE", "UNKNOWN", "SYS", "-" */
+    int chosen;
+    char reason[LLRDMA_NIC_REASON_MAX]; /* "same PCIe switch as GPU 0000:1b:00.0", ... */
+} llrdma_nic_report_t;
+
 typedef struct {
     int rank; /* -1 unknown */
     int size;
@@ -185,9 +196,13 @@ typedef struct {
     long pid;
     llrdma_hint_t hint;
     llrdma_profile_t profile;
-    int ndevices;                 /* 0: BTL disqualified itself */
-    llrdma_device_info_t device;  /* first device */
-    char btl_status[128];         /* "active", "disqualified: no verbs device", ... */
+    int ndevices;                /* 0: BTL disqualified itself */
+    llrdma_device_info_t device; /* first device */
+    char btl_status[128];        /* "active", "disqualified: no verbs device", ... */
+    char nic_policy[8];          /* btl_llrdma_device_policy; "" when the BTL did not run */
+    char nic_near[64];           /* distances measured from: "GPU 0000:1b:00.0", "NUMA node 0" */
+    int nnics;                   /* entries in nics (at most LLRDMA_NIC_DUMP_MAX) */
+    llrdma_nic_report_t nics[LLRDMA_NIC_DUMP_MAX];
     uint64_t coll_hint;           /* hint coll/llrdma plans with (its override, else hint) */
     int coll_algorithm;           /* coll_llrdma_allreduce_algorithm (LLRDMA_AR_*; 0 = auto) */
     uint64_t coll_segment_knob;   /* coll_llrdma_allreduce_segment_size, 0 = from the hint */
@@ -206,7 +221,7 @@ typedef struct {
 } llrdma_rank_config_t;
 
 /* Buffer size that holds the JSON of any llrdma_rank_config_t (worst-case escaping). */
-#define LLRDMA_CONFIG_JSON_MAX 32768
+#define LLRDMA_CONFIG_JSON_MAX 65536
 
 /* One JSON object (single line, no trailing newline).  On LLRDMA_ERR_TRUNCATED buf
  * holds the empty string, never a partial object. */

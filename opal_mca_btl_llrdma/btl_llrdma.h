@@ -172,6 +172,8 @@ typedef struct mca_btl_llrdma_component_t {
     int verbose;
     char *if_include; /* device[:port] list */
     char *if_exclude;
+    char *device_policy; /* nearest | all | list (llrdma_nic.h) */
+    char *devices;       /* policy list: device[:port] list */
     unsigned ovr_ll_sq_depth, ovr_bw_sq_depth, ovr_ll_inline, ovr_bw_signal;
     unsigned ovr_bw_cq_count, ovr_bw_cq_usec;
     int cm_timeout_ms;      /* rdma_cm address/route resolution */

@@ -10,6 +10,7 @@
 #include "opal_config.h"
 
 #include <arpa/inet.h>
+#include <sched.h>
 #include <dirent.h>
 #include <ifaddrs.h>
 #include <net/if.h>
@@ -25,7 +26,10 @@
 
 #include "btl_llrdma.h"
 #include "btl_llrdma_verbs.h"
+#include "btl_llrdma_gpu.h"
+#include "btl_llrdma_sysfs.h"
 #include "llrdma_mca_common.h"
+#include "llrdma_nic.h"
 #include "llrdma_reach.h"
 
 /* Does `list` (argv of "dev" or "dev:port") name this device/port?  port 0
@@ -402,17 +406,135 @@ static int pick_ipoib_addr(const char *dev, int port, struct ifaddrs *ifs,
     return 0;
 }
 
+/* Ports of every device with an address for rdma_cm, before the device
+ * policy chooses among the devices (more than one rank's ports can hold). */
+#define CAND_MAX 64
+
+typedef struct {
+    int dev; /* index into the device arrays */
+    mca_btl_llrdma_port_t port;
+} cand_port_t;
+
+/* Read one port and find the address rdma_cm binds to; fills *pt.  1: usable. */
+static int probe_port(struct ibv_context *ctx, const char *name, int p,
+                      const struct ibv_device_attr *dattr, const struct ibv_port_attr *pattr,
+                      struct ifaddrs *ifs, int roce_version, int *no_roce_gid,
+                      mca_btl_llrdma_port_t *pt)
+{
+    mca_btl_llrdma_component_t *c = &mca_btl_llrdma_component;
+    int roce = IBV_LINK_LAYER_ETHERNET == pattr->link_layer;
+
+    memset(pt, 0, sizeof(*pt));
+    snprintf(pt->dev, sizeof(pt->dev), "%s", name);
+    pt->port = p;
+    pt->link_layer = pattr->link_layer;
+    pt->max_cqe = (uint32_t)dattr->max_cqe;
+    pt->max_srq_wr = (uint32_t)dattr->max_srq_wr;
+    pt->max_qp_wr = (uint32_t)dattr->max_qp_wr;
+    pt->max_msg_sz = pattr->max_msg_sz;
+    pt->max_rd_atom = (uint32_t)dattr->max_qp_rd_atom;
+    pt->max_init_rd_atom = (uint32_t)dattr->max_qp_init_rd_atom;
+    if (!roce && c->gid_index >= 0) {
+        opal_output_verbose(10, c->output,
+                            "btl:llrdma: %s:%d is InfiniBand: btl_llrdma_gid_index "
+                            "applies to RoCE ports only",
+                            name, p);
+    }
+    if ((roce ? pick_roce_gid(ctx, name, p, pattr->gid_tbl_len, roce_version, pt)
+              : pick_ipoib_addr(name, p, ifs, pt)) < 0) {
+        *no_roce_gid += roce;
+        opal_output_verbose(10, c->output,
+                            "btl:llrdma: %s:%d active but has no IPv4 address for "
+                            "rdma_cm (%s); skipped",
+                            name, p,
+                            !roce ? "no IPoIB interface of this port with IPv4"
+                            : LLRDMA_ROCE_AUTO == roce_version
+                                ? "no IPv4-mapped GID"
+                                : "no IPv4-mapped GID of the btl_llrdma_roce_version");
+        return 0;
+    }
+    if (roce) {
+        pt->prefix_len = ipv4_prefix(ifs, pt->ipv4, pt->netdev, sizeof(pt->netdev));
+    }
+    return 1;
+}
+
+/* The rank's side of the device policy: its GPU (a current CUDA context),
+ * else the NUMA nodes of its CPU set. */
+static void rank_place(const char *root, llrdma_nic_rank_t *r)
+{
+    cpu_set_t set;
+    int cpus[CPU_SETSIZE], n = 0;
+
+    r->gpu_numa = -1;
+    if (0 == mca_btl_llrdma_gpu_bus_id(r->gpu_bus_id, sizeof(r->gpu_bus_id)) &&
+        0 != mca_btl_llrdma_sysfs_pci(root, r->gpu_bus_id, r->gpu_pci_path, sizeof(r->gpu_pci_path),
+                                      &r->gpu_numa)) {
+        r->gpu_pci_path[0] = '\0'; /* a GPU sysfs does not show: ranked by CPU set */
+    }
+    CPU_ZERO(&set);
+    if (0 == sched_getaffinity(0, sizeof(set), &set)) {
+        for (int i = 0; i < CPU_SETSIZE; ++i) {
+            if (CPU_ISSET(i, &set)) {
+                cpus[n++] = i;
+            }
+        }
+    }
+    r->cpu_nodes = mca_btl_llrdma_sysfs_cpu_nodes(root, cpus, n);
+}
+
+/* The dump's record of one device and the verbose line saying it. */
+static void report_device(llrdma_rank_config_t *cfg, const llrdma_nic_dev_t *d,
+                          const llrdma_nic_choice_t *ch, uint32_t used)
+{
+    mca_btl_llrdma_component_t *c = &mca_btl_llrdma_component;
+    llrdma_nic_report_t *r;
+    char ports[16] = "";
+
+    for (int p = 1, len = 0; p <= 32; ++p) {
+        if (used & (1u << (p - 1))) {
+            len += snprintf(ports + len, sizeof(ports) - (size_t)len, "%s%d", len ? "," : "", p);
+            if (len >= (int)sizeof(ports)) {
+                break;
+            }
+        }
+    }
+    opal_output_verbose(5, c->output, "btl:llrdma: device %s (%s): %s%s; %s", d->name,
+                        llrdma_nic_class_name(ch->cls), ch->chosen ? "used, ports " : "not used",
+                        ch->chosen ? ports : "", ch->reason);
+    if (cfg->nnics >= LLRDMA_NIC_DUMP_MAX) {
+        return;
+    }
+    r = &cfg->nics[cfg->nnics++];
+    memset(r, 0, sizeof(*r));
+    snprintf(r->name, sizeof(r->name), "%s", d->name);
+    snprintf(r->ports, sizeof(r->ports), "%s", ports);
+    snprintf(r->cls, sizeof(r->cls), "%s", llrdma_nic_class_name(ch->cls));
+    r->chosen = ch->chosen;
+    snprintf(r->reason, sizeof(r->reason), "%s", ch->reason);
+}
+
 int mca_btl_llrdma_discover(llrdma_rank_config_t *cfg)
 {
     mca_btl_llrdma_component_t *c = &mca_btl_llrdma_component;
     struct ibv_device **devs = NULL;
     struct ifaddrs *ifs = NULL;
     char **inc = NULL, **exc = NULL;
-    int ndev = 0, usable = 0, opened = 0, no_roce_gid = 0;
+    int ndev = 0, nn = 0, ncand = 0, usable = 0, opened = 0, no_roce_gid = 0, policy;
     int roce_version = roce_version_knob();
+    const char *root = mca_btl_llrdma_sysfs_root();
+    llrdma_nic_dev_t *nics = NULL;
+    llrdma_nic_choice_t *choice = NULL;
+    cand_port_t *cand = NULL;
+    uint32_t *noaddr = NULL; /* per device: active ports without an address for rdma_cm */
+    llrdma_nic_rank_t rank;
+    char err[512];
 
     c->nports = 0;
     cfg->device.gid_index = -1; /* unknown until a port is found */
+    cfg->nnics = 0;
+    (void)llrdma_nic_policy_parse(c->device_policy, &policy); /* validated in check_params */
+    snprintf(cfg->nic_policy, sizeof(cfg->nic_policy), "%s", llrdma_nic_policy_name(policy));
 
     if (c->gid_index < -1) {
         char value[32];
@@ -440,15 +562,35 @@ int mca_btl_llrdma_discover(llrdma_rank_config_t *cfg)
         snprintf(cfg->btl_status, sizeof(cfg->btl_status), "disqualified: no verbs device");
         goto out_free_ifaddrs;
     }
+    nics = calloc((size_t)ndev, sizeof(*nics));
+    choice = calloc((size_t)ndev, sizeof(*choice));
+    cand = calloc(CAND_MAX, sizeof(*cand));
+    noaddr = calloc((size_t)ndev, sizeof(*noaddr));
+    if (NULL == nics || NULL == choice || NULL == cand || NULL == noaddr) {
+        snprintf(cfg->btl_status, sizeof(cfg->btl_status), "disqualified: out of memory");
+        goto out_free_list;
+    }
 
+    /* Every device: where it sits (sysfs) and which of its ports are active
+     * with an address rdma_cm can bind to (verbs).  Devices and ports the
+     * if_include/if_exclude lists leave out are not opened or probed. */
     for (int d = 0; d < ndev; ++d) {
         const char *name = mca_btl_llrdma_verbs.get_device_name(devs[d]);
+        llrdma_nic_dev_t *nd = &nics[nn];
         struct ibv_device_attr dattr;
         struct ibv_context *ctx;
 
-        if (NULL == name || !device_wanted(inc, exc, name)) {
+        if (NULL == name) {
             continue;
         }
+        snprintf(nd->name, sizeof(nd->name), "%s", name);
+        nd->numa_node = -1;
+        mca_btl_llrdma_sysfs_device(root, nd);
+        ++nn;
+        if (!device_wanted(inc, exc, name)) {
+            continue; /* the policy says why (its sysfs port states kept) */
+        }
+        nd->active_ports = 0;
         ctx = mca_btl_llrdma_verbs.open_device(devs[d]);
         if (NULL == ctx) {
             opal_output_verbose(10, c->output, "btl:llrdma: cannot open %s", name);
@@ -459,70 +601,75 @@ int mca_btl_llrdma_discover(llrdma_rank_config_t *cfg)
             opal_output_verbose(10, c->output, "btl:llrdma: ibv_query_device(%s) failed", name);
             goto next_close_device;
         }
-        for (int p = 1; p <= dattr.phys_port_cnt; ++p) {
+        for (int p = 1; p <= dattr.phys_port_cnt && p <= 32; ++p) {
             struct ibv_port_attr pattr;
-            int roce;
-            if (!port_wanted(inc, exc, name, p) ||
-                0 != mca_btl_llrdma_verbs.query_port(ctx, (uint8_t)p, &pattr) ||
+            if (0 != mca_btl_llrdma_verbs.query_port(ctx, (uint8_t)p, &pattr) ||
                 IBV_PORT_ACTIVE != pattr.state) {
                 continue;
             }
-            mca_btl_llrdma_port_t *pt;
-            if (c->nports >= MCA_BTL_LLRDMA_MAX_PORTS) {
+            if (!port_wanted(inc, exc, name, p)) {
+                nd->active_ports |= 1u << (p - 1); /* the policy says it is left out */
                 continue;
             }
-            pt = &c->ports[c->nports];
-            memset(pt, 0, sizeof(*pt));
-            snprintf(pt->dev, sizeof(pt->dev), "%s", name);
-            pt->port = p;
-            pt->link_layer = pattr.link_layer;
-            pt->max_cqe = (uint32_t)dattr.max_cqe;
-            pt->max_srq_wr = (uint32_t)dattr.max_srq_wr;
-            pt->max_qp_wr = (uint32_t)dattr.max_qp_wr;
-            pt->max_msg_sz = pattr.max_msg_sz;
-            pt->max_rd_atom = (uint32_t)dattr.max_qp_rd_atom;
-            pt->max_init_rd_atom = (uint32_t)dattr.max_qp_init_rd_atom;
-            roce = IBV_LINK_LAYER_ETHERNET == pattr.link_layer;
-            if (!roce && c->gid_index >= 0) {
-                opal_output_verbose(10, c->output,
-                                    "btl:llrdma: %s:%d is InfiniBand: btl_llrdma_gid_index "
-                                    "applies to RoCE ports only",
-                                    name, p);
-            }
-            if ((roce ? pick_roce_gid(ctx, name, p, pattr.gid_tbl_len, roce_version, pt)
-                      : pick_ipoib_addr(name, p, ifs, pt)) < 0) {
-                no_roce_gid += roce;
-                opal_output_verbose(10, c->output,
-                                    "btl:llrdma: %s:%d active but has no IPv4 address for "
-                                    "rdma_cm (%s); skipped",
-                                    name, p,
-                                    !roce ? "no IPoIB interface of this port with IPv4"
-                                    : LLRDMA_ROCE_AUTO == roce_version
-                                        ? "no IPv4-mapped GID"
-                                        : "no IPv4-mapped GID of the btl_llrdma_roce_version");
+            if (ncand >= CAND_MAX) {
                 continue;
             }
-            if (roce) {
-                pt->prefix_len = ipv4_prefix(ifs, pt->ipv4, pt->netdev, sizeof(pt->netdev));
+            if (probe_port(ctx, name, p, &dattr, &pattr, ifs, roce_version, &no_roce_gid,
+                           &cand[ncand].port)) {
+                cand[ncand++].dev = nn - 1;
+                nd->active_ports |= 1u << (p - 1);
+            } else {
+                noaddr[nn - 1] |= 1u << (p - 1);
             }
-            if (0 == usable) {
-                snprintf(cfg->device.name, sizeof(cfg->device.name), "%s", name);
-                cfg->device.port = p;
+        }
+    next_close_device:
+        mca_btl_llrdma_verbs.close_device(ctx);
+    }
+
+    /* Which devices, by the policy (llrdma_nic_choose); then their ports. */
+    memset(&rank, 0, sizeof(rank));
+    rank.policy = policy;
+    rank.list = c->devices;
+    rank.include = c->if_include;
+    rank.exclude = c->if_exclude;
+    rank_place(root, &rank);
+    if (LLRDMA_OK != llrdma_nic_choose(nics, nn, &rank, choice, cfg->nic_near,
+                                       sizeof(cfg->nic_near), err, sizeof(err))) {
+        char value[160];
+        snprintf(value, sizeof(value), "'%.150s'", NULL != c->devices ? c->devices : "");
+        mca_btl_llrdma_bad_knob("devices", value, err);
+    }
+    for (int i = 0; i < nn; ++i) {
+        uint32_t used = 0;
+        for (int k = 0; k < ncand; ++k) {
+            mca_btl_llrdma_port_t *pt = &cand[k].port;
+            if (cand[k].dev != i || !choice[i].chosen ||
+                !(choice[i].ports & (1u << (pt->port - 1))) ||
+                c->nports >= MCA_BTL_LLRDMA_MAX_PORTS) {
+                continue;
+            }
+            c->ports[c->nports++] = *pt;
+            used |= 1u << (pt->port - 1);
+            if (0 == usable++) {
+                snprintf(cfg->device.name, sizeof(cfg->device.name), "%s", pt->dev);
+                cfg->device.port = pt->port;
                 cfg->device.cq_moderation_supported = -1; /* known once a CQ exists */
                 cfg->device.gid_index = pt->gid_index;
                 snprintf(cfg->device.gid_type, sizeof(cfg->device.gid_type), "%s",
                          llrdma_gid_type_name((int)pt->gid_type));
             }
-            ++usable;
-            ++c->nports;
-            opal_output_verbose(10, c->output,
-                                "btl:llrdma: %s:%d active (%s, GID index %d, %s, %s/%d on %s)",
-                                name, p, roce ? "RoCE" : "InfiniBand", pt->gid_index,
-                                llrdma_gid_type_name((int)pt->gid_type), inet_ntoa(pt->ipv4),
-                                pt->prefix_len, '\0' != pt->netdev[0] ? pt->netdev : "?");
+            opal_output_verbose(
+                10, c->output, "btl:llrdma: %s:%d active (%s, GID index %d, %s, %s/%d on %s)",
+                pt->dev, pt->port,
+                IBV_LINK_LAYER_ETHERNET == pt->link_layer ? "RoCE" : "InfiniBand", pt->gid_index,
+                llrdma_gid_type_name((int)pt->gid_type), inet_ntoa(pt->ipv4), pt->prefix_len,
+                '\0' != pt->netdev[0] ? pt->netdev : "?");
         }
-    next_close_device:
-        mca_btl_llrdma_verbs.close_device(ctx);
+        if (LLRDMA_NIC_UNUSABLE == choice[i].cls && 0 == nics[i].active_ports && 0 != noaddr[i]) {
+            snprintf(choice[i].reason, sizeof(choice[i].reason),
+                     "active, but no port has an IPv4 address for rdma_cm");
+        }
+        report_device(cfg, &nics[i], &choice[i], used);
     }
 
     if (0 == usable && no_roce_gid > 0 && LLRDMA_ROCE_AUTO != roce_version) {
@@ -536,6 +683,11 @@ int mca_btl_llrdma_discover(llrdma_rank_config_t *cfg)
                  opened);
     }
     cfg->ndevices = usable;
+out_free_list:
+    free(noaddr);
+    free(cand);
+    free(choice);
+    free(nics);
     mca_btl_llrdma_verbs.free_device_list(devs);
 out_free_ifaddrs:
     if (NULL != ifs) {

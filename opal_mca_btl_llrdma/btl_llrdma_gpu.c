@@ -50,6 +50,29 @@ static int cuda_load(void)
     return NULL != d->pointer_attrs;
 }
 
+int mca_btl_llrdma_gpu_bus_id(char *buf, size_t len)
+{
+    /* RTLD_NOLOAD: a process that has not loaded libcuda has no context, and
+     * MPI_Init must not load (let alone initialise) CUDA for it. */
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+    int (*get_ctx)(void **), (*get_dev)(int *), (*bus_id)(char *, int, int);
+    void *ctx = NULL;
+    int dev = -1, rc = -1;
+
+    if (NULL == lib) {
+        return -1;
+    }
+    *(void **)&get_ctx = dlsym(lib, "cuCtxGetCurrent");
+    *(void **)&get_dev = dlsym(lib, "cuCtxGetDevice");
+    *(void **)&bus_id = dlsym(lib, "cuDeviceGetPCIBusId");
+    if (NULL != get_ctx && NULL != get_dev && NULL != bus_id && 0 == get_ctx(&ctx) && NULL != ctx &&
+        0 == get_dev(&dev) && 0 == bus_id(buf, (int)len, dev)) {
+        rc = 0;
+    }
+    dlclose(lib);
+    return rc;
+}
+
 void mca_btl_llrdma_cuda_unload(void)
 {
     if (NULL != cuda_lib) {

@@ -30,6 +30,11 @@ void mca_btl_llrdma_cuda_unload(void);
  * host memory, no libcuda, or CUDA not initialised. */
 int mca_btl_llrdma_gpu_classify(const void *p, uint64_t *buffer_id);
 
+/* The PCI bus id ("0000:1B:00.0") of the GPU of the CUDA context current on
+ * this thread, for the device policy (docs/btl-design.md "Devices by
+ * locality"); -1 when libcuda is not loaded yet or no context is current. */
+int mca_btl_llrdma_gpu_bus_id(char *buf, size_t len);
+
 /* Probe the module's device (dma-buf MRs, peermem) and choose its mode from
  * btl_llrdma_gpu_rdma: fills m->gpu_mode, m->gpu_report, m->gpu_error (a
  * forced mode the device lacks).  Returns llrdma_gpu_rdma_choose's code. */

@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "btl_llrdma.h"
+#include "llrdma_nic.h"
 
 static int reg_string(const char *name, const char *help, int level, char **storage,
                       const char *deflt)
@@ -152,6 +153,17 @@ int mca_btl_llrdma_register_params(void)
                      OPAL_INFO_LVL_3, &c->if_include, NULL);
     (void)reg_string("if_exclude", "Comma-separated verbs devices (or device:port) never to use",
                      OPAL_INFO_LVL_3, &c->if_exclude, NULL);
+    (void)reg_string("device_policy",
+                     "Which of the devices left by if_include/if_exclude this rank uses: "
+                     "nearest (those closest to the rank's GPU, by PCIe switch, root port, "
+                     "host bridge, NUMA node; without a GPU to its CPU set's NUMA nodes; "
+                     "equally near devices are all used, as rails), all, or list (exactly "
+                     "btl_llrdma_devices). Each rank's dump and llrdma-check say which and why",
+                     OPAL_INFO_LVL_3, &c->device_policy, "nearest");
+    (void)reg_string("devices",
+                     "With btl_llrdma_device_policy list: comma-separated verbs devices (or "
+                     "device:port) to use; a name this node lacks stops MPI_Init",
+                     OPAL_INFO_LVL_3, &c->devices, NULL);
 
     /* Overrides of single derived profile fields (0 = derive from the hint). */
     (void)reg_uint("ll_sq_depth", "Override: low-latency send queue depth (0 = from the hint)",
@@ -344,6 +356,26 @@ void mca_btl_llrdma_check_params(void)
         char v[160];
         snprintf(v, sizeof(v), "'%.150s'", NULL != c->rdma ? c->rdma : "");
         mca_btl_llrdma_bad_knob("rdma", v, "not one of get, put, off");
+    }
+    {
+        int policy;
+        char v[160];
+        if (LLRDMA_OK != llrdma_nic_policy_parse(c->device_policy, &policy)) {
+            snprintf(v, sizeof(v), "'%.150s'", c->device_policy);
+            mca_btl_llrdma_bad_knob("device_policy", v, "not one of nearest, all, list");
+        }
+        if (LLRDMA_NIC_LIST == policy && (NULL == c->devices || '\0' == c->devices[0])) {
+            snprintf(v, sizeof(v), "'%.150s'", c->device_policy);
+            mca_btl_llrdma_bad_knob("device_policy", v,
+                                    "list needs btl_llrdma_devices (device or device:port, "
+                                    "comma-separated)");
+        }
+        if (LLRDMA_NIC_LIST != policy && NULL != c->devices && '\0' != c->devices[0]) {
+            snprintf(v, sizeof(v), "'%.150s'", c->devices);
+            mca_btl_llrdma_bad_knob("devices", v,
+                                    "applies to btl_llrdma_device_policy list only; set that "
+                                    "too (or use btl_llrdma_if_include to narrow nearest)");
+        }
     }
     {
         llrdma_gpu_knob_t k;

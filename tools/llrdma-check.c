@@ -90,6 +90,21 @@ static void print_row(const llrdma_rank_config_t *c)
            c->device.name[0] ? c->device.name : "-", c->btl_status);
     printf("      origin: %s\n", c->hint.origin);
     printf("      gpu_rdma: %s\n", c->device.gpu_rdma[0] ? c->device.gpu_rdma : "-");
+    /* Which verbs devices this rank uses and why (btl_llrdma_device_policy). */
+    if (c->nic_policy[0]) {
+        printf("      devices (%s%s%s):%s\n", c->nic_policy, c->nic_near[0] ? ", near " : "",
+               c->nic_near, c->nnics > 0 ? "" : " none found");
+        for (int i = 0; i < c->nnics; ++i) {
+            const llrdma_nic_report_t *n = &c->nics[i];
+            char use[32];
+            if (n->chosen) {
+                snprintf(use, sizeof(use), "used, port %s", n->ports[0] ? n->ports : "-");
+            } else {
+                snprintf(use, sizeof(use), "not used");
+            }
+            printf("        %-10s %-7s %-16s %s\n", n->name, n->cls, use, n->reason);
+        }
+    }
     if (c->device.name[0] && 0 == strcmp(c->btl_status, "active")) {
         /* Requested (the profile) / granted (read back from the device). */
         const char *mod = c->device.cq_moderation_supported > 0    ? "applied"

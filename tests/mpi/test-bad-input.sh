@@ -65,6 +65,12 @@ expect_fail "gpu_rdma=dmabuf without an RDMA device" "btl_llrdma_gpu_rdma = dmab
   "no RDMA device to register GPU memory with" -- -np 2 --mca btl_llrdma_gpu_rdma dmabuf "$TRING"
 expect_fail "roce_version not auto/1/2" "btl_llrdma_roce_version" "3" -- \
   -np 2 --mca btl_llrdma_roce_version 3 "$TRING"
+expect_fail "device_policy not nearest/all/list" "btl_llrdma_device_policy = 'closest'" \
+  "not one of nearest, all, list" -- -np 2 --mca btl_llrdma_device_policy closest "$TRING"
+expect_fail "device_policy list without btl_llrdma_devices" "btl_llrdma_device_policy = 'list'" \
+  "list needs btl_llrdma_devices" -- -np 2 --mca btl_llrdma_device_policy list "$TRING"
+expect_fail "btl_llrdma_devices without policy list" "btl_llrdma_devices = 'mlx5_0'" \
+  "applies to btl_llrdma_device_policy list only" -- -np 2 --mca btl_llrdma_devices mlx5_0 "$TRING"
 expect_fail "gid_index below -1" "btl_llrdma_gid_index" "-5" -- \
   -np 2 --mca btl_llrdma_gid_index -5 "$TRING"
 

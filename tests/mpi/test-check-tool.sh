@@ -25,6 +25,11 @@ message_algs() {
 check_run "arena off: the message algorithms for the hint" message_algs
 devpath_off() { has "^ \+32K  host-copy " && has "^ \+16M  gpu  *reduced on the GPU, staged through the PML"; }
 check_run "arena off: CUDA device vectors staged whole up to 2M, then through the PML" devpath_off
+# Which verbs devices each rank uses: none on a node without RDMA (the device
+# policy itself is tested on sysfs fixtures by tests/unit/test_nic).
+check_run "devices line per rank (policy nearest by default)" count "^      devices (nearest" 4
+launch -np 2 --mca btl_llrdma_device_policy all "$CHECK"
+check_run "devices line follows btl_llrdma_device_policy" count "^      devices (all" 2
 launch -np 2 --mca btl_llrdma_size_hint 16K "$CHECK"
 devpath() {
   has "CUDA device vectors (coll_llrdma_gpu_peer auto from 64K, gpu_stage_max auto = 16K)" &&

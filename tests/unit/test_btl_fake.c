@@ -1317,6 +1317,51 @@ static void test_every_data_path_failure(void)
            reported, absorbed);
 }
 
+/* Discovery under the device policy (docs/btl-design.md "Devices by
+ * locality"): fake0 has no sysfs entry (an empty LLRDMA_SYSFS_ROOT), so its
+ * class is UNKNOWN and nearest uses it; excluded, it is not used and said so. */
+static void test_discovery_device_policy(void)
+{
+    mca_btl_llrdma_component_t *c = &mca_btl_llrdma_component;
+    mca_btl_llrdma_component_t saved = *c;
+    llrdma_rank_config_t cfg;
+    char root[] = "/tmp/llrdma-fake-sysfs-XXXXXX";
+
+    CHECK(NULL != mkdtemp(root));
+    setenv("LLRDMA_SYSFS_ROOT", root, 1);
+    c->device_policy = "nearest";
+    c->devices = c->if_include = c->if_exclude = NULL;
+    c->gid_index = -1;
+    c->roce_version = "auto";
+    memset(&cfg, 0, sizeof(cfg));
+    CHECK(1 == mca_btl_llrdma_discover(&cfg));
+    CHECK(1 == c->nports && 1 == c->ports[0].port && 0 == strcmp(c->ports[0].dev, "fake0"));
+    CHECK(0 == strcmp(cfg.nic_policy, "nearest"));
+    CHECK(1 == cfg.nnics && 0 == strcmp(cfg.nics[0].name, "fake0") && cfg.nics[0].chosen);
+    CHECK(0 == strcmp(cfg.nics[0].cls, "UNKNOWN") && 0 == strcmp(cfg.nics[0].ports, "1"));
+    CHECK(0 == strcmp(cfg.nics[0].reason, "no PCI device in sysfs (virtual device?)"));
+
+    c->if_exclude = "fake0";
+    memset(&cfg, 0, sizeof(cfg));
+    CHECK(0 == mca_btl_llrdma_discover(&cfg));
+    CHECK(0 == c->nports && 1 == cfg.nnics && !cfg.nics[0].chosen);
+    CHECK(0 == strcmp(cfg.nics[0].reason, "excluded by btl_llrdma_if_exclude"));
+    CHECK(0 == strncmp(cfg.btl_status, "disqualified: no usable active verbs port", 41));
+
+    c->if_exclude = NULL;
+    c->device_policy = "list";
+    c->devices = "fake0:1";
+    memset(&cfg, 0, sizeof(cfg));
+    CHECK(1 == mca_btl_llrdma_discover(&cfg));
+    CHECK(1 == cfg.nnics && cfg.nics[0].chosen);
+    CHECK(0 == strcmp(cfg.nics[0].reason,
+                      "named in btl_llrdma_devices; no PCI device in sysfs (virtual device?)"));
+
+    *c = saved;
+    unsetenv("LLRDMA_SYSFS_ROOT");
+    rmdir(root);
+}
+
 int main(int argc, char **argv)
 {
     int saved_stderr, devnull;
@@ -1342,6 +1387,7 @@ int main(int argc, char **argv)
     test_async_events();
     test_port_state_lags_the_error();
     test_registered_pages_are_ours();
+    test_discovery_device_policy();
     /* The exhaustive loops print one user-facing error per failure: keep the log short. */
     fflush(stderr);
     saved_stderr = dup(2);

@@ -68,6 +68,19 @@ llrdma_rank_config_t sample(uint64_t hint)
     c.coll_wait_sleep_ns = 100000000;
     c.coll_wait_oversubscribed = 1;
     std::snprintf(c.coll_wait_why, sizeof c.coll_wait_why, "4 ranks here, 2 online CPUs");
+    std::snprintf(c.nic_policy, sizeof c.nic_policy, "nearest");
+    std::snprintf(c.nic_near, sizeof c.nic_near, "GPU 0000:1b:00.0");
+    c.nnics = 2;
+    std::snprintf(c.nics[0].name, sizeof c.nics[0].name, "mlx5_0");
+    std::snprintf(c.nics[0].ports, sizeof c.nics[0].ports, "1");
+    std::snprintf(c.nics[0].cls, sizeof c.nics[0].cls, "PIX");
+    c.nics[0].chosen = 1;
+    std::snprintf(c.nics[0].reason, sizeof c.nics[0].reason,
+                  "same PCIe switch as GPU 0000:1b:00.0");
+    std::snprintf(c.nics[1].name, sizeof c.nics[1].name, "mlx5_4");
+    std::snprintf(c.nics[1].cls, sizeof c.nics[1].cls, "SYS");
+    std::snprintf(c.nics[1].reason, sizeof c.nics[1].reason,
+                  "farther than PIX: across sockets: NUMA node 1, GPU 0000:1b:00.0 on node 0");
     return c;
 }
 
@@ -122,7 +135,11 @@ BOOST_AUTO_TEST_CASE(key_order_and_shape)
         "\"rd_atomic_granted\":16,\"dest_rd_atomic_granted\":8,\"rdma_limit_granted\":1048576,"
         "\"gpu_rdma\":\"none (the device has no dma-buf MRs)\",\"progress_ll\":\"poll\","
         "\"progress_bw\":\"event\",\"cq_mod_count_granted\":16,\"cq_mod_usec_granted\":8,"
-        "\"progress_note\":\"one event per 16 completions or 8 us\"}"};
+        "\"progress_note\":\"one event per 16 completions or 8 us\"}",
+        "\"nic_policy\":\"nearest\",\"nic_near\":\"GPU 0000:1b:00.0\",\"nics\":["
+        "{\"name\":\"mlx5_0\",\"ports\":\"1\",\"class\":\"PIX\",\"chosen\":true,"
+        "\"reason\":\"same PCIe switch as GPU 0000:1b:00.0\"},{\"name\":\"mlx5_4\",\"ports\":\"\","
+        "\"class\":\"SYS\",\"chosen\":false,"};
     size_t pos = 0;
     for (const char *k : keys) {
         size_t at = j.find(k, pos);
@@ -133,7 +150,7 @@ BOOST_AUTO_TEST_CASE(key_order_and_shape)
         pos = at + 1;
     }
     BOOST_TEST(j.front() == '{');
-    BOOST_TEST(j.substr(j.size() - 2) == "}}");
+    BOOST_TEST(j.substr(j.size() - 3) == "}]}");
     const char *path_fields[] = {"sq_depth",        "rq_depth",
                                  "recv_buf_bytes",  "inline_bytes",
                                  "signal_interval", "cq_mod_count",
@@ -277,6 +294,10 @@ BOOST_AUTO_TEST_CASE(rejects_malformed)
         "{rank:1}",
         "{\"rank\":01}",
         "{\"rank\":1.5}",
+        "{\"nics\":{}}",
+        "{\"nics\":[1]}",
+        "{\"nics\":[{\"chosen\":1}]}",
+        "{\"nics\":[{\"class\":\"much too long\"}]}",
         "{\"rank\":1e2}",
         "{\"rank\":\"3\"}",
         "{\"rank\":99999999999}",
@@ -351,6 +372,16 @@ BOOST_AUTO_TEST_CASE(worst_case_fits_json_max)
     fill(c.device.name, sizeof c.device.name);
     fill(c.device.gid_type, sizeof c.device.gid_type);
     fill(c.fork_safe, sizeof c.fork_safe);
+    fill(c.nic_policy, sizeof c.nic_policy);
+    fill(c.nic_near, sizeof c.nic_near);
+    c.nnics = LLRDMA_NIC_DUMP_MAX;
+    for (llrdma_nic_report_t &n : c.nics) {
+        fill(n.name, sizeof n.name);
+        fill(n.ports, sizeof n.ports);
+        fill(n.cls, sizeof n.cls);
+        fill(n.reason, sizeof n.reason);
+        n.chosen = 1;
+    }
     for (llrdma_path_profile_t *p : {&c.profile.ll, &c.profile.bw}) {
         p->min_bytes = p->max_bytes = p->eager_limit = p->max_send_size = UINT64_MAX - 1;
         p->rdma_pipeline_bytes = p->rdma_frag_bytes = UINT64_MAX - 1;
