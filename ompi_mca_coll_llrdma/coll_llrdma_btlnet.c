@@ -632,7 +632,9 @@ int mca_coll_llrdma_btlnet_waitall_sizes(void *ctx, int n, void **reqs, size_t *
     const uint64_t every = (uint64_t)mca_coll_llrdma_component.shm_liveness_ms * 1000000u;
     uint64_t next = now_ns() + every;
     int first = OMPI_SUCCESS;
+    llrdma_ar_wait_t ws;
 
+    memset(&ws, 0, sizeof(ws));
     for (unsigned k = 1;; ++k) {
         int left = 0;
         if (c->gone >= 0) {
@@ -647,6 +649,9 @@ int mca_coll_llrdma_btlnet_waitall_sizes(void *ctx, int n, void **reqs, size_t *
             break;
         }
         opal_progress();
+        /* The one wait primitive (arena, PML, here): yield when the node is
+         * oversubscribed, sleep when the wait is long. */
+        llrdma_ar_wait_idle(&mca_coll_llrdma_component.wait, &ws, NULL, NULL);
         if (0 != every && 0 == (k & 255) && now_ns() >= next) {
             c->gone = mca_coll_llrdma_first_gone(net->comm);
             next = now_ns() + every;
