@@ -106,13 +106,10 @@ typedef struct mca_coll_llrdma_module_t {
     unsigned long long gpu_key;
     int gpu_key_device;
     int gpu_shared_said;
-    int shm_pinned;    /* GPU path: 0 not tried, 1 pinned and mapped, 2 pinned, -1 failed */
-    int shm_ranks;     /* the arena's communicator size (liveness checks) */
-    int in_call;       /* inside an arena call: an inner host pass is part of it */
-    int carry_failure; /* this rank failed before its host pass: carried (llrdma_ar_comm_t.failed)
-                        */
-    int gone_said;     /* a dead rank was reported */
-    int msg_gone;      /* a rank found gone by a message wait (-1: none): every call fails */
+    int shm_pinned; /* GPU path: 0 not tried, 1 pinned and mapped, 2 pinned, -1 failed */
+    int shm_ranks;  /* the arena's communicator size (liveness checks) */
+    int gone_said;  /* a dead rank was reported */
+    int msg_gone;   /* a rank found gone by a message wait (-1: none): every call fails */
     /* Nodes (coll_llrdma_hier.c), from the first Allreduce on: how this
      * communicator is served (LLRDMA_AR_MODE_*), its topology, this rank's
      * place in it (hier.peers = peers), the lowest rank of its node.  With
@@ -311,10 +308,19 @@ int mca_coll_llrdma_allreduce_gpu(const llrdma_ar_plan_t *plan, const void *sbuf
                                   mca_coll_llrdma_module_t *m, int device);
 int mca_coll_llrdma_gpu_copy_sync(void *dst, const void *src, size_t bytes,
                                   struct ompi_communicator_t *comm);
+/* The host pass of a staged call: the Allreduce of host copies s, r. */
+typedef struct mca_coll_llrdma_host_pass {
+    int (*run)(const void *s, void *r, struct mca_coll_llrdma_host_pass *self);
+    int failed; /* set by gpu_fallback: the input could not be staged (carry it) */
+} mca_coll_llrdma_host_pass_t;
+/* Device vectors copied whole to host memory, reduced there, copied back.
+ * pass NULL: the module below reduces (it cannot carry a failure); else
+ * llrdma's host pass, planned by the caller (no re-entry into the
+ * component's entry point). */
 int mca_coll_llrdma_gpu_fallback(const void *sbuf, void *rbuf, int count,
                                  struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                  struct ompi_communicator_t *comm, mca_coll_llrdma_module_t *m,
-                                 int skind, int rkind, int via_llrdma);
+                                 int skind, int rkind, mca_coll_llrdma_host_pass_t *pass);
 void mca_coll_llrdma_gpu_finalize(void);
 /* Unpins the module's arena if the GPU path pinned it. */
 void mca_coll_llrdma_gpu_unregister(mca_coll_llrdma_module_t *m);

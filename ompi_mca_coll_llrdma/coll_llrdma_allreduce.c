@@ -396,7 +396,8 @@ static int declined_allreduce(const void *sbuf, void *rbuf, int count,
         }
     }
     if (LLRDMA_MEM_HOST != rkind || LLRDMA_MEM_HOST != skind) {
-        return mca_coll_llrdma_gpu_fallback(sbuf, rbuf, count, dtype, op, comm, m, skind, rkind, 0);
+        return mca_coll_llrdma_gpu_fallback(sbuf, rbuf, count, dtype, op, comm, m, skind, rkind,
+                                            NULL);
     }
     return m->previous_allreduce(sbuf, rbuf, count, dtype, op, comm, m->previous_allreduce_module);
 }
@@ -454,11 +455,38 @@ static int is_shm_plan(const mca_coll_llrdma_module_t *m, const llrdma_ar_plan_t
     return dev_rule(m, plan).shm_plan;
 }
 
-/* One planned call: GPU or host path, over the PML or the arena. */
 static int run_plan(const llrdma_ar_plan_t *plan, const void *sbuf, void *rbuf, int count,
                     struct ompi_datatype_t *dtype, struct ompi_op_t *op, int dt, int lop,
                     size_t esize, int skind, int rkind, int device,
-                    struct ompi_communicator_t *comm, mca_coll_llrdma_module_t *m)
+                    struct ompi_communicator_t *comm, mca_coll_llrdma_module_t *m, int failed);
+
+/* The host pass of a call whose device vectors are copied whole: the same
+ * plan on the host copies (mca_coll_llrdma_gpu_fallback calls it back). */
+typedef struct {
+    mca_coll_llrdma_host_pass_t super;
+    const llrdma_ar_plan_t *plan;
+    int count, dt, lop;
+    size_t esize;
+    struct ompi_datatype_t *dtype;
+    struct ompi_op_t *op;
+    struct ompi_communicator_t *comm;
+    mca_coll_llrdma_module_t *m;
+} plan_pass_t;
+
+static int plan_pass_run(const void *s, void *r, mca_coll_llrdma_host_pass_t *self)
+{
+    plan_pass_t *p = (plan_pass_t *)self;
+    return run_plan(p->plan, s, r, p->count, p->dtype, p->op, p->dt, p->lop, p->esize,
+                    LLRDMA_MEM_HOST, LLRDMA_MEM_HOST, -1, p->comm, p->m, self->failed);
+}
+
+/* One planned call: GPU or host path, over the PML or the arena.  failed:
+ * this rank's input could not be staged; the schedule runs carrying that
+ * (llrdma_ar_comm_t.failed). */
+static int run_plan(const llrdma_ar_plan_t *plan, const void *sbuf, void *rbuf, int count,
+                    struct ompi_datatype_t *dtype, struct ompi_op_t *op, int dt, int lop,
+                    size_t esize, int skind, int rkind, int device,
+                    struct ompi_communicator_t *comm, mca_coll_llrdma_module_t *m, int failed)
 {
     mca_coll_llrdma_component_t *c = &mca_coll_llrdma_component;
     size_t need;
@@ -511,8 +539,10 @@ static int run_plan(const llrdma_ar_plan_t *plan, const void *sbuf, void *rbuf, 
         int shared = !rule.hier && rule.stage_auto && bytes > llrdma_ar_dev_stage_max(&rule) &&
                      mca_coll_llrdma_gpu_shared(m, comm, device);
         if (LLRDMA_AR_DEV_GPU != llrdma_ar_dev_path(bytes, &rule, 0, shared, NULL)) {
+            plan_pass_t pass = {
+                {plan_pass_run, 0}, plan, count, dt, lop, esize, dtype, op, comm, m};
             return mca_coll_llrdma_gpu_fallback(sbuf, rbuf, count, dtype, op, comm, m, skind, rkind,
-                                                1);
+                                                &pass.super);
         }
         return mca_coll_llrdma_allreduce_gpu(plan, MPI_IN_PLACE == sbuf ? NULL : sbuf, rbuf,
                                              (size_t)count, dt, lop, comm, m, device);
@@ -537,7 +567,7 @@ static int run_plan(const llrdma_ar_plan_t *plan, const void *sbuf, void *rbuf, 
     tc.waitall_sizes = mca_coll_llrdma_pml_waitall_sizes; /* failures carried in messages */
     tc.cancel = mca_coll_llrdma_pml_cancel;
     tc.shm = NULL != m->shm.base ? &m->shm : NULL;
-    tc.failed = m->carry_failure;
+    tc.failed = failed;
     if (tc.failed && is_shm_plan(m, plan)) {
         return OMPI_ERROR; /* the arena call marks the arena: nobody waits */
     }
@@ -641,10 +671,8 @@ static int arena_call(llrdma_ar_plan_t *plan, const void *sbuf, void *rbuf, int 
                 return OMPI_ERROR; /* cannot happen: it planned before */
             }
         }
-        m->in_call = 1;
         rc = run_plan(plan, sbuf, rbuf, count, dtype, op, dt, lop, esize, skind, rkind, device,
-                      comm, m);
-        m->in_call = 0;
+                      comm, m, 0);
         if (OMPI_SUCCESS == rc || NULL == m->shm.base) {
             return rc;
         }
@@ -687,10 +715,8 @@ static int hier_call(llrdma_ar_plan_t *plan, const void *sbuf, void *rbuf, int c
         }
         return OMPI_ERROR;
     }
-    m->in_call = 1;
-    rc =
-        run_plan(plan, sbuf, rbuf, count, dtype, op, dt, lop, esize, skind, rkind, device, comm, m);
-    m->in_call = 0;
+    rc = run_plan(plan, sbuf, rbuf, count, dtype, op, dt, lop, esize, skind, rkind, device, comm, m,
+                  0);
     if (OMPI_SUCCESS != rc && NULL != m->shm.base) {
         llrdma_ar_shm_fail(&m->shm, m->shm_ranks); /* no rank of the node waits for this one */
     }
@@ -782,19 +808,19 @@ int mca_coll_llrdma_allreduce(const void *sbuf, void *rbuf, int count,
         }
         if (LLRDMA_MEM_HOST != rkind || LLRDMA_MEM_HOST != skind) {
             return mca_coll_llrdma_gpu_fallback(sbuf, rbuf, count, dtype, op, comm, m, skind, rkind,
-                                                0);
+                                                NULL);
         }
         return m->previous_allreduce(sbuf, rbuf, count, dtype, op, comm,
                                      m->previous_allreduce_module);
     }
-    if (LLRDMA_AR_HIER == plan.alg && !m->in_call) {
+    if (LLRDMA_AR_HIER == plan.alg) {
         return hier_call(&plan, sbuf, rbuf, count, dtype, op, dt, lop, esize, skind, rkind, device,
                          comm, m);
     }
-    if (is_shm_plan(m, &plan) && !m->in_call) {
+    if (is_shm_plan(m, &plan)) {
         return arena_call(&plan, sbuf, rbuf, count, dtype, op, dt, lop, esize, skind, rkind, device,
                           comm, m);
     }
     return run_plan(&plan, sbuf, rbuf, count, dtype, op, dt, lop, esize, skind, rkind, device, comm,
-                    m);
+                    m, 0);
 }

@@ -515,7 +515,7 @@ int mca_coll_llrdma_gpu_shared(mca_coll_llrdma_module_t *m, struct ompi_communic
 int mca_coll_llrdma_gpu_fallback(const void *sbuf, void *rbuf, int count,
                                  struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                  struct ompi_communicator_t *comm, mca_coll_llrdma_module_t *m,
-                                 int skind, int rkind, int via_llrdma)
+                                 int skind, int rkind, mca_coll_llrdma_host_pass_t *pass)
 {
     ptrdiff_t gap = 0;
     size_t span = (size_t)opal_datatype_span(&dtype->super, (size_t)count, &gap);
@@ -551,21 +551,21 @@ int mca_coll_llrdma_gpu_fallback(const void *sbuf, void *rbuf, int count,
         staged = mca_coll_llrdma_gpu_copy_sync(hs, (const char *)sbuf + gap, span, comm);
     }
     if (OMPI_SUCCESS != staged) {
-        if (!via_llrdma) {
+        if (NULL == pass) {
             return staged; /* the module below has no way to tell the others */
         }
         /* The input could not be staged: llrdma's host pass still runs its
-         * message schedule, carrying the failure to the other ranks (or the
-         * arena call marks the arena), so none of them waits for this one. */
-        m->carry_failure = 1;
-        (void)mca_coll_llrdma_allreduce(s, r, count, dtype, op, comm, &m->super);
-        m->carry_failure = 0;
+         * schedule, carrying the failure to the other ranks (message
+         * algorithms, the hierarchical schedule; an arena plan marks the
+         * arena), so none of them waits for this one. */
+        pass->failed = 1;
+        (void)pass->run(s, r, pass);
         return staged;
     }
     /* Host copies now: either the module below, or llrdma's own host path
      * (same plan as every other rank's, whatever their buffers). */
-    rc = via_llrdma
-             ? mca_coll_llrdma_allreduce(s, r, count, dtype, op, comm, &m->super)
+    rc = NULL != pass
+             ? pass->run(s, r, pass)
              : m->previous_allreduce(s, r, count, dtype, op, comm, m->previous_allreduce_module);
     if (OMPI_SUCCESS == rc && NULL != hr) {
         rc = mca_coll_llrdma_gpu_copy_sync((char *)rbuf + gap, hr, span, comm);

@@ -36,12 +36,9 @@ static void module_construct(mca_coll_llrdma_module_t *m)
     m->gpu_key = 0;
     m->gpu_key_device = -1;
     m->gpu_shared_said = 0;
-    /* OBJ_NEW does not zero: every field is set here.  A garbage in_call
-     * once kept the arena's failure model from running and made a rank skip
-     * arena_call (no call count, no rebuild of a broken arena) while its
-     * peers did not, so they disagreed on which calls try the GPU peer path. */
+    /* OBJ_NEW does not zero: every field is set here (a garbage field once
+     * made one rank skip the arena's failure model while its peers ran it). */
     m->shm_ranks = 0;
-    m->in_call = 0;
     m->gone_said = 0;
     m->msg_gone = -1;
     m->mode = LLRDMA_AR_MODE_FLAT;
@@ -61,7 +58,6 @@ static void module_construct(mca_coll_llrdma_module_t *m)
     m->peer_event_id = 0;
     m->peer_dev = -1;
     m->peer_key = 0;
-    m->carry_failure = 0;
 }
 
 static void module_destruct(mca_coll_llrdma_module_t *m)

@@ -78,6 +78,19 @@ launch -np 4 --mca coll_llrdma_verbose 10 --mca coll_llrdma_gpu_stage_max 0 \
 check_pass "2+2 nodes (node_split), GPU buffers: PASS" $P 4
 check_run "2+2 nodes: hierarchical on device buffers, copied whole" \
   has ": hierarchical, 2 nodes, .*; GPU buffers"
+# Across nodes, rank 1 (node 0) cannot stage its input in its third call
+# (its 5th whole-vector copy: two per call, in and out):
+# the failure reaches node 1 through the inter-node step's messages, so all
+# four ranks fail that call instead of node 1 waiting for good, and (the
+# node arenas are not rebuilt across nodes) every later call fails too.
+H=(--mca coll_llrdma_verbose 1 --mca coll_llrdma_gpu_stage_max 0 --mca coll_llrdma_node_split 2
+  -x FAKEGPU_EXPECT_STAGING=0)
+launch -np 1 "${H[@]}" "$T" --fault-sticky 3 : -np 1 "${H[@]}" -x FAKEGPU_FAIL_COPY_AT=5 "$T" \
+  --fault-sticky 3 : -np 2 "${H[@]}" "$T" --fault-sticky 3
+check_pass "2+2 nodes, rank 1 cannot stage its input in call 3: every rank fails it, none hangs" \
+  $P 4
+check_run "2+2 nodes: node 1 learned it from the inter-node step's messages" \
+  has "another rank failed in this call (its messages said so)"
 launch -np 3 --mca coll_llrdma_verbose 10 -x FAKEGPU_EXPECT_STAGING=0 -x FAKEGPU_DEVICE_KEY=7 "$T"
 check_pass "3 ranks on one GPU: PASS" $P 3
 check_run "3 ranks on one GPU: detected, vectors copied whole" \
