@@ -1,11 +1,12 @@
 // advisor.cc -- "what hint should I use?": the field report's guidance (docs/background.md,
 // "When to use it" and failure case 1) applied to the message-size histograms of every rank
 // (llrdma_hist.h).  Pure: the tools read the dumps and print the result.
-#include "llrdma_internal.hpp"
+#include "json.hpp"
 #include "llrdma_hist.h"
 #include "llrdma_internal.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdarg>
 #include <cstdio>
 #include <string>
@@ -224,9 +225,11 @@ void advise(const llrdma_rank_stats_t *ranks, int n, llrdma_advice_t &a)
     }
 }
 
-void put_string(std::string &o, const char *s)
+// Shares are written to the precision the text form has always had (4 and 6 decimals),
+// rounded here because nlohmann writes the shortest form of a double (0.96, not 0.9600).
+double decimals(double v, double scale)
 {
-    put_json_string(o, s);
+    return std::round(v * scale) / scale;
 }
 
 std::string advice_json(const llrdma_advice_t &a)
@@ -235,46 +238,34 @@ std::string advice_json(const llrdma_advice_t &a)
                                              "bw_first",     "queue_full", "ranks_differ",
                                              "hints_differ", "too_large",  "above_hint"};
     static const char *const kKind[] = {"hint", "none", "no-data"};
-    char num[64];
-    std::string o = "{\"recommendation\":\"";
-    o += kKind[a.kind];
-    o += "\",\"hint\":" + std::to_string(a.hint) + ",\"hint_text\":";
-    put_string(o, format_size(a.hint).c_str());
-    o += ",\"rules\":[";
-    bool first = true;
-    for (unsigned i = 0; i < sizeof kRuleNames / sizeof kRuleNames[0]; ++i) {
-        if (!(a.rules & (1u << i)))
-            continue;
-        if (!first)
-            o += ',';
-        first = false;
-        put_string(o, kRuleNames[i]);
-    }
-    o += "],\"ranks\":" + std::to_string(a.nranks);
-    o += ",\"ranks_with_data\":" + std::to_string(a.nranks_data);
-    o += ",\"fragments\":" + std::to_string(a.fragments);
-    o += ",\"bytes\":" + std::to_string(a.bytes);
-    o += ",\"current_hint\":" + std::to_string(a.current_hint);
-    o += ",\"p10_max\":" + std::to_string(a.p10_max);
-    o += ",\"p50_max\":" + std::to_string(a.p50_max);
-    o += ",\"p90_max\":" + std::to_string(a.p90_max);
-    std::snprintf(num, sizeof num, ",\"covered\":%.4f,\"ll_wait_share\":%.6f", a.covered,
-                  a.ll_wait_share);
-    o += num;
-    o += ",\"reasons\":[";
-    for (int i = 0; i < a.nreasons; ++i) {
-        if (i)
-            o += ',';
-        put_string(o, a.reasons[i]);
-    }
-    o += "],\"warnings\":[";
-    for (int i = 0; i < a.nwarnings; ++i) {
-        if (i)
-            o += ',';
-        put_string(o, a.warnings[i]);
-    }
-    o += "]}";
-    return o;
+    using json::Json;
+    Json o = Json::object();
+    o["recommendation"] = kKind[a.kind];
+    o["hint"] = a.hint;
+    o["hint_text"] = format_size(a.hint);
+    Json rules = Json::array();
+    for (unsigned i = 0; i < sizeof kRuleNames / sizeof kRuleNames[0]; ++i)
+        if (a.rules & (1u << i))
+            rules.push_back(kRuleNames[i]);
+    o["rules"] = std::move(rules);
+    o["ranks"] = a.nranks;
+    o["ranks_with_data"] = a.nranks_data;
+    o["fragments"] = a.fragments;
+    o["bytes"] = a.bytes;
+    o["current_hint"] = a.current_hint;
+    o["p10_max"] = a.p10_max;
+    o["p50_max"] = a.p50_max;
+    o["p90_max"] = a.p90_max;
+    o["covered"] = decimals(a.covered, 1e4);
+    o["ll_wait_share"] = decimals(a.ll_wait_share, 1e6);
+    Json reasons = Json::array(), warnings = Json::array();
+    for (int i = 0; i < a.nreasons; ++i)
+        reasons.push_back(from_fixed(a.reasons[i], sizeof a.reasons[i]));
+    for (int i = 0; i < a.nwarnings; ++i)
+        warnings.push_back(from_fixed(a.warnings[i], sizeof a.warnings[i]));
+    o["reasons"] = std::move(reasons);
+    o["warnings"] = std::move(warnings);
+    return json::dump(o);
 }
 
 } // namespace

@@ -3,14 +3,13 @@
 // Each rank dumps what actually took effect (hint, source, derived profile, what the device
 // granted) so that llrdma-check can compare ranks offline; the report's second and third
 // failures (a setting that never reached the device, ranks silently disagreeing) are only
-// visible this way.  The reader is deliberately small: objects, arrays, strings, numbers,
-// null and booleans; unknown keys are skipped so older tools read newer dumps.
-#include "json_reader.hpp"
+// visible this way.  nlohmann-json parses and writes (json.hpp); unknown keys are skipped so
+// older tools read newer dumps.
+#include "json.hpp"
 #include "llrdma_internal.hpp"
 
 #include <climits>
-#include <cstdio>
-#include <vector>
+#include <string>
 
 namespace llrdma
 {
@@ -19,192 +18,127 @@ namespace
 
 // ------------------------------------------------------------------------------ writing
 
-void put_string(std::string &o, const std::string &s)
-{
-    put_json_string(o, s);
-}
-
-void put_key(std::string &o, const char *key, bool first = false)
-{
-    if (!first)
-        o += ',';
-    o += '"';
-    o += key;
-    o += "\":";
-}
-
-void put_u64(std::string &o, const char *key, uint64_t v)
-{
-    put_key(o, key);
-    o += std::to_string(v);
-}
-
-void put_i64(std::string &o, const char *key, long long v, bool first = false)
-{
-    put_key(o, key, first);
-    o += std::to_string(v);
-}
-
-void put_str(std::string &o, const char *key, const std::string &v)
-{
-    put_key(o, key);
-    put_string(o, v);
-}
+using json::Json;
 
 // max_bytes == UINT64_MAX ("unbounded") is written as null: tools that read JSON numbers as
 // doubles (jq, JavaScript) would otherwise print 18446744073709551616, a different number.
-void put_path(std::string &o, const char *key, const llrdma_path_profile_t &p)
+Json path_json(const llrdma_path_profile_t &p)
 {
-    put_key(o, key);
-    o += '{';
-    put_key(o, "min_bytes", true);
-    o += std::to_string(p.min_bytes);
-    put_key(o, "max_bytes");
-    o += p.max_bytes == UINT64_MAX ? std::string("null") : std::to_string(p.max_bytes);
-    put_u64(o, "sq_depth", p.sq_depth);
-    put_u64(o, "rq_depth", p.rq_depth);
-    put_u64(o, "recv_buf_bytes", p.recv_buf_bytes);
-    put_u64(o, "inline_bytes", p.inline_bytes);
-    put_u64(o, "signal_interval", p.signal_interval);
-    put_u64(o, "cq_mod_count", p.cq_mod_count);
-    put_u64(o, "cq_mod_usec", p.cq_mod_usec);
-    put_str(o, "poll", p.poll == LLRDMA_POLL_BUSY ? "busy" : "event");
-    put_u64(o, "eager_limit", p.eager_limit);
-    put_u64(o, "max_send_size", p.max_send_size);
-    put_u64(o, "rdma_pipeline_bytes", p.rdma_pipeline_bytes);
-    put_u64(o, "rdma_rd_atomic", p.rdma_rd_atomic);
-    put_u64(o, "rdma_frag_bytes", p.rdma_frag_bytes);
-    o += '}';
+    Json o = Json::object();
+    o["min_bytes"] = p.min_bytes;
+    o["max_bytes"] = p.max_bytes == UINT64_MAX ? Json(nullptr) : Json(p.max_bytes);
+    o["sq_depth"] = p.sq_depth;
+    o["rq_depth"] = p.rq_depth;
+    o["recv_buf_bytes"] = p.recv_buf_bytes;
+    o["inline_bytes"] = p.inline_bytes;
+    o["signal_interval"] = p.signal_interval;
+    o["cq_mod_count"] = p.cq_mod_count;
+    o["cq_mod_usec"] = p.cq_mod_usec;
+    o["poll"] = p.poll == LLRDMA_POLL_BUSY ? "busy" : "event";
+    o["eager_limit"] = p.eager_limit;
+    o["max_send_size"] = p.max_send_size;
+    o["rdma_pipeline_bytes"] = p.rdma_pipeline_bytes;
+    o["rdma_rd_atomic"] = p.rdma_rd_atomic;
+    o["rdma_frag_bytes"] = p.rdma_frag_bytes;
+    return o;
 }
 
+// The key order is the dump format (tests and docs show it): fields are added in it.
 std::string to_json(const llrdma_rank_config_t &c)
 {
-    std::string o;
-    o.reserve(2048);
-    o += '{';
-    put_i64(o, "rank", c.rank, true);
-    put_i64(o, "size", c.size);
-    put_str(o, "host", from_fixed(c.host, sizeof c.host));
-    put_i64(o, "pid", c.pid);
-    put_u64(o, "size_hint", c.hint.bytes);
-    put_str(o, "size_hint_text", from_fixed(c.hint.text, sizeof c.hint.text));
-    put_str(o, "source", llrdma_source_name(c.hint.source));
-    put_str(o, "origin", from_fixed(c.hint.origin, sizeof c.hint.origin));
-    put_key(o, "generic");
-    o += c.profile.generic ? "true" : "false";
-    put_path(o, "ll", c.profile.ll);
-    put_path(o, "bw", c.profile.bw);
-    put_u64(o, "coll_segment_bytes", c.profile.coll_segment_bytes);
-    put_u64(o, "coll_hint", c.coll_hint);
-    put_i64(o, "coll_algorithm", c.coll_algorithm);
-    put_u64(o, "coll_segment_knob", c.coll_segment_knob);
-    put_i64(o, "coll_shm", c.coll_shm);
-    put_u64(o, "coll_shm_chunk_knob", c.coll_shm_chunk_knob);
-    put_i64(o, "coll_gpu_peer", c.coll_gpu_peer);
-    put_u64(o, "coll_gpu_peer_min", c.coll_gpu_peer_min);
-    put_i64(o, "coll_gpu_stage_auto", c.coll_gpu_stage_auto);
-    put_u64(o, "coll_gpu_stage_max", c.coll_gpu_stage_max);
-    put_u64(o, "coll_wait_spin_ns", c.coll_wait_spin_ns);
-    put_u64(o, "coll_wait_sleep_ns", c.coll_wait_sleep_ns);
-    put_i64(o, "coll_wait_oversubscribed", c.coll_wait_oversubscribed);
-    put_str(o, "coll_wait_why", from_fixed(c.coll_wait_why, sizeof c.coll_wait_why));
-    put_str(o, "fork_safe", from_fixed(c.fork_safe, sizeof c.fork_safe));
-    put_str(o, "btl_status", from_fixed(c.btl_status, sizeof c.btl_status));
-    put_i64(o, "devices", c.ndevices);
-    put_key(o, "device");
+    Json o = Json::object();
+    o["rank"] = c.rank;
+    o["size"] = c.size;
+    o["host"] = from_fixed(c.host, sizeof c.host);
+    o["pid"] = c.pid;
+    o["size_hint"] = c.hint.bytes;
+    o["size_hint_text"] = from_fixed(c.hint.text, sizeof c.hint.text);
+    o["source"] = llrdma_source_name(c.hint.source);
+    o["origin"] = from_fixed(c.hint.origin, sizeof c.hint.origin);
+    o["generic"] = c.profile.generic != 0;
+    o["ll"] = path_json(c.profile.ll);
+    o["bw"] = path_json(c.profile.bw);
+    o["coll_segment_bytes"] = c.profile.coll_segment_bytes;
+    o["coll_hint"] = c.coll_hint;
+    o["coll_algorithm"] = c.coll_algorithm;
+    o["coll_segment_knob"] = c.coll_segment_knob;
+    o["coll_shm"] = c.coll_shm;
+    o["coll_shm_chunk_knob"] = c.coll_shm_chunk_knob;
+    o["coll_gpu_peer"] = c.coll_gpu_peer;
+    o["coll_gpu_peer_min"] = c.coll_gpu_peer_min;
+    o["coll_gpu_stage_auto"] = c.coll_gpu_stage_auto;
+    o["coll_gpu_stage_max"] = c.coll_gpu_stage_max;
+    o["coll_wait_spin_ns"] = c.coll_wait_spin_ns;
+    o["coll_wait_sleep_ns"] = c.coll_wait_sleep_ns;
+    o["coll_wait_oversubscribed"] = c.coll_wait_oversubscribed;
+    o["coll_wait_why"] = from_fixed(c.coll_wait_why, sizeof c.coll_wait_why);
+    o["fork_safe"] = from_fixed(c.fork_safe, sizeof c.fork_safe);
+    o["btl_status"] = from_fixed(c.btl_status, sizeof c.btl_status);
+    o["devices"] = c.ndevices;
     const llrdma_device_info_t &d = c.device;
-    o += '{';
-    put_key(o, "name", true);
-    put_string(o, from_fixed(d.name, sizeof d.name));
-    put_i64(o, "port", d.port);
-    put_u64(o, "max_inline_granted_ll", d.max_inline_granted_ll);
-    put_u64(o, "max_inline_granted_bw", d.max_inline_granted_bw);
-    put_u64(o, "sq_depth_granted_ll", d.sq_depth_granted_ll);
-    put_u64(o, "sq_depth_granted_bw", d.sq_depth_granted_bw);
-    put_i64(o, "cq_moderation_supported", d.cq_moderation_supported);
-    put_i64(o, "gid_index", d.gid_index);
-    put_u64(o, "rq_depth_granted_ll", d.rq_depth_granted_ll);
-    put_u64(o, "rq_depth_granted_bw", d.rq_depth_granted_bw);
-    put_str(o, "gid_type", from_fixed(d.gid_type, sizeof d.gid_type));
-    put_u64(o, "min_rnr_timer", d.min_rnr_timer);
-    put_u64(o, "rnr_retry", d.rnr_retry);
-    put_u64(o, "retry_count", d.retry_count);
-    put_u64(o, "ack_timeout", d.ack_timeout);
-    put_i64(o, "completion_timeout_ms", d.completion_timeout_ms);
-    put_u64(o, "rd_atomic_granted", d.rd_atomic_granted);
-    put_u64(o, "dest_rd_atomic_granted", d.dest_rd_atomic_granted);
-    put_u64(o, "rdma_limit_granted", d.rdma_limit_granted);
-    put_str(o, "gpu_rdma", from_fixed(d.gpu_rdma, sizeof d.gpu_rdma));
-    put_str(o, "progress_ll", from_fixed(d.progress_ll, sizeof d.progress_ll));
-    put_str(o, "progress_bw", from_fixed(d.progress_bw, sizeof d.progress_bw));
-    put_u64(o, "cq_mod_count_granted", d.cq_mod_count_granted);
-    put_u64(o, "cq_mod_usec_granted", d.cq_mod_usec_granted);
-    put_str(o, "progress_note", from_fixed(d.progress_note, sizeof d.progress_note));
-    o += '}';
+    Json dev = Json::object();
+    dev["name"] = from_fixed(d.name, sizeof d.name);
+    dev["port"] = d.port;
+    dev["max_inline_granted_ll"] = d.max_inline_granted_ll;
+    dev["max_inline_granted_bw"] = d.max_inline_granted_bw;
+    dev["sq_depth_granted_ll"] = d.sq_depth_granted_ll;
+    dev["sq_depth_granted_bw"] = d.sq_depth_granted_bw;
+    dev["cq_moderation_supported"] = d.cq_moderation_supported;
+    dev["gid_index"] = d.gid_index;
+    dev["rq_depth_granted_ll"] = d.rq_depth_granted_ll;
+    dev["rq_depth_granted_bw"] = d.rq_depth_granted_bw;
+    dev["gid_type"] = from_fixed(d.gid_type, sizeof d.gid_type);
+    dev["min_rnr_timer"] = d.min_rnr_timer;
+    dev["rnr_retry"] = d.rnr_retry;
+    dev["retry_count"] = d.retry_count;
+    dev["ack_timeout"] = d.ack_timeout;
+    dev["completion_timeout_ms"] = d.completion_timeout_ms;
+    dev["rd_atomic_granted"] = d.rd_atomic_granted;
+    dev["dest_rd_atomic_granted"] = d.dest_rd_atomic_granted;
+    dev["rdma_limit_granted"] = d.rdma_limit_granted;
+    dev["gpu_rdma"] = from_fixed(d.gpu_rdma, sizeof d.gpu_rdma);
+    dev["progress_ll"] = from_fixed(d.progress_ll, sizeof d.progress_ll);
+    dev["progress_bw"] = from_fixed(d.progress_bw, sizeof d.progress_bw);
+    dev["cq_mod_count_granted"] = d.cq_mod_count_granted;
+    dev["cq_mod_usec_granted"] = d.cq_mod_usec_granted;
+    dev["progress_note"] = from_fixed(d.progress_note, sizeof d.progress_note);
+    o["device"] = std::move(dev);
     // Every device btl/llrdma saw, chosen or not, and why (docs/btl-design.md "Devices by
     // locality").
-    put_str(o, "nic_policy", from_fixed(c.nic_policy, sizeof c.nic_policy));
-    put_str(o, "nic_near", from_fixed(c.nic_near, sizeof c.nic_near));
-    put_key(o, "nics");
-    o += '[';
+    o["nic_policy"] = from_fixed(c.nic_policy, sizeof c.nic_policy);
+    o["nic_near"] = from_fixed(c.nic_near, sizeof c.nic_near);
+    Json nics = Json::array();
     for (int i = 0; i < c.nnics && i < LLRDMA_NIC_DUMP_MAX; ++i) {
         const llrdma_nic_report_t &n = c.nics[i];
-        o += i ? ",{" : "{";
-        put_key(o, "name", true);
-        put_string(o, from_fixed(n.name, sizeof n.name));
-        put_str(o, "ports", from_fixed(n.ports, sizeof n.ports));
-        put_str(o, "class", from_fixed(n.cls, sizeof n.cls));
-        put_key(o, "chosen");
-        o += n.chosen ? "true" : "false";
-        put_str(o, "reason", from_fixed(n.reason, sizeof n.reason));
-        o += '}';
+        Json e = Json::object();
+        e["name"] = from_fixed(n.name, sizeof n.name);
+        e["ports"] = from_fixed(n.ports, sizeof n.ports);
+        e["class"] = from_fixed(n.cls, sizeof n.cls);
+        e["chosen"] = n.chosen != 0;
+        e["reason"] = from_fixed(n.reason, sizeof n.reason);
+        nics.push_back(std::move(e));
     }
-    o += "]}";
-    return o;
+    o["nics"] = std::move(nics);
+    return json::dump(o);
 }
 
 // ------------------------------------------------------------------------------ reading
 
-using json::JValue;
-using json::Parser;
-
 // Typed field readers: a missing key leaves the field alone, a present key of the wrong
 // type or out of range makes the whole document invalid.
-
-bool to_i64(const JValue &v, long long lo, long long hi, long long &out)
-{
-    if (v.type != JValue::Number)
-        return false;
-    bool neg = !v.s.empty() && v.s[0] == '-';
-    JValue mag;
-    mag.type = JValue::Number;
-    mag.s = neg ? v.s.substr(1) : v.s;
-    uint64_t m;
-    const uint64_t lim = static_cast<uint64_t>(LLONG_MAX) + (neg ? 1 : 0);
-    if (!json::to_u64(mag, m) || m > lim)
-        return false;
-    // -(m - 1) - 1 reaches LLONG_MIN without overflowing.
-    long long r =
-        neg ? (m == 0 ? 0 : -static_cast<long long>(m - 1) - 1) : static_cast<long long>(m);
-    if (r < lo || r > hi)
-        return false;
-    out = r;
-    return true;
-}
-
 class Reader
 {
   public:
-    explicit Reader(const JValue &obj) : o_(obj) {}
+    explicit Reader(const Json &obj) : o_(obj) {}
     bool ok = true;
 
     template <typename T> void integer(const char *key, T &field, long long lo, long long hi)
     {
-        const JValue *v = o_.get(key);
+        const Json *v = json::get(o_, key);
         long long r;
         if (v == nullptr)
             return;
-        if (to_i64(*v, lo, hi, r))
+        if (json::to_i64(*v, lo, hi, r))
             field = static_cast<T>(r);
         else
             ok = false;
@@ -212,7 +146,7 @@ class Reader
 
     template <typename T> void unsig(const char *key, T &field, uint64_t hi)
     {
-        const JValue *v = o_.get(key);
+        const Json *v = json::get(o_, key);
         uint64_t r;
         if (v == nullptr)
             return;
@@ -225,37 +159,37 @@ class Reader
     // Fills a fixed char array; text that would not fit is an error, not a silent cut.
     void str(const char *key, char *field, size_t cap)
     {
-        const JValue *v = o_.get(key);
+        const Json *v = json::get(o_, key);
         if (v == nullptr)
             return;
-        if (v->type != JValue::String || v->s.size() >= cap)
-            ok = false;
+        if (const std::string *s = json::c_string(*v, cap))
+            (void)copy_out(*s, field, cap);
         else
-            (void)copy_out(v->s, field, cap);
+            ok = false;
     }
 
-    const JValue *obj(const char *key)
+    const Json *obj(const char *key)
     {
-        const JValue *v = o_.get(key);
-        if (v != nullptr && v->type != JValue::Object) {
+        const Json *v = json::get(o_, key);
+        if (v != nullptr && !v->is_object()) {
             ok = false;
             return nullptr;
         }
         return v;
     }
 
-    const JValue *raw(const char *key) { return o_.get(key); }
+    const Json *raw(const char *key) { return json::get(o_, key); }
 
   private:
-    const JValue &o_;
+    const Json &o_;
 };
 
-bool read_path(const JValue &o, llrdma_path_profile_t &p)
+bool read_path(const Json &o, llrdma_path_profile_t &p)
 {
     Reader r(o);
     r.unsig("min_bytes", p.min_bytes, UINT64_MAX);
-    if (const JValue *v = r.raw("max_bytes")) {
-        if (v->type == JValue::Null)
+    if (const Json *v = r.raw("max_bytes")) {
+        if (v->is_null())
             p.max_bytes = UINT64_MAX;
         else
             r.unsig("max_bytes", p.max_bytes, UINT64_MAX);
@@ -267,10 +201,10 @@ bool read_path(const JValue &o, llrdma_path_profile_t &p)
     r.unsig("signal_interval", p.signal_interval, UINT32_MAX);
     r.unsig("cq_mod_count", p.cq_mod_count, UINT32_MAX);
     r.unsig("cq_mod_usec", p.cq_mod_usec, UINT32_MAX);
-    if (const JValue *v = r.raw("poll")) {
-        if (v->type == JValue::String && v->s == "busy")
+    if (const Json *v = r.raw("poll")) {
+        if (*v == "busy")
             p.poll = LLRDMA_POLL_BUSY;
-        else if (v->type == JValue::String && v->s == "event")
+        else if (*v == "event")
             p.poll = LLRDMA_POLL_EVENT;
         else
             return false;
@@ -283,10 +217,11 @@ bool read_path(const JValue &o, llrdma_path_profile_t &p)
     return r.ok;
 }
 
-bool from_json(const char *json, llrdma_rank_config_t &c)
+bool from_json(const char *text, llrdma_rank_config_t &c)
 {
-    JValue root;
-    if (!Parser(json).document(root) || root.type != JValue::Object)
+    Json root;
+    std::string why; // this API has no message: llrdma-check shows the whole line instead
+    if (!json::parse(text, root, why) || !root.is_object())
         return false;
     Reader r(root);
     r.integer("rank", c.rank, INT32_MIN, INT32_MAX);
@@ -296,20 +231,21 @@ bool from_json(const char *json, llrdma_rank_config_t &c)
     r.unsig("size_hint", c.hint.bytes, UINT64_MAX);
     c.profile.hint = c.hint.bytes; // the profile is always derived from the effective hint
     r.str("size_hint_text", c.hint.text, sizeof c.hint.text);
-    if (const JValue *v = r.raw("source")) {
-        if (v->type != JValue::String || !source_from_name(v->s, c.hint.source))
+    if (const Json *v = r.raw("source")) {
+        const auto *name = v->get_ptr<const std::string *>();
+        if (name == nullptr || !source_from_name(*name, c.hint.source))
             return false;
     }
     r.str("origin", c.hint.origin, sizeof c.hint.origin);
-    if (const JValue *v = r.raw("generic")) {
-        if (v->type == JValue::Bool)
-            c.profile.generic = v->b ? 1 : 0;
+    if (const Json *v = r.raw("generic")) {
+        if (v->is_boolean())
+            c.profile.generic = v->get<bool>() ? 1 : 0;
         else
             r.integer("generic", c.profile.generic, 0, 1);
     }
-    if (const JValue *v = r.obj("ll"); v != nullptr && !read_path(*v, c.profile.ll))
+    if (const Json *v = r.obj("ll"); v != nullptr && !read_path(*v, c.profile.ll))
         return false;
-    if (const JValue *v = r.obj("bw"); v != nullptr && !read_path(*v, c.profile.bw))
+    if (const Json *v = r.obj("bw"); v != nullptr && !read_path(*v, c.profile.bw))
         return false;
     r.unsig("coll_segment_bytes", c.profile.coll_segment_bytes, UINT64_MAX);
     r.unsig("coll_hint", c.coll_hint, UINT64_MAX);
@@ -328,7 +264,7 @@ bool from_json(const char *json, llrdma_rank_config_t &c)
     r.str("btl_status", c.btl_status, sizeof c.btl_status);
     r.str("fork_safe", c.fork_safe, sizeof c.fork_safe);
     r.integer("devices", c.ndevices, INT32_MIN, INT32_MAX);
-    if (const JValue *v = r.obj("device")) {
+    if (const Json *v = r.obj("device")) {
         llrdma_device_info_t &d = c.device;
         Reader dr(*v);
         dr.str("name", d.name, sizeof d.name);
@@ -361,24 +297,24 @@ bool from_json(const char *json, llrdma_rank_config_t &c)
     }
     r.str("nic_policy", c.nic_policy, sizeof c.nic_policy);
     r.str("nic_near", c.nic_near, sizeof c.nic_near);
-    if (const JValue *v = r.raw("nics")) {
-        if (v->type != JValue::Array || v->items.size() > LLRDMA_NIC_DUMP_MAX)
+    if (const Json *v = r.raw("nics")) {
+        if (!v->is_array() || v->size() > LLRDMA_NIC_DUMP_MAX)
             return false;
-        c.nnics = static_cast<int>(v->items.size());
-        for (size_t i = 0; i < v->items.size(); ++i) {
-            const JValue &e = v->items[i];
+        c.nnics = static_cast<int>(v->size());
+        for (size_t i = 0; i < v->size(); ++i) {
+            const Json &e = (*v)[i];
             llrdma_nic_report_t &n = c.nics[i];
-            if (e.type != JValue::Object)
+            if (!e.is_object())
                 return false;
             Reader nr(e);
             nr.str("name", n.name, sizeof n.name);
             nr.str("ports", n.ports, sizeof n.ports);
             nr.str("class", n.cls, sizeof n.cls);
             nr.str("reason", n.reason, sizeof n.reason);
-            if (const JValue *b = nr.raw("chosen")) {
-                if (b->type != JValue::Bool)
+            if (const Json *b = nr.raw("chosen")) {
+                if (!b->is_boolean())
                     return false;
-                n.chosen = b->b ? 1 : 0;
+                n.chosen = b->get<bool>() ? 1 : 0;
             }
             if (!nr.ok)
                 return false;

@@ -1,8 +1,7 @@
 // histogram.cc -- arithmetic of btl/llrdma's message-size histogram and its place in the
 // per-rank dump (llrdma_hist.h).  The BTL only increments (inline, in the header); everything
 // that reads the counts lives here so the rules are unit-tested without a device.
-#include "llrdma_internal.hpp"
-#include "json_reader.hpp"
+#include "json.hpp"
 #include "llrdma_hist.h"
 #include "llrdma_internal.hpp"
 
@@ -16,91 +15,68 @@ namespace
 
 const char *const kPathName[LLRDMA_HIST_NPATHS] = {"ll", "bw", "rdma"};
 
-void put_array(std::string &o, const uint64_t *v)
+using json::Json;
+
+Json counts_json(const uint64_t *v)
 {
-    o += '[';
-    for (unsigned b = 0; b < LLRDMA_HIST_BUCKETS; ++b) {
-        if (b)
-            o += ',';
-        o += std::to_string(v[b]);
-    }
-    o += ']';
+    Json a = Json::array();
+    for (unsigned b = 0; b < LLRDMA_HIST_BUCKETS; ++b)
+        a.push_back(v[b]);
+    return a;
 }
 
-std::string stats_json(const llrdma_hist_t &h)
+Json stats_json(const llrdma_hist_t &h)
 {
-    std::string o = "{\"buckets\":\"log2\",\"header_allowance\":";
-    o += std::to_string(LLRDMA_HIST_HDR_ALLOWANCE);
+    Json o = Json::object();
+    o["buckets"] = "log2";
+    o["header_allowance"] = LLRDMA_HIST_HDR_ALLOWANCE;
     // Self-describing for plots and other readers; the unbounded last bucket is null.
-    o += ",\"bucket_max\":[";
+    Json max = Json::array();
     for (unsigned b = 0; b < LLRDMA_HIST_BUCKETS; ++b) {
-        if (b)
-            o += ',';
         uint64_t m = llrdma_hist_bucket_max(b);
-        o += m == UINT64_MAX ? std::string("null") : std::to_string(m);
+        max.push_back(m == UINT64_MAX ? Json(nullptr) : Json(m));
     }
-    o += ']';
+    o["bucket_max"] = std::move(max);
     for (int p = 0; p < LLRDMA_HIST_NPATHS; ++p) {
-        o += ",\"";
-        o += kPathName[p];
-        o += "\":{\"count\":";
-        put_array(o, h.count[p]);
-        o += ",\"bytes\":";
-        put_array(o, h.bytes[p]);
-        o += ",\"waits\":";
-        o += std::to_string(h.waits[p]);
+        Json path = Json::object();
+        path["count"] = counts_json(h.count[p]);
+        path["bytes"] = counts_json(h.bytes[p]);
+        path["waits"] = h.waits[p];
         if (p < 2) {
-            o += ",\"cq_completions\":";
-            o += std::to_string(h.cq_completions[p]);
-            o += ",\"cq_events\":";
-            o += std::to_string(h.cq_events[p]);
-            o += ",\"thread_completions\":";
-            o += std::to_string(h.thread_completions[p]);
+            path["cq_completions"] = h.cq_completions[p];
+            path["cq_events"] = h.cq_events[p];
+            path["thread_completions"] = h.thread_completions[p];
         }
-        o += '}';
+        o[kPathName[p]] = std::move(path);
     }
-    o += ",\"thread_cpu_us\":";
-    o += std::to_string(h.thread_cpu_us);
-    o += '}';
+    o["thread_cpu_us"] = h.thread_cpu_us;
     return o;
 }
 
-using json::JValue;
-
-bool u64_of(const JValue *v, uint64_t &out)
+bool u64_of(const Json *v, uint64_t &out)
 {
     return v != nullptr && json::to_u64(*v, out);
 }
 
-// A JSON integer within long long (rank, pid).
-bool int_of(const JValue *v, long long &out)
+// A JSON integer within 32 bits either way (rank, pid).
+bool int_of(const Json *v, long long &out)
 {
-    if (v == nullptr || v->type != JValue::Number)
-        return false;
-    JValue mag = *v;
-    bool neg = !mag.s.empty() && mag.s[0] == '-';
-    if (neg)
-        mag.s.erase(0, 1);
-    uint64_t m;
-    if (!u64_of(&mag, m) || m > static_cast<uint64_t>(INT32_MAX))
-        return false; // ranks and pids fit 32 bits
-    out = neg ? -static_cast<long long>(m) : static_cast<long long>(m);
-    return true;
+    return v != nullptr && json::to_i64(*v, -static_cast<long long>(INT32_MAX), INT32_MAX, out);
 }
 
-bool read_array(const JValue *v, uint64_t *out, const std::string &what, std::string &why)
+bool read_array(const Json *v, uint64_t *out, const std::string &what, std::string &why)
 {
-    if (v == nullptr || v->type != JValue::Array) {
+    if (v == nullptr || !v->is_array()) {
         why = what + ": missing or not an array";
         return false;
     }
-    if (v->items.size() != LLRDMA_HIST_BUCKETS) {
-        why = what + ": " + std::to_string(v->items.size()) + " buckets, expected " +
+    if (v->size() != LLRDMA_HIST_BUCKETS) {
+        why = what + ": " + std::to_string(v->size()) + " buckets, expected " +
               std::to_string(LLRDMA_HIST_BUCKETS);
         return false;
     }
     for (unsigned b = 0; b < LLRDMA_HIST_BUCKETS; ++b)
-        if (!u64_of(&v->items[b], out[b])) {
+        if (!u64_of(&(*v)[b], out[b])) {
             why = what + "[" + std::to_string(b) + "]: not a non-negative integer";
             return false;
         }
@@ -109,25 +85,26 @@ bool read_array(const JValue *v, uint64_t *out, const std::string &what, std::st
 
 int parse(const char *text, llrdma_rank_stats_t &r, std::string &why)
 {
-    JValue root;
-    if (!json::Parser(text).document(root)) {
-        why = "not valid JSON (truncated or corrupt)";
+    Json root;
+    if (!json::parse(text, root, why)) {
+        why = "not valid JSON (truncated or corrupt): " + why;
         return LLRDMA_ERR_INVALID;
     }
-    const JValue *rec = root.type == JValue::Object ? root.get("record") : nullptr;
-    const bool final_rec = rec != nullptr && rec->type == JValue::String && rec->s == "finalize";
-    if (root.type != JValue::Object || root.get("size_hint") == nullptr ||
-        (!final_rec && root.get("btl_status") == nullptr)) {
+    using json::get;
+    const Json *rec = get(root, "record");
+    const bool final_rec = rec != nullptr && *rec == "finalize";
+    if (!root.is_object() || get(root, "size_hint") == nullptr ||
+        (!final_rec && get(root, "btl_status") == nullptr)) {
         why = "not an llrdma dump record (no \"size_hint\" with \"btl_status\" or "
               "\"record\":\"finalize\")";
         return LLRDMA_ERR_INVALID;
     }
     long long rank = -1, pid = 0;
     uint64_t hint = 0, sq = 0;
-    const JValue *host = root.get("host");
-    if (!int_of(root.get("rank"), rank) || !u64_of(root.get("size_hint"), hint) ||
-        (root.get("pid") != nullptr && !int_of(root.get("pid"), pid)) ||
-        (host != nullptr && (host->type != JValue::String || host->s.size() >= sizeof r.host))) {
+    const Json *host = get(root, "host");
+    if (!int_of(get(root, "rank"), rank) || !u64_of(get(root, "size_hint"), hint) ||
+        (get(root, "pid") != nullptr && !int_of(get(root, "pid"), pid)) ||
+        (host != nullptr && json::c_string(*host, sizeof r.host) == nullptr)) {
         why = "llrdma dump record with a malformed rank, pid, host or size_hint";
         return LLRDMA_ERR_INVALID;
     }
@@ -135,40 +112,40 @@ int parse(const char *text, llrdma_rank_stats_t &r, std::string &why)
     r.pid = static_cast<long>(pid);
     r.hint = hint;
     if (host != nullptr)
-        (void)copy_out(host->s, r.host, sizeof r.host);
+        (void)copy_out(host->get_ref<const std::string &>(), r.host, sizeof r.host);
     if (!final_rec)
         return LLRDMA_ERR_NOT_FOUND; // the MPI_Init record: configuration, no counts
-    if (root.get("ll_sq_depth") != nullptr) {
-        if (!u64_of(root.get("ll_sq_depth"), sq) || sq > UINT32_MAX) {
+    if (get(root, "ll_sq_depth") != nullptr) {
+        if (!u64_of(get(root, "ll_sq_depth"), sq) || sq > UINT32_MAX) {
             why = "\"ll_sq_depth\" is not a 32-bit count";
             return LLRDMA_ERR_INVALID;
         }
         r.ll_sq_depth = static_cast<uint32_t>(sq);
     }
-    const JValue *st = root.get("stats");
-    if (st == nullptr || st->type != JValue::Object) {
+    const Json *st = get(root, "stats");
+    if (st == nullptr || !st->is_object()) {
         why = "\"stats\" is missing or not an object";
         return LLRDMA_ERR_INVALID;
     }
-    const JValue *kind = st->get("buckets");
+    const Json *kind = get(*st, "buckets");
     uint64_t allow = 0;
-    if (kind == nullptr || kind->type != JValue::String || kind->s != "log2" ||
-        !u64_of(st->get("header_allowance"), allow) || allow != LLRDMA_HIST_HDR_ALLOWANCE) {
+    if (kind == nullptr || *kind != "log2" || !u64_of(get(*st, "header_allowance"), allow) ||
+        allow != LLRDMA_HIST_HDR_ALLOWANCE) {
         why = "\"stats\": unknown bucket layout (expected log2 with a header allowance of " +
               std::to_string(LLRDMA_HIST_HDR_ALLOWANCE) + ")";
         return LLRDMA_ERR_INVALID;
     }
     for (int p = 0; p < LLRDMA_HIST_NPATHS; ++p) {
-        const JValue *path = st->get(kPathName[p]);
+        const Json *path = get(*st, kPathName[p]);
         std::string name = std::string("stats.") + kPathName[p];
-        if (path == nullptr || path->type != JValue::Object) {
+        if (path == nullptr || !path->is_object()) {
             why = name + ": missing or not an object";
             return LLRDMA_ERR_INVALID;
         }
-        if (!read_array(path->get("count"), r.hist.count[p], name + ".count", why) ||
-            !read_array(path->get("bytes"), r.hist.bytes[p], name + ".bytes", why))
+        if (!read_array(get(*path, "count"), r.hist.count[p], name + ".count", why) ||
+            !read_array(get(*path, "bytes"), r.hist.bytes[p], name + ".bytes", why))
             return LLRDMA_ERR_INVALID;
-        if (!u64_of(path->get("waits"), r.hist.waits[p])) {
+        if (!u64_of(get(*path, "waits"), r.hist.waits[p])) {
             why = name + ".waits: missing or not a non-negative integer";
             return LLRDMA_ERR_INVALID;
         }
@@ -179,7 +156,7 @@ int parse(const char *text, llrdma_rank_stats_t &r, std::string &why)
             uint64_t *dst[3] = {&r.hist.cq_completions[p], &r.hist.cq_events[p],
                                 &r.hist.thread_completions[p]};
             const char *key = keys[k];
-            const JValue *v = path->get(key);
+            const Json *v = get(*path, key);
             if (v == nullptr)
                 continue;
             if (!u64_of(v, *dst[k])) {
@@ -188,7 +165,7 @@ int parse(const char *text, llrdma_rank_stats_t &r, std::string &why)
             }
         }
     }
-    const JValue *cpu = st->get("thread_cpu_us");
+    const Json *cpu = get(*st, "thread_cpu_us");
     if (cpu != nullptr && !u64_of(cpu, r.hist.thread_cpu_us)) {
         why = "stats.thread_cpu_us: not a non-negative integer";
         return LLRDMA_ERR_INVALID;
@@ -264,16 +241,16 @@ extern "C" int llrdma_stats_to_json(const llrdma_rank_config_t *cfg, const llrdm
     try {
         // Identity and hint only: the configuration is in the MPI_Init record, and tests that
         // count configuration lines keep counting one per rank.
-        std::string o = "{\"rank\":" + std::to_string(cfg->rank);
-        o += ",\"size\":" + std::to_string(cfg->size) + ",\"host\":";
-        llrdma::put_json_string(o, llrdma::from_fixed(cfg->host, sizeof cfg->host));
-        o += ",\"pid\":" + std::to_string(cfg->pid);
-        o += ",\"size_hint\":" + std::to_string(cfg->hint.bytes);
-        o += ",\"ll_sq_depth\":" +
-             std::to_string(cfg->profile.generic ? 0u : cfg->profile.ll.sq_depth);
-        o += ",\"record\":\"finalize\",\"stats\":";
-        o += llrdma::stats_json(*h);
-        o += '}';
+        llrdma::json::Json j = llrdma::json::Json::object();
+        j["rank"] = cfg->rank;
+        j["size"] = cfg->size;
+        j["host"] = llrdma::from_fixed(cfg->host, sizeof cfg->host);
+        j["pid"] = cfg->pid;
+        j["size_hint"] = cfg->hint.bytes;
+        j["ll_sq_depth"] = cfg->profile.generic ? 0u : cfg->profile.ll.sq_depth;
+        j["record"] = "finalize";
+        j["stats"] = llrdma::stats_json(*h);
+        const std::string o = llrdma::json::dump(j);
         if (o.size() >= len) {
             buf[0] = '\0';
             return LLRDMA_ERR_TRUNCATED;
@@ -303,6 +280,9 @@ extern "C" int llrdma_stats_from_json(const char *json, llrdma_rank_stats_t *out
         if (rc == LLRDMA_ERR_NOT_FOUND)
             llrdma::set_err(err, errlen, "no \"stats\" (the record written at MPI_Init)");
         return rc;
+    } catch (const nlohmann::json::exception &e) { // a reader bug, not bad input: say so
+        llrdma::set_err(err, errlen, std::string("internal error reading the record: ") + e.what());
+        return LLRDMA_ERR_INTERNAL;
     } catch (...) {
         llrdma::set_err(err, errlen, "out of memory");
         return LLRDMA_ERR_INTERNAL;

@@ -7,7 +7,6 @@
 #include "llrdma_core.h"
 
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
 #include <string>
 #include <string_view>
@@ -61,25 +60,6 @@ inline std::string from_fixed(const char *s, size_t cap)
 
 // Inverse of llrdma_source_name(); false for an unknown name.
 bool source_from_name(std::string_view name, llrdma_source_t &out);
-
-// A JSON string literal: quotes, backslashes and control characters escaped, UTF-8 as is.
-inline void put_json_string(std::string &o, const std::string &s)
-{
-    o += '"';
-    for (unsigned char c : s) {
-        if (c == '"' || c == '\\') {
-            o += '\\';
-            o += static_cast<char>(c);
-        } else if (c < 0x20 || c == 0x7f) {
-            char esc[8];
-            std::snprintf(esc, sizeof esc, "\\u%04x", c);
-            o += esc;
-        } else {
-            o += static_cast<char>(c);
-        }
-    }
-    o += '"';
-}
 
 } // namespace llrdma
 

@@ -15,12 +15,13 @@ grep -q single_copy /etc/openmpi/openmpi-mca-params.conf 2>/dev/null ||
 # shellcheck source=contrib/bench/h200-lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/h200-lib.sh"
 add_rdmacm_debs
+mapfile -t json_args < <(json_configure_args)
 mapfile -t progs < <(gpu_test_programs)
 work=/tmp/llrdma-suite; rm -rf "$work"; mkdir -p "$work"; tar -xzf "$tarball" -C "$work"
 cd "$work"/llrdma-* || exit 1
 export PATH=/usr/local/cuda/bin:$PATH
 t0=$SECONDS
-{ ./configure --prefix="$work/inst" --with-cuda=/usr/local/cuda && make -j"$(nproc)" &&
+{ ./configure --prefix="$work/inst" --with-cuda=/usr/local/cuda "${json_args[@]}" && make -j"$(nproc)" &&
   make -j"$(nproc)" "${progs[@]}"; } > "$OUT/build.log" 2>&1 ||
   { tail -40 "$OUT/build.log"; exit 1; }
 echo "=== built ($((SECONDS - t0)) s)"

@@ -7,7 +7,8 @@
 # one rank each).  Logs and CSVs under $OUT.
 #   [LLRDMA_RDMACM_DEBS=DIR] bash contrib/bench/h200-peer-run.sh llrdma-*.tar.gz
 # (DIR: librdmacm .debs, contrib/bench/h200-lib.sh; without them btl/llrdma
-# is not built and the suite skips its two BTL checks, saying why)
+# is not built and the suite skips its two BTL checks, saying why; DIR may
+# also hold nlohmann-json3-dev's .deb, used when the system lacks the header)
 set -u
 tarball=$(readlink -f "$1")
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -20,12 +21,13 @@ grep -q single_copy /etc/openmpi/openmpi-mca-params.conf 2>/dev/null ||
 # shellcheck source=contrib/bench/h200-lib.sh
 . "$here/h200-lib.sh"
 add_rdmacm_debs
+mapfile -t json_args < <(json_configure_args)
 mapfile -t progs < <(gpu_test_programs)
 work=/tmp/llrdma-peer; rm -rf "$work"; mkdir -p "$work"; tar -xzf "$tarball" -C "$work"; cd "$work"/llrdma-* || exit 1
 export PATH=/usr/local/cuda/bin:$PATH
 t0=$SECONDS
 step() { echo "=== $* ($((SECONDS - t0)) s)"; }
-{ ./configure --prefix="$work/inst" --with-cuda=/usr/local/cuda && make -j"$(nproc)" &&
+{ ./configure --prefix="$work/inst" --with-cuda=/usr/local/cuda "${json_args[@]}" && make -j"$(nproc)" &&
   make install && make -j"$(nproc)" "${progs[@]}"; } > "$OUT/build.log" 2>&1 ||
   { tail -40 "$OUT/build.log"; exit 1; }
 step built

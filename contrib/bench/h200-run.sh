@@ -19,11 +19,14 @@ command -v ssh >/dev/null || command -v rsh >/dev/null || export OMPI_MCA_plm_rs
 # every comparison run with the same setting.
 grep -q single_copy /etc/openmpi/openmpi-mca-params.conf 2>/dev/null ||
   printf 'btl_vader_single_copy_mechanism = none\n' >> /etc/openmpi/openmpi-mca-params.conf
+# shellcheck source=contrib/bench/h200-lib.sh
+. "$here/h200-lib.sh"
+mapfile -t json_args < <(json_configure_args) # nlohmann-json: see h200-lib.sh
 work=/tmp/llrdma-h200
 rm -rf "$work" && mkdir -p "$work" && tar -xzf "$tarball" -C "$work" && cd "$work"/llrdma-* || exit 1
 export PATH=/usr/local/cuda/bin:$PATH
 t0=$SECONDS
-{ ./configure --prefix="$work/inst" --with-cuda=/usr/local/cuda && make -j"$(nproc)" &&
+{ ./configure --prefix="$work/inst" --with-cuda=/usr/local/cuda "${json_args[@]}" && make -j"$(nproc)" &&
   make install && make -j"$(nproc)" tests/gpu/t_allreduce_gpu; } > "$R/build.log" 2>&1 ||
   { tail -40 "$R/build.log"; exit 1; }
 echo "built in $((SECONDS - t0)) s"

@@ -12,9 +12,12 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_pml=ob
 command -v ssh >/dev/null || command -v rsh >/dev/null || export OMPI_MCA_plm_rsh_agent=sh
 grep -q single_copy /etc/openmpi/openmpi-mca-params.conf 2>/dev/null ||
   printf 'btl_vader_single_copy_mechanism = none\n' >> /etc/openmpi/openmpi-mca-params.conf
+# shellcheck source=contrib/bench/h200-lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/h200-lib.sh"
+mapfile -t json_args < <(json_configure_args) # nlohmann-json: see h200-lib.sh
 work=/tmp/llrdma-v; rm -rf "$work"; mkdir -p "$work"; tar -xzf "$tarball" -C "$work"; cd "$work"/llrdma-* || exit 1
 export PATH=/usr/local/cuda/bin:$PATH
-{ ./configure --prefix="$work/inst" --with-cuda=/usr/local/cuda && make -j"$(nproc)" && make install; } > "$OUT/build.log" 2>&1 ||
+{ ./configure --prefix="$work/inst" --with-cuda=/usr/local/cuda "${json_args[@]}" && make -j"$(nproc)" && make install; } > "$OUT/build.log" 2>&1 ||
   { tail -40 "$OUT/build.log"; exit 1; }
 echo "=== built ($SECONDS s)"
 export PATH="$work/inst/bin:$PATH" LD_LIBRARY_PATH="$work/inst/lib"

@@ -439,3 +439,68 @@ BOOST_AUTO_TEST_CASE(expand_path)
     BOOST_TEST(llrdma_expand_path(nullptr, 0, "h", 0, buf, sizeof buf) == LLRDMA_ERR_INVALID);
     BOOST_TEST(llrdma_expand_path("x", 0, "h", 0, nullptr, 10) == LLRDMA_ERR_INVALID);
 }
+
+BOOST_AUTO_TEST_CASE(integers_above_2_pow_53_are_exact)
+{
+    // A reader that went through a double would turn 2^53 + 1 into 2^53.
+    const uint64_t big[] = {(1ull << 53) + 1, (1ull << 63) + 3, UINT64_MAX - 1};
+    for (uint64_t v : big) {
+        llrdma_rank_config_t c = sample(16384);
+        c.hint.bytes = c.profile.hint = v;
+        c.coll_hint = v;
+        c.profile.ll.max_bytes = v;
+        c.profile.bw.rdma_frag_bytes = v;
+        c.device.rdma_limit_granted = v;
+        BOOST_TEST_CONTEXT("value " << v)
+        {
+            std::string j = to_json(c);
+            BOOST_TEST(j.find("\"size_hint\":" + std::to_string(v) + ",") != std::string::npos);
+            check_round_trip(c); // memcmp: every field bit for bit
+        }
+    }
+    llrdma_rank_config_t c;
+    BOOST_TEST_REQUIRE(
+        llrdma_config_from_json(
+            R"({"size_hint":9007199254740993,"coll_hint":18446744073709551615})", &c) == LLRDMA_OK);
+    BOOST_TEST(c.hint.bytes == 9007199254740993ull);
+    BOOST_TEST(c.coll_hint == UINT64_MAX);
+    BOOST_TEST_REQUIRE(llrdma_config_from_json(R"({"pid":-9223372036854775808})", &c) == LLRDMA_OK);
+    BOOST_TEST(c.pid == LONG_MIN);
+    BOOST_TEST(llrdma_config_from_json(R"({"pid":-9223372036854775809})", &c) ==
+               LLRDMA_ERR_INVALID);
+    BOOST_TEST(llrdma_config_from_json(R"({"size_hint":9007199254740993.0})", &c) ==
+               LLRDMA_ERR_INVALID);
+}
+
+BOOST_AUTO_TEST_CASE(reader_edge_cases)
+{
+    llrdma_rank_config_t c;
+    // A duplicate key: the last one counts.
+    BOOST_TEST_REQUIRE(llrdma_config_from_json(R"({"rank":1,"rank":2})", &c) == LLRDMA_OK);
+    BOOST_TEST(c.rank == 2);
+    // Nesting up to 32 levels is JSON like any other, deeper is refused.
+    std::string ok = "{\"a\":" + std::string(31, '[') + std::string(31, ']') + "}";
+    BOOST_TEST(llrdma_config_from_json(ok.c_str(), &c) == LLRDMA_OK);
+    std::string deep = "{\"a\":" + std::string(33, '[') + std::string(33, ']') + "}";
+    BOOST_TEST(llrdma_config_from_json(deep.c_str(), &c) == LLRDMA_ERR_INVALID);
+    // Invalid UTF-8 is not JSON.
+    BOOST_TEST(llrdma_config_from_json("{\"host\":\"\xff\"}", &c) == LLRDMA_ERR_INVALID);
+    BOOST_TEST(llrdma_config_from_json("{\"host\":\"\xc3\"}", &c) == LLRDMA_ERR_INVALID);
+}
+
+BOOST_AUTO_TEST_CASE(cut_utf8_still_reads_back)
+{
+    // A C field cut in the middle of a multi-byte character (snprintf into a fixed array)
+    // holds invalid UTF-8: the writer drops the partial character, so the line stays JSON
+    // and fits the same field when read back.
+    llrdma_rank_config_t c = sample(4096);
+    std::memset(c.host, 'h', sizeof c.host);
+    c.host[sizeof c.host - 2] = '\xc3'; // the first byte of "é", its second one cut
+    c.host[sizeof c.host - 1] = '\0';
+    std::snprintf(c.btl_status, sizeof c.btl_status, "latin-1 \xe9t\xe9");
+    std::string j = to_json(c);
+    llrdma_rank_config_t back;
+    BOOST_TEST_REQUIRE(llrdma_config_from_json(j.c_str(), &back) == LLRDMA_OK);
+    BOOST_TEST(std::string(back.host) == std::string(sizeof c.host - 2, 'h'));
+    BOOST_TEST(std::string(back.btl_status) == "latin-1 t");
+}

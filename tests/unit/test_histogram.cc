@@ -220,3 +220,40 @@ BOOST_AUTO_TEST_CASE(bad_records_say_why)
     BOOST_TEST(why(edit("\"size_hint\":8192", "\"size_hint\":\"8K\""))
                    .find("malformed rank, pid, host or size_hint") != std::string::npos);
 }
+
+BOOST_AUTO_TEST_CASE(counts_above_2_pow_53_are_exact)
+{
+    // Byte counters of a long job pass 2^53; a double on the way would round them.
+    llrdma_rank_config_t c = config(2, 4096);
+    llrdma_hist_t h{};
+    h.count[LLRDMA_HIST_LL][3] = (1ull << 53) + 1;
+    h.bytes[LLRDMA_HIST_BW][31] = UINT64_MAX;
+    h.bytes[LLRDMA_HIST_RDMA][0] = UINT64_MAX - 1;
+    h.waits[LLRDMA_HIST_BW] = (1ull << 60) + 7;
+    h.thread_cpu_us = (1ull << 53) + 3;
+    static char buf[LLRDMA_STATS_JSON_MAX];
+    BOOST_REQUIRE(llrdma_stats_to_json(&c, &h, buf, sizeof buf) == LLRDMA_OK);
+    BOOST_TEST(std::string(buf).find("18446744073709551615]") != std::string::npos);
+    llrdma_rank_stats_t r;
+    char err[256] = "";
+    BOOST_REQUIRE(llrdma_stats_from_json(buf, &r, err, sizeof err) == LLRDMA_OK);
+    BOOST_TEST(std::memcmp(&r.hist, &h, sizeof h) == 0);
+    BOOST_TEST(r.hist.count[LLRDMA_HIST_LL][3] == (1ull << 53) + 1);
+}
+
+BOOST_AUTO_TEST_CASE(bad_json_says_where)
+{
+    auto why = [](const char *text) {
+        llrdma_rank_stats_t r;
+        char err[256] = "";
+        BOOST_TEST(llrdma_stats_from_json(text, &r, err, sizeof err) == LLRDMA_ERR_INVALID);
+        return std::string(err);
+    };
+    BOOST_TEST(
+        why("{\"rank\":1,").find("not valid JSON (truncated or corrupt): line 1, column 11") == 0u);
+    BOOST_TEST(why("{\"rank\":0} x").find("expected end of input") != std::string::npos);
+    std::string deep = std::string(40, '[') + std::string(40, ']');
+    BOOST_TEST(why(deep.c_str()).find("nested deeper than 32 levels") != std::string::npos);
+    BOOST_TEST(why("{\"rank\":0,\"size_hint\":1,\"btl_status\":\"x\",\"host\":\"a\\u0000b\"}")
+                   .find("malformed rank, pid, host or size_hint") != std::string::npos);
+}
