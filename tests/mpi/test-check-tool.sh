@@ -50,9 +50,10 @@ launch -np 2 --mca btl_llrdma_size_hint 16K --mca coll_llrdma_allreduce_algorith
 forced() { has "coll hint 4K (algorithm forced)" && lacks "^ \+[0-9KM]\+  \(ring\|recursive\)"; }
 check_run "plan table follows the coll knobs" forced
 # Next to UCX (issue 27): pml/ucx drives the network itself, so a hint set
-# for btl/llrdma does nothing there.  UCX's shared-memory transports let it
-# run on a machine without an RDMA device.
-UCX=(--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any)
+# for btl/llrdma does nothing there.  UCX's shared-memory transports only
+# (UCX_TLS): they run without an RDMA device, and Debian 12's UCX over
+# Soft-RoCE aborted in MPI_Finalize in the guest (opal_common_ucx_del_procs).
+UCX=(--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any -x UCX_TLS=self,sm)
 launch -np 2 "${UCX[@]}" --mca btl_llrdma_size_hint 8K "$CHECK"
 if has "PML ucx cannot be selected"; then
   skip "pml ucx with a hint: exit 4, every rank says so, one line per job" "pml/ucx cannot run here"
