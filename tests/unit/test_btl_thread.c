@@ -498,16 +498,17 @@ static int relay_send(int from, uint32_t hops)
 
 static void relay_hop(int from, uint32_t hops);
 
-static void on_relay(struct mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
-                     mca_btl_base_descriptor_t *des, void *cbdata)
+static void relay_upcall(struct mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
+                         const mca_btl_base_segment_t *segs, size_t nsegs, void *cbdata)
 {
     int r = module_index(btl);
     relay_msg_t h;
     (void)tag;
+    (void)nsegs;
     (void)cbdata;
-    memcpy(&h, des->des_segments[0].seg_addr.pval, sizeof(h));
+    memcpy(&h, segs[0].seg_addr.pval, sizeof(h));
     __atomic_add_fetch(&relay_received[r], 1, __ATOMIC_RELAXED);
-    if (FW_MAGIC != h.magic || des->des_segments[0].seg_len != relay_size) {
+    if (FW_MAGIC != h.magic || segs[0].seg_len != relay_size) {
         __atomic_add_fetch(&relay_failed, 1, __ATOMIC_RELAXED);
         return;
     }
@@ -517,6 +518,7 @@ static void on_relay(struct mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
         relay_hop(1 - r, h.hops - 1);
     }
 }
+LLRDMA_BTL_RECV_ADAPTER(on_relay, relay_upcall)
 
 /* Send one hop from process `from`, or keep it for relay_retry. */
 static void relay_hop(int from, uint32_t hops)
