@@ -14,7 +14,7 @@
 #include "opal/constants.h"
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/mca/base/mca_base_vari.h"
-#include "opal/mca/pmix/pmix.h"
+#include "llrdma_ompi_compat.h" /* the PMIx interface of this series */
 #include "opal/util/output.h"
 #include "opal/util/proc.h"
 #include "opal/util/show_help.h"
@@ -187,9 +187,7 @@ void llrdma_mca_fatal(const char *topic, const char *detail)
 
 void llrdma_mca_abort(const char *detail)
 {
-    if (NULL != opal_pmix.abort) {
-        opal_pmix.abort(1, detail, NULL);
-    }
+    llrdma_job_abort(detail);
     /* PMIx abort returns only when there is no launcher to ask. */
     _exit(1);
 }

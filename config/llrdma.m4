@@ -15,7 +15,7 @@ AC_DEFUN([AX_REQUIRE_CXX17], [
   AC_LANG_POP([C++])
 ])
 
-# LLRDMA_FIND_OMPI: Open MPI 4.1 with devel headers.
+# LLRDMA_FIND_OMPI: Open MPI 4.1 or 5.0 with devel headers.
 AC_DEFUN([LLRDMA_FIND_OMPI], [
   LLRDMA_MPICC=
   LLRDMA_OMPI_HOW=
@@ -58,15 +58,49 @@ AC_DEFUN([LLRDMA_FIND_OMPI], [
   CPPFLAGS="$CPPFLAGS $OMPI_CPPFLAGS"
   AC_CHECK_HEADER([opal_config.h], [],
     [AC_MSG_ERROR([Open MPI devel headers missing (opal_config.h); apt-get install libopenmpi-dev, or build Open MPI with --with-devel-headers])])
-  AC_MSG_CHECKING([for Open MPI 4.1.x])
+  AC_MSG_CHECKING([for Open MPI 4.1.x or 5.0.x])
   AC_COMPUTE_INT([llrdma_ompi_major], [OMPI_MAJOR_VERSION], [#include <mpi.h>], [llrdma_ompi_major=0])
   AC_COMPUTE_INT([llrdma_ompi_minor], [OMPI_MINOR_VERSION], [#include <mpi.h>], [llrdma_ompi_minor=0])
   AC_COMPUTE_INT([llrdma_ompi_release], [OMPI_RELEASE_VERSION], [#include <mpi.h>], [llrdma_ompi_release=0])
   LLRDMA_OMPI_VERSION="$llrdma_ompi_major.$llrdma_ompi_minor.$llrdma_ompi_release"
-  AS_IF([test "$llrdma_ompi_major.$llrdma_ompi_minor" = "4.1"], [AC_MSG_RESULT([$LLRDMA_OMPI_VERSION])],
-    [AC_MSG_RESULT([$LLRDMA_OMPI_VERSION]); AC_MSG_ERROR([Open MPI $LLRDMA_OMPI_VERSION found, llrdma needs the 4.1 series; point --with-ompi at a 4.1 install])])
+  AC_MSG_RESULT([$LLRDMA_OMPI_VERSION])
+  # The component ABIs differ between series (BTL 3.1.0 vs 3.3.0, coll 2.0.0
+  # vs 2.4.0; common/llrdma_ompi_compat.h): one build per series.
+  AS_CASE(["$llrdma_ompi_major.$llrdma_ompi_minor"],
+    [4.1|5.0], [],
+    [AC_MSG_ERROR([Open MPI $LLRDMA_OMPI_VERSION found, llrdma supports the 4.1 and 5.0 series; point --with-ompi at such an install])])
   CPPFLAGS=$llrdma_save_CPPFLAGS
   AC_SUBST([LLRDMA_OMPI_VERSION])
+  LLRDMA_OMPI_SERIES="$llrdma_ompi_major.$llrdma_ompi_minor"
+  AC_SUBST([LLRDMA_OMPI_SERIES])
+  AC_DEFINE_UNQUOTED([LLRDMA_OMPI_MAJOR], [$llrdma_ompi_major],
+    [major version of the Open MPI series built against (4 or 5)])
+  AM_CONDITIONAL([OMPI5], [test "$llrdma_ompi_major" = 5])
+
+  # 5.0 components call PMIx themselves (the opal/mca/pmix framework is
+  # gone): its headers and library, from pkg-config.
+  OPAL_LIBS=-lopen-pal
+  AS_IF([test "$llrdma_ompi_major" = 5], [
+    PKG_CHECK_MODULES([PMIX], [pmix], [],
+      [AC_MSG_ERROR([Open MPI 5 needs PMIx's headers for its components (pkg-config pmix failed); apt-get install libpmix-dev, or set PKG_CONFIG_PATH])])
+    OMPI_CPPFLAGS="$OMPI_CPPFLAGS $PMIX_CFLAGS"
+    OPAL_LIBS="$OPAL_LIBS $PMIX_LIBS"])
+  AC_SUBST([OPAL_LIBS])
+
+  # Some distributions' devel headers leave out the headers of the built-in
+  # thread and timer components (Debian 13's libopenmpi-dev 5.0.7 lacks
+  # opal/mca/threads/pthreads/ and opal/mca/timer/linux/): say so here
+  # rather than in the middle of the build.
+  CPPFLAGS="$CPPFLAGS $OMPI_CPPFLAGS"
+  AS_IF([test "$llrdma_ompi_major" = 5],
+    [llrdma_mutex_h=opal/mca/threads/mutex.h], [llrdma_mutex_h=opal/threads/mutex.h])
+  AC_MSG_CHECKING([whether Open MPI's devel headers are complete ($llrdma_mutex_h)])
+  AC_COMPILE_IFELSE([AC_LANG_PROGRAM([[#include "opal_config.h"
+#include "$llrdma_mutex_h"]], [[opal_mutex_t m; (void)m;]])],
+    [AC_MSG_RESULT([yes])],
+    [AC_MSG_RESULT([no])
+     AC_MSG_ERROR([Open MPI's devel headers are incomplete: $llrdma_mutex_h does not compile (see config.log; Debian 13's libopenmpi-dev lacks opal/mca/threads/pthreads/*.h and opal/mca/timer/linux/*.h: README.md, "Open MPI 5", says how to add them)])])
+  CPPFLAGS=$llrdma_save_CPPFLAGS
 
   AC_PATH_PROG([MPIRUN], [mpirun], [], [$llrdma_ompi_bindir$PATH_SEPARATOR$PATH])
   AC_PATH_PROG([OMPI_INFO], [ompi_info], [], [$llrdma_ompi_bindir$PATH_SEPARATOR$PATH])

@@ -10,6 +10,8 @@
 
 #include "ompi/mca/coll/coll.h"
 
+#include "llrdma_ompi_compat.h"
+
 #include "llrdma_allreduce.h"
 #include "llrdma_core.h"
 #include "llrdma_peer.h"
@@ -33,7 +35,7 @@ enum { LLRDMA_GPU_PEER_OFF = 0, LLRDMA_GPU_PEER_AUTO = 1, LLRDMA_GPU_PEER_FORCE 
 #define MCA_COLL_LLRDMA_PEER_FALLBACK 1
 
 typedef struct mca_coll_llrdma_component_t {
-    mca_coll_base_component_2_0_0_t super;
+    llrdma_coll_base_component_t super;
 
     /* MCA variables (coll_llrdma_component.c) */
     int priority;
@@ -148,7 +150,7 @@ typedef struct mca_coll_llrdma_module_t {
 
 OBJ_CLASS_DECLARATION(mca_coll_llrdma_module_t);
 
-OMPI_MODULE_DECLSPEC extern mca_coll_llrdma_component_t mca_coll_llrdma_component;
+LLRDMA_MODULE_DECLSPEC extern mca_coll_llrdma_component_t mca_coll_llrdma_component;
 
 int mca_coll_llrdma_init_query(bool enable_progress_threads, bool enable_mpi_threads);
 mca_coll_base_module_t *mca_coll_llrdma_comm_query(struct ompi_communicator_t *comm, int *priority);

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "opal/mca/pmix/pmix.h"
+#include "llrdma_ompi_compat.h" /* the PMIx interface of this series */
 #include "opal/util/output.h"
 #include "opal/util/proc.h"
 #include "ompi/communicator/communicator.h"
@@ -29,23 +29,20 @@
 static int fetch_peer(int rank, llrdma_peer_hint_t *peer)
 {
     opal_process_name_t name = OPAL_PROC_MY_NAME;
-    opal_byte_object_t *bo = NULL;
-    int rc;
+    char *bytes = NULL;
+    size_t size = 0;
 
     memset(peer, 0, sizeof(*peer));
     peer->rank = rank;
     name.vpid = (opal_vpid_t)rank;
-    OPAL_MODEX_RECV_VALUE_OPTIONAL(rc, LLRDMA_MODEX_KEY, &name, &bo, OPAL_BYTE_OBJECT);
-    if (OPAL_SUCCESS != rc || NULL == bo) {
+    if (OPAL_SUCCESS != llrdma_modex_get_bytes(&name, LLRDMA_MODEX_KEY, (void **)&bytes, &size)) {
         return 0; /* btl/llrdma not loaded there: nothing to compare */
     }
-    if (bo->size > 0 && '\0' == bo->bytes[bo->size - 1] &&
-        LLRDMA_OK == llrdma_peer_decode((const char *)bo->bytes, peer)) {
+    if (size > 0 && '\0' == bytes[size - 1] && LLRDMA_OK == llrdma_peer_decode(bytes, peer)) {
         peer->rank = rank;
         peer->present = 1;
     }
-    free(bo->bytes);
-    free(bo);
+    free(bytes);
     return peer->present;
 }
 

@@ -35,7 +35,7 @@ mca_coll_llrdma_component_t mca_coll_llrdma_component = {
         {
             .collm_version =
                 {
-                    MCA_COLL_BASE_VERSION_2_0_0,
+                    LLRDMA_COLL_BASE_VERSION,
                     .mca_component_name = "llrdma",
                     MCA_BASE_MAKE_VERSION(component, OMPI_MAJOR_VERSION, OMPI_MINOR_VERSION,
                                           OMPI_RELEASE_VERSION),

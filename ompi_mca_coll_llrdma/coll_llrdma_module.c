@@ -263,7 +263,7 @@ static int info_opts_out(struct ompi_communicator_t *comm)
 
     if (NULL == comm->super.s_info ||
         OPAL_SUCCESS !=
-            opal_info_get(comm->super.s_info, LLRDMA_INFO_ALLREDUCE, sizeof(v) - 1, v, &flag) ||
+            llrdma_info_get(comm->super.s_info, LLRDMA_INFO_ALLREDUCE, v, sizeof(v), &flag) ||
         !flag) {
         return 0;
     }

@@ -30,7 +30,7 @@
 #include "ompi/mca/pml/pml.h"
 #include "ompi/proc/proc.h"
 #include "ompi/request/request.h"
-#include "opal/mca/pmix/pmix.h"
+#include "llrdma_ompi_compat.h" /* the PMIx interface of this series */
 #include "opal/util/output.h"
 #include "opal/util/proc.h"
 
@@ -40,13 +40,9 @@
 
 void mca_coll_llrdma_publish_pid(void)
 {
-    int64_t pid = (int64_t)getpid();
-    int rc;
-    if (NULL == opal_pmix.put) {
-        return; /* no runtime (ompi_info) */
-    }
-    OPAL_MODEX_SEND_VALUE(rc, OPAL_PMIX_GLOBAL, LLRDMA_PID_KEY, &pid, OPAL_INT64);
-    (void)rc; /* without it ranks are never found gone: the old behaviour */
+    /* Fails without a runtime (ompi_info); without it ranks are never
+     * found gone: the old behaviour. */
+    (void)llrdma_modex_put_int64(LLRDMA_PID_KEY, (int64_t)getpid());
 }
 
 int mca_coll_llrdma_pid_alive(long pid)
@@ -80,15 +76,15 @@ int mca_coll_llrdma_pid_alive(long pid)
 static long local_pid(struct ompi_communicator_t *comm, int r)
 {
     ompi_proc_t *proc = ompi_comm_peer_lookup(comm, r);
-    int64_t pid = 0, *where = &pid; /* scalars are unloaded into the caller's storage */
-    int rc;
+    int64_t pid = 0;
 
     if (NULL == proc || proc == ompi_proc_local() ||
-        !OPAL_PROC_ON_LOCAL_NODE(proc->super.proc_flags) || NULL == opal_pmix.get) {
+        !OPAL_PROC_ON_LOCAL_NODE(proc->super.proc_flags)) {
         return 0;
     }
-    OPAL_MODEX_RECV_VALUE_OPTIONAL(rc, LLRDMA_PID_KEY, &proc->super.proc_name, &where, OPAL_INT64);
-    return OPAL_SUCCESS == rc ? (long)pid : 0;
+    return OPAL_SUCCESS == llrdma_modex_get_int64(&proc->super.proc_name, LLRDMA_PID_KEY, &pid)
+               ? (long)pid
+               : 0;
 }
 
 /* The lowest rank of comm on this node whose process is gone, or -1. */

@@ -235,7 +235,7 @@ static void segment_name(struct ompi_communicator_t *comm, char *name)
 {
     static unsigned serial;
     snprintf(name, NAME_LEN, "/llrdma-coll-%ld-%u-%u", (long)getpid(),
-             (unsigned)ompi_comm_get_cid(comm), serial++);
+             (unsigned)LLRDMA_COMM_CID(comm), serial++);
 }
 
 /* Collective over comm, after this rank mapped its arena (base) or not:

@@ -20,7 +20,7 @@
 #include "opal/mca/btl/base/base.h"
 #include "opal/mca/btl/btl.h"
 #include "opal/mca/rcache/rcache.h"
-#include "opal/threads/mutex.h"
+#include "llrdma_ompi_compat.h" /* opal_mutex_t */
 
 #include "btl_llrdma_endpoint.h"
 #include "btl_llrdma_frag.h"
@@ -209,7 +209,7 @@ typedef struct mca_btl_llrdma_component_t {
     mca_btl_llrdma_module_t **modules;
 } mca_btl_llrdma_component_t;
 
-OPAL_MODULE_DECLSPEC extern mca_btl_llrdma_component_t mca_btl_llrdma_component;
+LLRDMA_MODULE_DECLSPEC extern mca_btl_llrdma_component_t mca_btl_llrdma_component;
 
 #define MCA_BTL_LLRDMA_LOCK(m) OPAL_THREAD_LOCK(&(m)->lock)
 #define MCA_BTL_LLRDMA_UNLOCK(m) OPAL_THREAD_UNLOCK(&(m)->lock)

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "opal/constants.h"
-#include "opal/mca/pmix/pmix.h"
+#include "llrdma_ompi_compat.h" /* the PMIx interface of this series */
 #include "opal/util/output.h"
 
 #include "btl_llrdma.h"
@@ -127,7 +127,7 @@ static void publish_modex(const llrdma_rank_config_t *cfg)
         opal_output(0, "btl:llrdma: cannot encode the modex record; cross-rank check disabled");
         return;
     }
-    OPAL_MODEX_SEND_STRING(rc, OPAL_PMIX_GLOBAL, LLRDMA_MODEX_KEY, wire, strlen(wire) + 1);
+    OPAL_MODEX_SEND_STRING(rc, LLRDMA_PMIX_GLOBAL, LLRDMA_MODEX_KEY, wire, strlen(wire) + 1);
     if (OPAL_SUCCESS != rc) {
         opal_output(0, "btl:llrdma: modex publish failed (%d); cross-rank check disabled", rc);
     }
@@ -153,7 +153,7 @@ static int publish_addresses(mca_btl_llrdma_component_t *c)
     for (int i = 0; i < c->nmodules; ++i) {
         addrs[i] = c->modules[i]->addr;
     }
-    OPAL_MODEX_SEND(rc, OPAL_PMIX_GLOBAL, &c->super.btl_version, addrs,
+    OPAL_MODEX_SEND(rc, LLRDMA_PMIX_GLOBAL, &c->super.btl_version, addrs,
                     (size_t)c->nmodules * sizeof(addrs[0]));
     return rc;
 }

@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "opal/mca/pmix/pmix.h"
+#include "llrdma_ompi_compat.h" /* the PMIx interface of this series */
 #include "opal/util/output.h"
 #include "opal/util/proc.h"
 
@@ -331,7 +331,7 @@ void mca_btl_llrdma_endpoint_fail(mca_btl_llrdma_endpoint_t *ep, const char *wha
                                   const char *status)
 {
     mca_btl_llrdma_module_t *m = ep->module;
-    char detail[768], note[160];
+    char detail[768], note[160], host[256];
 
     if (LLRDMA_EP_FAILED == ep->state) {
         return;
@@ -341,8 +341,8 @@ void mca_btl_llrdma_endpoint_fail(mca_btl_llrdma_endpoint_t *ep, const char *wha
     snprintf(detail, sizeof(detail),
              "btl/llrdma: %s with peer rank %u (%s) on host %s, local device %s:%d: %s%s", what,
              (unsigned)ep->proc->proc_name.vpid, OPAL_NAME_PRINT(ep->proc->proc_name),
-             NULL != ep->proc->proc_hostname ? ep->proc->proc_hostname : "?", m->port.dev,
-             m->port.port, status, note);
+             llrdma_proc_hostname(ep->proc, host, sizeof(host)), m->port.dev, m->port.port, status,
+             note);
     /* Report before failing the fragments: ob1 aborts on the first failed one. */
     mca_btl_llrdma_module_fatal(m, ep->proc, detail);
     for (int p = 0; p < LLRDMA_NPATHS; ++p) {
@@ -830,6 +830,7 @@ int mca_btl_llrdma_endpoint_unstall(mca_btl_llrdma_module_t *m)
             }
             if (!conn->stall_reported &&
                 now - conn->stall_since >= (uint64_t)mca_btl_llrdma_component.stall_warn_ms) {
+                char host[256];
                 conn->stall_reported = 1;
                 opal_output_verbose(
                     1, mca_btl_llrdma_component.output,
@@ -837,7 +838,7 @@ int mca_btl_llrdma_endpoint_unstall(mca_btl_llrdma_module_t *m)
                     "consumed this rank's %s messages (busy outside MPI?); %zu fragments wait "
                     "and go when it progresses",
                     OPAL_NAME_PRINT(ep->proc->proc_name), (unsigned)ep->proc->proc_name.vpid,
-                    NULL != ep->proc->proc_hostname ? ep->proc->proc_hostname : "?",
+                    llrdma_proc_hostname(ep->proc, host, sizeof(host)),
                     (unsigned long long)(now - conn->stall_since),
                     p == LLRDMA_PATH_LL ? "ll" : "bw", opal_list_get_size(&ep->pending[p]));
             }

@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "opal/datatype/opal_convertor.h"
-#include "opal/mca/pmix/pmix.h"
+#include "llrdma_ompi_compat.h" /* the PMIx interface of this series */
 #include "opal/util/output.h"
 
 #include "btl_llrdma.h"

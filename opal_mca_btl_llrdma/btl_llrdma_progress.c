@@ -119,7 +119,8 @@ static void deliver(mca_btl_llrdma_module_t *m, mca_btl_llrdma_frag_t *frag, uin
         frag->base.des_segments = &frag->segment;
         frag->base.des_segment_count = 1;
         if (NULL != reg->cbfunc) {
-            reg->cbfunc(&m->super, rec->tag, &frag->base, reg->cbdata);
+            /* Endpoint unknown here (a shared receive queue): NULL is allowed. */
+            llrdma_btl_upcall(&m->super, reg, rec->tag, NULL, &frag->base);
         }
         off += (uint32_t)sizeof(*rec) + rec->len;
         if (off >= byte_len) {

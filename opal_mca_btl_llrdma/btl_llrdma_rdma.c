@@ -40,7 +40,7 @@ static int reg_mem_cb(void *reg_data, void *base, size_t size, mca_rcache_base_r
     mca_btl_llrdma_module_t *m = (mca_btl_llrdma_module_t *)reg_data;
     mca_btl_llrdma_reg_t *r = (mca_btl_llrdma_reg_t *)reg;
 
-    if (reg->flags & MCA_RCACHE_FLAGS_CUDA_GPU_MEM) {
+    if (reg->flags & LLRDMA_RCACHE_FLAGS_GPU_MEM) {
         r->buffer_id = m->gpu_buffer_id;
         r->mr = mca_btl_llrdma_gpu_reg(m, base, size, access_of(reg->access_flags));
     } else {
@@ -100,7 +100,7 @@ static mca_rcache_base_registration_t *register_locked(mca_btl_llrdma_module_t *
     /* Only a module with a GPU mode looks at where memory lives (and loads
      * libcuda for it): host-only jobs never do. */
     if (LLRDMA_GPU_NONE != m->gpu_mode && mca_btl_llrdma_gpu_classify(base, &id)) {
-        rflags = MCA_RCACHE_FLAGS_CUDA_GPU_MEM;
+        rflags = LLRDMA_RCACHE_FLAGS_GPU_MEM;
         m->gpu_buffer_id = id;
     }
     if (OPAL_SUCCESS != m->rcache->rcache_register(m->rcache, base, size, rflags, access, &reg)) {

@@ -245,6 +245,7 @@ static void wd_nudge(mca_btl_llrdma_module_t *m, mca_btl_llrdma_endpoint_t *ep,
     /* Said for everyone the first time in this process: a stall this long
      * is worth knowing about even when the work then moves on. */
     int level = 0 == m->wd_nudges++ ? 0 : 1;
+    char host[256];
 
     opal_output_verbose(level, mca_btl_llrdma_component.output,
                         "btl:llrdma: %s:%d: qp %u (%s path to rank %u on %s): no work request "
@@ -252,7 +253,7 @@ static void wd_nudge(mca_btl_llrdma_module_t *m, mca_btl_llrdma_endpoint_t *ep,
                         "budget; %s (btl_llrdma_completion_timeout)",
                         m->port.dev, m->port.port, c->qp->qp_num,
                         LLRDMA_PATH_LL == c->path ? "ll" : "bw", (unsigned)ep->proc->proc_name.vpid,
-                        NULL != ep->proc->proc_hostname ? ep->proc->proc_hostname : "?",
+                        llrdma_proc_hostname(ep->proc, host, sizeof(host)),
                         (unsigned long long)quiet, waiting,
                         0 == rc ? "posted one more work request to restart it"
                                 : "no send slot free to post one more work request in");

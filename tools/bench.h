@@ -87,6 +87,8 @@ const char *bench_optarg(const char *mode, int argc, char **argv, int *i);
 /* Before MPI_Init: whether this process should print (rank 0 per the
  * launcher's environment, or not launched by mpirun). */
 int bench_early_printer(void);
+/* The wait of a rank that leaves an early error message to rank 0. */
+void bench_early_wait(void);
 
 /* "8 B", "16 KB", "2 MB", "16385 B". */
 void bench_size_label(uint64_t bytes, char *buf, size_t len);

@@ -514,6 +514,8 @@ int bench_allreduce_main(int argc, char **argv)
         if (bench_early_printer()) {
             fprintf(stderr, "llrdma-bench: allreduce: --device: this llrdma-bench was built "
                             "without CUDA (configure found no CUDA Toolkit; see --with-cuda)\n");
+        } else {
+            bench_early_wait();
         }
         return BENCH_EXIT_UNSUPPORTED;
     }

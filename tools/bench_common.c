@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bench.h"
@@ -20,7 +21,8 @@ void bench_usage_error(const char *mode, const char *fmt, ...)
     va_list ap;
 
     if (!bench_early_printer()) {
-        return; /* under mpirun: rank 0 says it once */
+        bench_early_wait(); /* under mpirun: rank 0 says it once */
+        return;
     }
     fprintf(stderr, "llrdma-bench: %s%s", mode ? mode : "", mode ? ": " : "");
     va_start(ap, fmt);
@@ -80,6 +82,16 @@ int bench_parse_bytes(const char *mode, const char *opt, const char *text, uint6
         return -1;
     }
     return 0;
+}
+
+/* mpirun 5 (PRRTE) ends the whole job at the first non-zero exit: a rank
+ * leaving the message to rank 0 gives it time to print before ending (seen
+ * in tests/mpi/test-bench.sh: rank 0's line lost in 3 of 5 runs). */
+void bench_early_wait(void)
+{
+    struct timespec ts = {2, 0};
+    while (0 != nanosleep(&ts, &ts) && EINTR == errno) {
+    }
 }
 
 int bench_early_printer(void)

@@ -361,11 +361,9 @@ int main(int argc, char **argv)
     if (0 == strcmp(mode, "plot")) {
         return bench_plot_main(argc - 2, argv + 2);
     }
-    if (bench_early_printer()) {
-        bench_usage_error(NULL,
-                          "unknown mode '%s' (expected pingpong, bw, bibw, allreduce, incast, "
-                          "sweep, allreduce-compare, plot, selftest)",
-                          mode);
-    }
+    bench_usage_error(NULL,
+                      "unknown mode '%s' (expected pingpong, bw, bibw, allreduce, incast, "
+                      "sweep, allreduce-compare, plot, selftest)",
+                      mode);
     return BENCH_EXIT_USAGE;
 }

@@ -8,8 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "llrdma_ompi_compat.h" /* the PMIx interface of this series */
+#if LLRDMA_OMPI5
+#include "opal/mca/accelerator/base/base.h"
+#else
 #include "opal/dss/dss_types.h"
-#include "opal/mca/pmix/pmix.h"
+#endif
 #include "opal/mca/rcache/base/base.h"
 #include "opal/memoryhooks/memory.h"
 #include "opal/runtime/opal.h"
@@ -29,7 +33,9 @@ static opal_proc_t *procs[FW_MAX];
 /* Raw peers (fw_raw_begin): names and modex records without a module. */
 static opal_proc_t **raw_procs;
 static int raw_n, raw_like;
+#if !LLRDMA_OMPI5
 static opal_pmix_base_module_get_fn_t saved_get;
+#endif
 static struct opal_proc_t *(*saved_for_name)(const opal_process_name_t name);
 
 static int index_of(const struct mca_btl_base_module_t *btl)
@@ -77,26 +83,29 @@ static unsigned char pattern(uint32_t seq, size_t k)
 }
 
 static void on_recv_locked(struct mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
-                           mca_btl_base_descriptor_t *des, void *cbdata);
+                           const mca_btl_base_segment_t *segs);
 
-static void on_recv(struct mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
-                    mca_btl_base_descriptor_t *des, void *cbdata)
+static void recv_upcall(struct mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
+                        const mca_btl_base_segment_t *segs, size_t nsegs, void *cbdata)
 {
+    (void)nsegs;
+    (void)cbdata;
     pthread_mutex_lock(&fw_ob1_lock);
-    on_recv_locked(btl, tag, des, cbdata);
+    on_recv_locked(btl, tag, segs);
     pthread_mutex_unlock(&fw_ob1_lock);
 }
+/* ob1's receive callback, in this Open MPI series' signature. */
+LLRDMA_BTL_RECV_ADAPTER(on_recv, recv_upcall)
 
 static void on_recv_locked(struct mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
-                           mca_btl_base_descriptor_t *des, void *cbdata)
+                           const mca_btl_base_segment_t *segs)
 {
     fw_proc_t *w = &fw[index_of(btl)];
-    const unsigned char *p = des->des_segments[0].seg_addr.pval;
-    size_t len = des->des_segments[0].seg_len;
+    const unsigned char *p = segs[0].seg_addr.pval;
+    size_t len = segs[0].seg_len;
     fw_msg_t h;
     int bad = 0;
 
-    (void)cbdata;
     ++w->recv_calls;
     if (len > w->recv_max_len) {
         w->recv_max_len = len;
@@ -133,41 +142,74 @@ static void on_recv_locked(struct mca_btl_base_module_t *btl, mca_btl_base_tag_t
 const char *__lsan_default_suppressions(void);
 const char *__lsan_default_suppressions(void)
 {
-    return "leak:mca_base_component_repository_open\n";
+    /* 5.0.7's opal_show_help_vstring also keeps each help file's path. */
+    return "leak:mca_base_component_repository_open\n"
+           "leak:opal_os_path\n"; /* its frame (without frame pointers) */
 }
 
 /* ---------------------------------------------------------- opal hooks */
 
+/* The modex: every module's address record, served by process name (all
+ * of one job here).  4.1 reads it through the opal_pmix module's get, which
+ * the harness replaces; 5.0's OPAL_MODEX_RECV calls PMIx_Get directly, so
+ * the harness defines PMIx_Get (the executable's definition comes first in
+ * symbol lookup; nothing else calls it in a unit test, PMIx never being
+ * initialised). */
+/* The address record of process (7, vpid): a module's, or for a raw peer a
+ * copy of process raw_like's; NULL for none. */
+static const mca_btl_llrdma_addr_t *record_of(uint32_t vpid)
+{
+    if (vpid >= FW_RAW_BASE && vpid < FW_RAW_BASE + (unsigned)raw_n && NULL != fw[raw_like].m) {
+        return &fw[raw_like].m->addr;
+    }
+    for (int i = 0; i < fw_n; ++i) {
+        if (NULL != fw[i].m && fw[i].proc->proc_name.vpid == (opal_vpid_t)vpid) {
+            return &fw[i].m->addr;
+        }
+    }
+    return NULL;
+}
+
+#if LLRDMA_OMPI5
+pmix_status_t PMIx_Get(const pmix_proc_t *proc, const char key[], const pmix_info_t info[],
+                       size_t ninfo, pmix_value_t **val)
+{
+    const mca_btl_llrdma_addr_t *a = record_of((uint32_t)proc->rank);
+    (void)key;
+    (void)info;
+    (void)ninfo;
+    *val = NULL;
+    if (NULL == a) {
+        return PMIX_ERR_NOT_FOUND;
+    }
+    pmix_value_t *kv = PMIx_Value_create(1);
+    kv->type = PMIX_BYTE_OBJECT;
+    kv->data.bo.bytes = malloc(sizeof(*a));
+    memcpy(kv->data.bo.bytes, a, sizeof(*a));
+    kv->data.bo.size = sizeof(*a);
+    *val = kv;
+    return PMIX_SUCCESS;
+}
+#else
 static int modex_get(const opal_process_name_t *name, const char *key, opal_list_t *info,
                      opal_value_t **val)
 {
+    const mca_btl_llrdma_addr_t *a = 7 == name->jobid ? record_of(name->vpid) : NULL;
     (void)key;
     (void)info;
-    if (7 == name->jobid && name->vpid >= FW_RAW_BASE &&
-        name->vpid < FW_RAW_BASE + (unsigned)raw_n && NULL != fw[raw_like].m) {
-        opal_value_t *kv = OBJ_NEW(opal_value_t);
-        kv->type = OPAL_BYTE_OBJECT;
-        kv->data.bo.bytes = malloc(sizeof(fw[raw_like].m->addr));
-        memcpy(kv->data.bo.bytes, &fw[raw_like].m->addr, sizeof(fw[raw_like].m->addr));
-        kv->data.bo.size = (int)sizeof(fw[raw_like].m->addr);
-        *val = kv;
-        return OPAL_SUCCESS;
-    }
-    for (int i = 0; i < fw_n; ++i) {
-        if (NULL != fw[i].m && fw[i].proc->proc_name.jobid == name->jobid &&
-            fw[i].proc->proc_name.vpid == name->vpid) {
-            opal_value_t *kv = OBJ_NEW(opal_value_t);
-            kv->type = OPAL_BYTE_OBJECT;
-            kv->data.bo.bytes = malloc(sizeof(fw[i].m->addr));
-            memcpy(kv->data.bo.bytes, &fw[i].m->addr, sizeof(fw[i].m->addr));
-            kv->data.bo.size = (int)sizeof(fw[i].m->addr);
-            *val = kv;
-            return OPAL_SUCCESS;
-        }
-    }
     *val = NULL;
-    return OPAL_ERR_NOT_FOUND;
+    if (NULL == a) {
+        return OPAL_ERR_NOT_FOUND;
+    }
+    opal_value_t *kv = OBJ_NEW(opal_value_t);
+    kv->type = OPAL_BYTE_OBJECT;
+    kv->data.bo.bytes = malloc(sizeof(*a));
+    memcpy(kv->data.bo.bytes, a, sizeof(*a));
+    kv->data.bo.size = (int)sizeof(*a);
+    *val = kv;
+    return OPAL_SUCCESS;
 }
+#endif
 
 static struct opal_proc_t *proc_for_name(const opal_process_name_t name)
 {
@@ -199,12 +241,26 @@ int fw_init(int *argc, char ***argv)
      * once the memory hooks are in). */
     opal_leave_pinned = 1;
     (void)opal_mem_hooks_init(); /* opal_init does this in a job */
+#if LLRDMA_OMPI5
+    /* 5.0's convertor and registration cache ask the accelerator framework
+     * about every buffer (opal_init does this in a job): the null one. */
+    if (OPAL_SUCCESS != mca_base_framework_open(&opal_accelerator_base_framework, 0) ||
+        OPAL_SUCCESS != opal_accelerator_base_select()) {
+        fprintf(stderr, "cannot select an accelerator component (null)\n");
+        return -1;
+    }
+#endif
     if (OPAL_SUCCESS != mca_base_framework_open(&opal_rcache_base_framework, 0)) {
         fprintf(stderr, "cannot open the rcache framework (grdma)\n");
         return -1;
     }
+#if LLRDMA_OMPI5
+    /* OPAL_MODEX_RECV converts the process name through this table. */
+    opal_pmix_setup_nspace_tracker();
+#else
     saved_get = opal_pmix.get;
     opal_pmix.get = modex_get;
+#endif
     saved_for_name = opal_proc_for_name;
     opal_proc_for_name = proc_for_name;
     mca_btl_base_active_message_trigger[FW_TAG].cbfunc = on_recv;
@@ -216,13 +272,22 @@ void fw_fini(void)
     fake_uninstall();
     mca_btl_base_active_message_trigger[FW_TAG].cbfunc = NULL;
     opal_proc_local_set(NULL);
+#if LLRDMA_OMPI5
+    opal_pmix_finalize_nspace_tracker();
+#else
     opal_pmix.get = saved_get;
+#endif
     opal_proc_for_name = saved_for_name;
     for (int i = 0; i < FW_MAX; ++i) {
         OBJ_RELEASE(procs[i]);
     }
     (void)mca_base_framework_close(&opal_rcache_base_framework);
-    (void)opal_mem_hooks_finalize();
+#if LLRDMA_OMPI5
+    (void)mca_base_framework_close(&opal_accelerator_base_framework);
+#endif
+#if !LLRDMA_OMPI5
+    (void)opal_mem_hooks_finalize(); /* 5.0: a cleanup of opal_finalize_util */
+#endif
     opal_finalize_util();
 }
 

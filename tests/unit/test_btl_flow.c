@@ -1114,20 +1114,22 @@ static unsigned char ps_src[300000], ps_dst[300000];
 static size_t ps_got, ps_max;
 
 /* Each fragment: 8 bytes of offset (the reserve), then data. */
-static void on_piece(struct mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
-                     mca_btl_base_descriptor_t *des, void *cbdata)
+static void piece_upcall(struct mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
+                         const mca_btl_base_segment_t *segs, size_t nsegs, void *cbdata)
 {
-    const unsigned char *p = des->des_segments[0].seg_addr.pval;
-    size_t len = des->des_segments[0].seg_len;
+    const unsigned char *p = segs[0].seg_addr.pval;
+    size_t len = segs[0].seg_len;
     uint64_t off;
     (void)btl;
     (void)tag;
+    (void)nsegs;
     (void)cbdata;
     memcpy(&off, p, 8);
     memcpy(ps_dst + off, p + 8, len - 8);
     ps_got += len - 8;
     ps_max = len > ps_max ? len : ps_max;
 }
+LLRDMA_BTL_RECV_ADAPTER(on_piece, piece_upcall)
 
 static void stream(int i, int j, size_t total)
 {
