@@ -169,19 +169,26 @@ static void print_help(const char *topic, const char *detail)
     free(text);
 }
 
-static void report(const char *topic, const char *detail)
+/* 1 when this process printed the whole text (the first of its node). */
+static int report(const char *topic, const char *detail)
 {
     if (first_on_node(topic, NULL)) {
         print_help(topic, detail);
-    } else {
-        /* Another process of this node printed the explanation. */
-        print_line(topic, detail);
+        return 1;
     }
+    /* Another process of this node printed the explanation. */
+    print_line(topic, detail);
+    return 0;
 }
 
 void llrdma_mca_fatal(const char *topic, const char *detail)
 {
-    report(topic, detail);
+    if (!report(topic, detail)) {
+        /* The first process of this node is printing the whole text: an
+         * abort from here could end the job before that text left it (seen
+         * about once in 16 four-rank jobs).  Its own abort comes first. */
+        sleep(LLRDMA_FATAL_GRACE_S);
+    }
     llrdma_mca_abort(detail);
 }
 
@@ -194,7 +201,7 @@ void llrdma_mca_abort(const char *detail)
 
 void llrdma_mca_warn(const char *topic, const char *detail)
 {
-    report(topic, detail);
+    (void)report(topic, detail);
 }
 
 int llrdma_mca_warn_once(const char *topic, const char *key, const char *detail)

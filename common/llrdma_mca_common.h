@@ -33,7 +33,10 @@ void llrdma_mca_help_init(void);
  * their own detail. */
 
 /* A configuration error that must stop the job: report it, then abort the
- * whole job through PMIx so no rank hangs in MPI_Init. */
+ * whole job through PMIx so no rank hangs in MPI_Init.  A process that
+ * printed only its line waits LLRDMA_FATAL_GRACE_S before aborting, so the
+ * node's whole text is out before the job ends. */
+#define LLRDMA_FATAL_GRACE_S 2
 void llrdma_mca_fatal(const char *topic, const char *detail);
 
 /* End the whole job without printing anything (another rank reports). */
