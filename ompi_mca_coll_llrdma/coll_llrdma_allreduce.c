@@ -540,7 +540,7 @@ static int run_plan(const llrdma_ar_plan_t *plan, const void *sbuf, void *rbuf, 
                      mca_coll_llrdma_gpu_shared(m, comm, device);
         if (LLRDMA_AR_DEV_GPU != llrdma_ar_dev_path(bytes, &rule, 0, shared, NULL)) {
             plan_pass_t pass = {
-                {plan_pass_run, 0}, plan, count, dt, lop, esize, dtype, op, comm, m};
+                {plan_pass_run, failed}, plan, count, dt, lop, esize, dtype, op, comm, m};
             return mca_coll_llrdma_gpu_fallback(sbuf, rbuf, count, dtype, op, comm, m, skind, rkind,
                                                 &pass.super);
         }
@@ -689,7 +689,8 @@ static int arena_call(llrdma_ar_plan_t *plan, const void *sbuf, void *rbuf, int 
  * call on every rank of the node, a dead rank is named), but a broken node
  * arena is not rebuilt: the other nodes' ranks would have to join a new
  * set-up, and they may be blocked in the inter-node step of the failed
- * call; so every later Allreduce on the communicator fails too. */
+ * call; so every later Allreduce on the communicator fails too, each still
+ * exchanging its (empty) inter-node messages, so no node waits for good. */
 static int hier_call(llrdma_ar_plan_t *plan, const void *sbuf, void *rbuf, int count,
                      struct ompi_datatype_t *dtype, struct ompi_op_t *op, int dt, int lop,
                      size_t esize, int skind, int rkind, int device,
@@ -713,6 +714,12 @@ static int hier_call(llrdma_ar_plan_t *plan, const void *sbuf, void *rbuf, int c
                         "arena is not rebuilt, so this and every later Allreduce on %s fails",
                         comm->c_name, comm->c_name);
         }
+        /* The call still runs, failed: this node's slice holders tell the
+         * other nodes' in the inter-node step's messages (hier.cc), which
+         * would otherwise wait for good -- a rank that enters the call after
+         * a local peer broke the arena in it must not just return. */
+        (void)run_plan(plan, sbuf, rbuf, count, dtype, op, dt, lop, esize, skind, rkind, device,
+                       comm, m, 1);
         return OMPI_ERROR;
     }
     rc = run_plan(plan, sbuf, rbuf, count, dtype, op, dt, lop, esize, skind, rkind, device, comm, m,

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int rank, nranks, fails;
 static int expect_staging = 1;
@@ -199,11 +200,17 @@ static void fault(int n, int sticky)
 {
     double h[100], *d = dmalloc(sizeof(h), 0);
     int k, i, rc;
+    /* T_FAULT_LATE=1: this rank enters call n half a second late, after
+     * another rank's failure in it broke the arena. */
+    int late = NULL != getenv("T_FAULT_LATE") && '1' == getenv("T_FAULT_LATE")[0];
     for (k = 1; k <= n + 1; ++k) {
         for (i = 0; i < 100; ++i) {
             h[i] = rank + k + i;
         }
         dcopy(d, h, sizeof(h));
+        if (late && k == n) {
+            usleep(500000);
+        }
         rc = MPI_Allreduce(MPI_IN_PLACE, d, 100, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
         dcopy(h, d, sizeof(h));
         int should_fail = sticky ? k >= n : k == n;

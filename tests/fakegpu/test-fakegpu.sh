@@ -91,6 +91,11 @@ check_pass "2+2 nodes, rank 1 cannot stage its input in call 3: every rank fails
   $P 4
 check_run "2+2 nodes: node 1 learned it from the inter-node step's messages" \
   has "another rank failed in this call (its messages said so)"
+# The same with rank 0 entering call 3 late, after rank 1 broke their node's
+# arena: it must still carry the failure across (a fresh-clone run hung here).
+launch -np 1 "${H[@]}" -x T_FAULT_LATE=1 "$T" --fault-sticky 3 : -np 1 "${H[@]}" \
+  -x FAKEGPU_FAIL_COPY_AT=5 "$T" --fault-sticky 3 : -np 2 "${H[@]}" "$T" --fault-sticky 3
+check_pass "2+2 nodes, rank 0 enters the failed call late: every rank fails it, none hangs" $P 4
 launch -np 3 --mca coll_llrdma_verbose 10 -x FAKEGPU_EXPECT_STAGING=0 -x FAKEGPU_DEVICE_KEY=7 "$T"
 check_pass "3 ranks on one GPU: PASS" $P 3
 check_run "3 ranks on one GPU: detected, vectors copied whole" \
