@@ -55,6 +55,16 @@ std::vector<Layout> layouts()
     };
 }
 
+// The layout of that name (a test naming one that does not exist fails).
+Layout layout_named(const std::string &name)
+{
+    for (const Layout &x : layouts())
+        if (x.name == name)
+            return x;
+    BOOST_FAIL("no layout " << name);
+    return {};
+}
+
 // Per-rank layout and per-node arenas for one World.
 class Nodes
 {
@@ -296,10 +306,7 @@ BOOST_AUTO_TEST_CASE(every_layout_every_slice_count)
 BOOST_AUTO_TEST_CASE(every_op_and_dtype)
 {
     for (const char *name : {"3+1", "2+2+1"}) {
-        Layout l;
-        for (const Layout &x : layouts())
-            if (x.name == name)
-                l = x;
+        Layout l = layout_named(name);
         Nodes probe(l.key, 64);
         std::vector<Case> cases;
         size_t i = 0;
@@ -416,10 +423,7 @@ BOOST_AUTO_TEST_CASE(transport_failure_ends_every_rank)
     int fired = 0, runs = 0;
     for (const char *name : {"2+2", "3+1", "2+2+1"})
         for (int inter : kInter) {
-            Layout l;
-            for (const Layout &x : layouts())
-                if (x.name == name)
-                    l = x;
+            Layout l = layout_named(name);
             int p = static_cast<int>(l.key.size());
             Nodes probe(l.key, 256);
             Case k{c, 1000, 0, hier_plan(inter, probe.topo().min_local, probe.topo().nnodes, 64, 3),
@@ -508,10 +512,7 @@ BOOST_AUTO_TEST_CASE(a_failure_before_the_call_reaches_every_node)
     int runs = 0;
     for (const char *name : {"2+2", "3+1", "1+3", "2+2+1", "1+1+1", "permuted 3+2+2"})
         for (int inter : kInter) {
-            Layout l;
-            for (const Layout &x : layouts())
-                if (x.name == name)
-                    l = x;
+            Layout l = layout_named(name);
             int p = static_cast<int>(l.key.size());
             Nodes probe(l.key, 256);
             Case k{c, 1000, 0, hier_plan(inter, probe.topo().min_local, probe.topo().nnodes, 64, 3),
