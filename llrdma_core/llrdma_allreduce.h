@@ -222,7 +222,8 @@ int llrdma_ar_plan_shm(size_t bytes, size_t dtype_size, int comm_size, uint64_t 
 /* A memory arena every rank of the communicator maps (POSIX shared memory on
  * one node; threads in tests), used by the shm_* algorithms instead of
  * messages.  Layout (llrdma_ar_shm_bytes, shm_arena.cc): per rank three
- * 64-byte lines (two flags, one info line), an abort line, then 4p + 2
+ * 64-byte lines (two flags, one info line), an abort line, per rank two
+ * generations of 19 lines for vectors of at most 1 KB, then 4p + 2
  * chunks (two generations of one slot per rank, two results, two private
  * chunks per rank).  Each rank has its own llrdma_ar_shm_t (its mapping's address,
  * its own generation counter); the arena's bytes are shared.
@@ -274,7 +275,16 @@ typedef struct llrdma_ar_shm {
     /* How a waiting rank behaves (llrdma_ar_wait_idle).  Zero: yield at
      * once, never sleep. */
     llrdma_ar_wait_policy_t wait;
+    /* shm_direct on host vectors of at most lines_max bytes (capped at
+     * LLRDMA_AR_SHM_LINES_MAX; 0 = never) sends them in the arena's lines:
+     * data and round number in one cache line.  Equal on every rank. */
+    size_t lines_max;
+    /* Rounds this rank ran in the lines (tests, the dump). */
+    uint64_t line_rounds;
 } llrdma_ar_shm_t;
+
+/* The largest vector the arena's lines hold (llrdma_ar_shm_t.lines_max). */
+#define LLRDMA_AR_SHM_LINES_MAX 1024
 
 /* One waiter's state: zero-initialise per wait. */
 typedef struct {

@@ -208,6 +208,7 @@ typedef struct {
     uint64_t coll_segment_knob;   /* coll_llrdma_allreduce_segment_size, 0 = from the hint */
     int coll_shm;                 /* coll_llrdma_shm: 1 = arena on single-node communicators */
     uint64_t coll_shm_chunk_knob; /* coll_llrdma_shm_chunk_size, 0 = default */
+    uint64_t coll_shm_lines_max;  /* coll_llrdma_shm_lines_max, 0 = never */
     int coll_gpu_peer;            /* coll_llrdma_gpu_peer: 0 off, 1 auto, 2 force */
     uint64_t coll_gpu_peer_min;   /* coll_llrdma_gpu_peer_min */
     int coll_gpu_stage_auto;      /* coll_llrdma_gpu_stage_max is "auto" */

@@ -153,6 +153,14 @@ static int llrdma_register(void)
               "pass 160 MB or /dev/shm has no room. "
               "Same size syntax as the hint",
               MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_5, &c->shm_chunk_text);
+    c->shm_lines_text = "1K";
+    (void)reg("shm_lines_max",
+              "Shared-memory Allreduces of host vectors up to this many bytes (shm_direct) "
+              "send them in the arena's lines, 56 bytes of data and the round number in "
+              "each 64-byte line, so one cache-line transfer carries data and flag; larger "
+              "ones go through the slots with a separate flag. 0 = never, at most 1K; rank "
+              "0's value counts. Same size syntax as the hint",
+              MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_6, &c->shm_lines_text);
     c->gpu_fold_text = "64K";
     (void)reg("gpu_fold_min",
               "GPU buffers through the shared-memory arena: slices of at least this many bytes "
@@ -433,6 +441,11 @@ int mca_coll_llrdma_init_query(bool enable_progress_threads, bool enable_mpi_thr
                  "must be a multiple of 64 bytes (or 0 for the default)");
     }
     c->shm_chunk = (size_t)seg;
+    if (LLRDMA_OK !=
+        llrdma_parse_size(c->shm_lines_text, LLRDMA_AR_SHM_LINES_MAX, &seg, err, sizeof(err))) {
+        bad_knob("coll_llrdma_shm_lines_max", c->shm_lines_text, err);
+    }
+    c->shm_lines_max = (size_t)seg;
     if (c->shm_index < 0) {
         bad_enum("coll_llrdma_shm", "not 0 or 1");
     }
@@ -512,6 +525,7 @@ int mca_coll_llrdma_init_query(bool enable_progress_threads, bool enable_mpi_thr
     cfg.coll_segment_knob = c->segment_bytes;
     cfg.coll_shm = c->shm_enable;
     cfg.coll_shm_chunk_knob = c->shm_chunk;
+    cfg.coll_shm_lines_max = c->shm_lines_max;
     cfg.coll_gpu_peer = c->gpu_peer;
     cfg.coll_gpu_peer_min = c->gpu_peer_min;
     cfg.coll_gpu_stage_auto = c->gpu_stage_auto;

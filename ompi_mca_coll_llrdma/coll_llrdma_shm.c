@@ -55,10 +55,13 @@
 
 #define NAME_LEN 64
 
-/* What rank 0 broadcasts: the segment's name (empty: none) and its chunk. */
+/* What rank 0 broadcasts: the segment's name (empty: none), its chunk and
+ * its coll_llrdma_shm_lines_max (a rank taking the line path while another
+ * takes the slots would wait for good, so rank 0's value counts). */
 typedef struct {
     char name[NAME_LEN];
     uint64_t chunk;
+    uint64_t lines_max;
 } seg_info_t;
 
 static void progress(void *ctx)
@@ -244,7 +247,7 @@ static void segment_name(struct ompi_communicator_t *comm, char *name)
  * `me`); on failure the ranks that failed say why. */
 static int finish_setup(mca_coll_llrdma_module_t *m, struct ompi_communicator_t *comm, void *base,
                         int creator, const char *name, int nranks, int me, size_t chunk,
-                        size_t bytes, const char *why)
+                        size_t lines_max, size_t bytes, const char *why)
 {
     mca_coll_llrdma_component_t *c = &mca_coll_llrdma_component;
     int mine, all, rc;
@@ -277,6 +280,7 @@ static int finish_setup(mca_coll_llrdma_module_t *m, struct ompi_communicator_t 
     }
     m->shm.base = base;
     m->shm.chunk_bytes = chunk;
+    m->shm.lines_max = lines_max;
     m->shm.gen = 0;
     m->shm.progress = progress;
     m->shm.progress_ctx = NULL;
@@ -288,8 +292,9 @@ static int finish_setup(mca_coll_llrdma_module_t *m, struct ompi_communicator_t 
     m->shm_bytes = bytes;
     opal_output_verbose(5, c->output,
                         "coll:llrdma: %s: shared-memory arena of %lu bytes, chunk %lu (%s), "
-                        "%d ranks",
-                        comm->c_name, (unsigned long)bytes, (unsigned long)chunk, name, nranks);
+                        "%d ranks, vectors up to %lu bytes in lines",
+                        comm->c_name, (unsigned long)bytes, (unsigned long)chunk, name, nranks,
+                        (unsigned long)lines_max);
     mca_coll_llrdma_numa_report(comm, base, nranks, me, chunk);
     return OMPI_SUCCESS;
 }
@@ -314,6 +319,7 @@ int mca_coll_llrdma_shm_setup(mca_coll_llrdma_module_t *m, struct ompi_communica
             info.name[0] = '\0'; /* the others need not try */
         }
         info.chunk = chunk;
+        info.lines_max = c->shm_lines_max;
     }
     rc = comm->c_coll->coll_bcast(&info, (int)sizeof(info), MPI_BYTE, 0, comm,
                                   comm->c_coll->coll_bcast_module);
@@ -325,7 +331,8 @@ int mca_coll_llrdma_shm_setup(mca_coll_llrdma_module_t *m, struct ompi_communica
         bytes = llrdma_ar_shm_bytes(n, chunk);
         base = attach_segment(comm, n, me, info.name, chunk, bytes, why, sizeof(why));
     }
-    return finish_setup(m, comm, base, 0 == me, info.name, n, me, chunk, bytes, why);
+    return finish_setup(m, comm, base, 0 == me, info.name, n, me, chunk, (size_t)info.lines_max,
+                        bytes, why);
 }
 
 size_t mca_coll_llrdma_shm_name_bytes(void)
@@ -359,6 +366,7 @@ int mca_coll_llrdma_shm_setup_node(mca_coll_llrdma_module_t *m, struct ompi_comm
             info.name[0] = '\0'; /* its node's other ranks need not try */
         }
         info.chunk = chunk;
+        info.lines_max = c->shm_lines_max;
     }
     /* Every node's first rank publishes its arena; the others map their node's. */
     rc = comm->c_coll->coll_allgather(&info, (int)sizeof(info), MPI_BYTE, all, (int)sizeof(info),
@@ -372,12 +380,19 @@ int mca_coll_llrdma_shm_setup_node(mca_coll_llrdma_module_t *m, struct ompi_comm
         bytes = llrdma_ar_shm_bytes(L, chunk);
         base = attach_segment(comm, L, me, info.name, chunk, bytes, why, sizeof(why));
     }
-    return finish_setup(m, comm, base, 0 == me, info.name, L, me, chunk, bytes, why);
+    return finish_setup(m, comm, base, 0 == me, info.name, L, me, chunk, (size_t)info.lines_max,
+                        bytes, why);
 }
 
 void mca_coll_llrdma_shm_release(mca_coll_llrdma_module_t *m)
 {
     if (NULL != m->shm.base) {
+        /* Which path the calls took (test-shm.sh checks the line count). */
+        opal_output_verbose(5, mca_coll_llrdma_component.output,
+                            "coll:llrdma: arena of %d ranks released after %llu rounds, %llu of "
+                            "them in lines",
+                            m->shm_ranks, (unsigned long long)m->shm.gen,
+                            (unsigned long long)m->shm.line_rounds);
         mca_coll_llrdma_gpu_unregister(m);
         munmap(m->shm.base, m->shm_bytes);
         m->shm.base = NULL;

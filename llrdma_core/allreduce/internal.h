@@ -198,6 +198,22 @@ class Arena
         llrdma_ar_wait_t ws{};
         return wait_one(1, g, r, ws);
     }
+    // Vectors of at most kLinesMax bytes on host buffers (shm_direct): the
+    // data travels in 64-byte lines whose last word is the round number, two
+    // generations per rank.  A reader polls the lines themselves, so one
+    // cache-line transfer brings both data and flag; a separate flag costs a
+    // second, serial one (2 ranks of the 2-core VM: 64 B took about 0.25 us
+    // that way, docs/benchmarks-h200.md).  A line is written payload first,
+    // word 7 last (release), read after word 7 (acquire): no line is ever
+    // seen half written.  The same two-generation rule as the slots.
+    static constexpr size_t kLinePayload = 56;
+    static constexpr size_t kLinesMax = LLRDMA_AR_SHM_LINES_MAX;
+    // Copies bytes (<= kLinesMax) of src into this rank's lines of round g.
+    void post_lines(uint64_t g, const void *src, size_t bytes);
+    // LLRDMA_AR_OK once every other rank's lines of round g are written.
+    int wait_lines(uint64_t g, size_t bytes);
+    // Rank r's bytes of round g into dst (contiguous).
+    void read_lines(uint64_t g, int r, void *dst, size_t bytes) const;
     // The placement word (word 1 of this rank's in-flag line): call number
     // and a small code (0..3), read by the others without a round, so that
     // a rank that knows its outcome alone need not wait for anyone
@@ -217,6 +233,7 @@ class Arena
 
   private:
     uint64_t *flag(int r, int which) const;
+    unsigned char *lines(uint64_t g, int r) const;
     void post(int which, uint64_t g);
     int wait(int which, uint64_t g);
     // ws: the wait's state, shared by every rank a wait goes through, so

@@ -9,6 +9,9 @@
 //   abort   64 B           word 0: 1 + the call (llrdma_ar_shm_t.call) of
 //                          the first failure, 0 while none; word 1: 1 + a
 //                          rank found dead, 0 while none
+//   lines   size x 2 x 19 x 64 B   rank r, generation g % 2: a small
+//                          vector in 56-byte pieces, each line's last word
+//                          the round that wrote it (Arena::post_lines)
 //   slots   2 x size x chunk   generation g % 2, rank r
 //   results 2 x chunk          generation g % 2
 //   own     2 x size x chunk   generation g % 2, rank r: private, pinned with
@@ -18,6 +21,7 @@
 #include "llrdma_peer.h"
 
 #include <chrono>
+#include <cstring>
 #include <thread>
 #include <vector>
 
@@ -47,9 +51,16 @@ size_t abort_offset(int size)
     return static_cast<size_t>(size) * kFlagsPerRank;
 }
 
-size_t slots_offset(int size)
+constexpr size_t kLinesPerGen = (Arena::kLinesMax + Arena::kLinePayload - 1) / Arena::kLinePayload;
+
+size_t lines_offset(int size)
 {
     return abort_offset(size) + kLine;
+}
+
+size_t slots_offset(int size)
+{
+    return lines_offset(size) + static_cast<size_t>(size) * 2 * kLinesPerGen * kLine;
 }
 
 uint64_t *abort_word(void *base, int size, int i)
@@ -112,6 +123,56 @@ uint64_t *Arena::flag(int r, int which) const
 {
     return reinterpret_cast<uint64_t *>(base_ + static_cast<size_t>(r) * kFlagsPerRank +
                                         static_cast<size_t>(which) * kLine);
+}
+
+unsigned char *Arena::lines(uint64_t g, int r) const
+{
+    size_t i = static_cast<size_t>(r) * 2 + static_cast<size_t>(g % 2);
+    return base_ + lines_offset(size_) + i * kLinesPerGen * kLine;
+}
+
+void Arena::post_lines(uint64_t g, const void *src, size_t bytes)
+{
+    unsigned char *l = lines(g, rank_);
+    auto s = static_cast<const unsigned char *>(src);
+    for (size_t off = 0; off < bytes; off += kLinePayload, l += kLine) {
+        size_t n = bytes - off < kLinePayload ? bytes - off : kLinePayload;
+        memcpy(l, s + off, n);
+        __atomic_store_n(reinterpret_cast<uint64_t *>(l + kLinePayload), g, __ATOMIC_RELEASE);
+    }
+    // The in flag too, so that whatever reads round numbers from it (the
+    // placement step's check for a rank that is ahead) sees this round.
+    // Nobody waits on it here: the store stays in this rank's cache.
+    post(0, g);
+}
+
+int Arena::wait_lines(uint64_t g, size_t bytes)
+{
+    const size_t n = (bytes + kLinePayload - 1) / kLinePayload;
+    llrdma_ar_wait_t ws{};
+    for (int r = 0; r < size_; ++r) {
+        if (r == rank_)
+            continue;
+        const unsigned char *l = lines(g, r);
+        uint64_t next_check = 0;
+        for (size_t i = 0; i < n; ++i) {
+            auto w = reinterpret_cast<const uint64_t *>(l + i * kLine + kLinePayload);
+            while (__atomic_load_n(w, __ATOMIC_ACQUIRE) < g) {
+                int rc = idle(r, ws, next_check);
+                if (rc != LLRDMA_AR_OK)
+                    return rc;
+            }
+        }
+    }
+    return LLRDMA_AR_OK;
+}
+
+void Arena::read_lines(uint64_t g, int r, void *dst, size_t bytes) const
+{
+    const unsigned char *l = lines(g, r);
+    auto d = static_cast<unsigned char *>(dst);
+    for (size_t off = 0; off < bytes; off += kLinePayload, l += kLine)
+        memcpy(d + off, l, bytes - off < kLinePayload ? bytes - off : kLinePayload);
 }
 
 void Arena::post(int which, uint64_t g)

@@ -31,6 +31,17 @@ LLRDMA_TEST_TIMEOUT=$((${LLRDMA_TEST_TIMEOUT:-120} * 3)) launch -np 4 "${V[@]}" 
 check_pass "4 ranks, 64-byte chunks (many rounds per call)" t_allreduce 4
 check_run "4 ranks, 64-byte chunks: the arena had them" has "shared-memory arena of .* chunk 64 ("
 check_run "4 ranks, 64-byte chunks: the arena's algorithms ran" has ": shm_\(direct\|split\), segment"
+# Vectors of at most 1 KB on host buffers go through the arena's lines (data
+# and round number in one cache line); coll_llrdma_shm_lines_max 0 turns it
+# off.  The count each rank says when its arena is released is the check.
+launch -np 3 --mca coll_llrdma_verbose 5 "$T"
+check_pass "3 ranks, small vectors in lines: PASS" t_allreduce 3
+check_run "3 ranks: the arena says its line limit" has "3 ranks, vectors up to 1024 bytes in lines"
+check_run "3 ranks: calls ran in lines" has "released after [0-9]* rounds, [1-9][0-9]* of them in lines"
+launch -np 3 --mca coll_llrdma_verbose 5 --mca coll_llrdma_shm_lines_max 0 "$T"
+check_pass "3 ranks, lines off: PASS" t_allreduce 3
+check_run "lines off: none ran in lines" has "released after [1-9][0-9]* rounds, 0 of them in lines"
+check_run "lines off: no call ran in lines" lacks "rounds, [1-9][0-9]* of them in lines"
 launch -np 3 "${V[@]}" --mca coll_llrdma_shm 0 "$T"
 check_pass "arena off: PASS" t_allreduce 3
 check_run "arena off: coll/llrdma ran" has "coll:llrdma: allreduce .* bytes"

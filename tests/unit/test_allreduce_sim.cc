@@ -361,6 +361,60 @@ BOOST_AUTO_TEST_CASE(independent_communicators)
     report(eb);
 }
 
+// shm_direct on host vectors of at most 1 KB runs in the arena's lines
+// (data and round number in each 64-byte line, 56 bytes per line): sizes
+// around the line and the 1 KB edges, 16-byte elements straddling lines,
+// in place or not, line rounds back to back with slot rounds (both
+// generations of both), every rank counting exactly the calls at or below
+// 1 KB.
+BOOST_AUTO_TEST_CASE(shm_direct_small_vectors_in_lines)
+{
+    const Combo combos[] = {{LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM},
+                            {LLRDMA_DT_INT8, LLRDMA_OP_MAX},
+                            {LLRDMA_DT_DOUBLE_COMPLEX, LLRDMA_OP_PROD},
+                            {LLRDMA_DT_DOUBLE_INT, LLRDMA_OP_MINLOC}};
+    const size_t sizes[] = {8, 48, 56, 64, 112, 120, 1008, 1024, 1040, 4096, 16, 1024};
+    for (int p : {2, 3, 5, 8}) {
+        std::vector<Case> cases;
+        uint64_t want = 0, i = 0;
+        for (const Combo &c : combos) {
+            size_t es = llrdma_ar_dtype_size(c.dt);
+            for (size_t bytes : sizes) {
+                if (bytes % es != 0)
+                    continue;
+                Case k{
+                    LLRDMA_AR_SHM_DIRECT, c,  bytes / es, static_cast<int>(i % 3), 4096, 1, false,
+                    mix(7 + i),           {}, {}};
+                prepare(k, p);
+                cases.push_back(k);
+                want += bytes <= 1024 ? 1 : 0;
+                ++i;
+            }
+        }
+        sim::World w(p, sim::Options{});
+        std::vector<std::string> errs;
+        std::mutex em;
+        std::vector<std::thread> th;
+        for (int r = 0; r < p; ++r)
+            th.emplace_back([&, r] {
+                for (const Case &k : cases) {
+                    std::string s = run_rank(w, r, p, k);
+                    if (!s.empty()) {
+                        std::lock_guard<std::mutex> g(em);
+                        errs.push_back(describe(k, p) + ": " + s);
+                    }
+                }
+            });
+        for (auto &t : th)
+            t.join();
+        report(errs);
+        for (int r = 0; r < p; ++r)
+            BOOST_CHECK_MESSAGE(w.line_rounds(r) == want, "p=" << p << " rank " << r << ": "
+                                                               << w.line_rounds(r)
+                                                               << " line rounds, want " << want);
+    }
+}
+
 BOOST_AUTO_TEST_CASE(transport_failure_propagates)
 {
     // Break the transport at many points; no rank may hang, leak a request or

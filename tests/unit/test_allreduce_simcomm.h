@@ -40,7 +40,8 @@ struct Options {
     int fail_kind = kFailAny;
     std::chrono::milliseconds timeout{20000};
     size_t shm_chunk = 4096; // the shared arena every comm() carries (shm_* algorithms)
-    bool sizes = false;      // comm() offers waitall_sizes (failures carried in messages)
+    size_t shm_lines_max = LLRDMA_AR_SHM_LINES_MAX; // llrdma_ar_shm_t.lines_max
+    bool sizes = false; // comm() offers waitall_sizes (failures carried in messages)
 };
 
 struct Req {
@@ -80,6 +81,7 @@ class World
             shm_[r] = llrdma_ar_shm_t{};
             shm_[r].base = arena_.data();
             shm_[r].chunk_bytes = o.shm_chunk;
+            shm_[r].lines_max = o.shm_lines_max;
         }
     }
     // The arena as seen by the threads: [arena_begin(), arena_end()).
@@ -111,6 +113,8 @@ class World
         return c;
     }
 
+    // Rounds rank `rank` ran in the arena's lines (llrdma_ar_shm_t.line_rounds).
+    uint64_t line_rounds(int rank) const { return shm_[rank].line_rounds; }
     int live(int rank)
     {
         std::lock_guard<std::mutex> g(m_);
