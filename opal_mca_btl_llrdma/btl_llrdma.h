@@ -106,6 +106,9 @@ typedef struct mca_btl_llrdma_module_t {
     struct rdma_cm_id *listen_id;
     mca_btl_llrdma_addr_t addr; /* what peers connect to (addr.secret: its secret) */
     uint64_t foreign_rejects;   /* connect requests without it, rejected (said once) */
+    /* Sends posted with a completion to come: [0] ob1 hears at it, [1] done
+     * for ob1 at post (the BTL's own copy; said at finalize, verbose 5). */
+    uint64_t sends_done_at_post[2];
     opal_list_t endpoints;
     opal_hash_table_t by_name; /* jobid << 32 | vpid -> endpoint: lookups by name stay O(1) */
     opal_list_t conns;         /* every connection, live or closed, until finalize */

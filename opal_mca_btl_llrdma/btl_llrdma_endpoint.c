@@ -487,8 +487,16 @@ int mca_btl_llrdma_conn_nudge(mca_btl_llrdma_conn_t *conn)
     return post_credit(ep, conn) < 0 ? -1 : 0;
 }
 
-/* Post one fragment.  Returns 1 when it went inline (complete now), 0 when
- * a completion will follow, or an error after failing the endpoint. */
+/* What post_frag did with a fragment (errors are negative). */
+enum {
+    POSTED = 0,        /* ob1 hears at its completion (SEND_ALWAYS_CALLBACK) */
+    POSTED_INLINE = 1, /* the data went with the work request: done now */
+    POSTED_COPIED = 2  /* ours, data in our buffer: done for ob1 now, the
+                        * completion returns it to its pool (btl/uct's way) */
+};
+
+/* Post one fragment: one of the above, or an error after failing the
+ * endpoint. */
 static int post_frag(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_conn_t *conn,
                      mca_btl_llrdma_frag_t *frag, int more_queued)
 {
@@ -510,8 +518,13 @@ static int post_frag(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_conn_t *conn,
     wr.num_sge = 1;
     wr.opcode = IBV_WR_SEND;
     wr.send_flags = inl ? IBV_SEND_INLINE : 0;
-    if (!inl) {
-        /* A completion will come later: ob1 must hear about it. */
+    /* Every payload was copied into the fragment's own buffer (prepare_src,
+     * alloc, sendi), so a fragment the BTL owns needs no callback unless
+     * ob1 asked for one: the send is complete for ob1 at post, and the
+     * completion only returns the buffer (done_frag).  Others wait. */
+    const uint32_t owned = MCA_BTL_DES_FLAGS_BTL_OWNERSHIP | MCA_BTL_DES_SEND_ALWAYS_CALLBACK;
+    int copied = !inl && MCA_BTL_DES_FLAGS_BTL_OWNERSHIP == (frag->base.des_flags & owned);
+    if (!inl && !copied) {
         frag->base.des_flags |= MCA_BTL_DES_SEND_ALWAYS_CALLBACK;
     }
     rc = post_wr(ep, conn, &wr, frag, inl, more_queued);
@@ -519,7 +532,10 @@ static int post_frag(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_conn_t *conn,
         return rc;
     }
     llrdma_credit_take(&conn->credit);
-    return inl ? 1 : 0;
+    if (!inl) {
+        ++ep->module->sends_done_at_post[copied];
+    }
+    return inl ? POSTED_INLINE : copied ? POSTED_COPIED : POSTED;
 }
 
 int mca_btl_llrdma_endpoint_has_waiting(mca_btl_llrdma_endpoint_t *ep, int p)
@@ -590,9 +606,9 @@ void mca_btl_llrdma_endpoint_drain_path(mca_btl_llrdma_endpoint_t *ep, int p)
         frag = (mca_btl_llrdma_frag_t *)opal_list_remove_first(&ep->pending[p]);
         more = !opal_list_is_empty(&ep->pending[p]) && slots > 1 && credits > 1;
         rc = post_frag(ep, conn, frag, more);
-        if (0 != rc) {
+        if (POSTED_INLINE == rc || rc < 0) {
             /* Inline (done) or failed: either way ob1 hears about it now. */
-            mca_btl_llrdma_frag_complete(frag, 1 == rc ? OPAL_SUCCESS : rc);
+            mca_btl_llrdma_frag_complete(frag, POSTED_INLINE == rc ? OPAL_SUCCESS : rc);
         }
         conn = ep->conn[p]; /* a callback may have changed the endpoint */
     }

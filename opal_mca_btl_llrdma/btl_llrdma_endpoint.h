@@ -112,8 +112,10 @@ typedef struct mca_btl_base_endpoint_t {
 OBJ_CLASS_DECLARATION(mca_btl_llrdma_endpoint_t);
 
 /* Queue or post a fragment (its hdr filled).  OPAL_SUCCESS when queued or
- * posted, 1 when it completed on the spot (inline, callback already run as
- * the descriptor flags ask), an error when the endpoint has failed. */
+ * posted with a callback to come, 1 when the caller completes it now
+ * (inline, or a copy of it queued), 2 when it was posted and is done for
+ * ob1 (the BTL's own fragment, data copied in: its completion only returns
+ * it to its pool), an error when the endpoint has failed. */
 int mca_btl_llrdma_endpoint_send(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_frag_t *frag);
 /* Coalescing: a message that has to wait is copied behind the last fragment
  * queued on its path, as one more record in that fragment's buffer, and is

@@ -684,6 +684,8 @@ static int send_locked(struct mca_btl_base_module_t *btl, struct mca_btl_base_en
         /* Inline: the data left with the post; nothing will complete later.
          * A callback ob1 asked for anyway runs once the lock is released. */
         mca_btl_llrdma_frag_complete(frag, OPAL_SUCCESS);
+    } else if (2 == rc) {
+        rc = 1; /* posted from our own copy: done for ob1, ours until its completion */
     }
     return rc;
 }
@@ -798,7 +800,8 @@ static int llrdma_sendi_locked(struct mca_btl_base_module_t *btl,
         mca_btl_llrdma_pool_put(frag);
         return OPAL_SUCCESS;
     }
-    return rc; /* posted: the fragment returns to its pool on completion */
+    /* Posted (0, or 2: done at post): it returns to its pool on completion. */
+    return rc < 0 ? rc : OPAL_SUCCESS;
 }
 
 static int llrdma_register_error(struct mca_btl_base_module_t *btl,
@@ -871,6 +874,14 @@ static int llrdma_finalize(struct mca_btl_base_module_t *btl)
                             "btl:llrdma: %s:%d rejected %llu connection request(s) from outside "
                             "this job",
                             m->port.dev, m->port.port, (unsigned long long)m->foreign_rejects);
+    }
+    {
+        const mca_btl_llrdma_module_t *m = (const mca_btl_llrdma_module_t *)btl;
+        opal_output_verbose(5, c->output,
+                            "btl:llrdma: %s:%d: %llu sends done for ob1 at post (copied), %llu "
+                            "at their completion",
+                            m->port.dev, m->port.port, (unsigned long long)m->sends_done_at_post[1],
+                            (unsigned long long)m->sends_done_at_post[0]);
     }
     module_destroy((mca_btl_llrdma_module_t *)btl);
     return OPAL_SUCCESS;

@@ -295,12 +295,15 @@ void fw_fini(void)
 
 static char rdma_get[] = "get", gpu_auto[] = "auto";
 
+int fw_cb_always;
+
 void fw_begin(void)
 {
     mca_btl_llrdma_component_t *c = &mca_btl_llrdma_component;
 
     fake_install();
     memset(fw, 0, sizeof(fw));
+    fw_cb_always = 0;
     fw_n = 0;
     fw_port_max_cqe = 4096;
     fw_port_max_srq_wr = 4096;
@@ -486,7 +489,8 @@ mca_btl_base_descriptor_t *fw_alloc(int i, int j, size_t size, int cls)
 
     fw_as(i);
     d = m->super.btl_alloc(&m->super, fw[i].ep[j], MCA_BTL_NO_ORDER, size,
-                           MCA_BTL_DES_FLAGS_BTL_OWNERSHIP);
+                           MCA_BTL_DES_FLAGS_BTL_OWNERSHIP |
+                               (fw_cb_always ? MCA_BTL_DES_SEND_ALWAYS_CALLBACK : 0));
     if (NULL != d) {
         d->des_cbfunc = on_send_done;
         fw_fill(i, j, d->des_segments[0].seg_addr.pval, size, cls);

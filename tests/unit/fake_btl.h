@@ -77,6 +77,11 @@ extern int fw_n;
 int fw_init(int *argc, char ***argv);
 void fw_fini(void);
 /* Start a test: a fresh fake device, no modules, default knobs. */
+/* fw_alloc's descriptors ask for a callback at completion
+ * (MCA_BTL_DES_SEND_ALWAYS_CALLBACK), as ob1's control messages do; 0 (what
+ * fw_begin sets): as its eager sends, done at post where the BTL copied
+ * the data. */
+extern int fw_cb_always;
 void fw_begin(void);
 /* Knobs a module is created with (reset by fw_begin). */
 extern uint32_t fw_port_max_cqe, fw_port_max_srq_wr;

@@ -394,9 +394,12 @@ static void test_lazy_connect_and_post_flags(void)
     CHECK(!(fake.sends[0].flags & IBV_SEND_SIGNALED));
     CHECK(16 + HDR == fake.sends[0].length);
 
-    /* A lone 1 KB send (above the inline size) is signalled, on the LL QP. */
+    /* A lone 1 KB send (above the inline size) is signalled, on the LL QP,
+     * and done for ob1 at post: the BTL owns the fragment, which holds a copy
+     * of the data, and ob1 asked for no callback. */
     first = fake.nsends;
-    CHECK(OPAL_SUCCESS == fw_send(0, 1, 1024, 0));
+    CHECK(1 == fw_send(0, 1, 1024, 0));
+    CHECK(1 == fw[0].m->sends_done_at_post[1] && 0 == fw[0].m->sends_done_at_post[0]);
     CHECK(fake.sends[first].flags & IBV_SEND_SIGNALED);
     CHECK(!(fake.sends[first].flags & IBV_SEND_INLINE));
     CHECK(fake.sends[first].qp == ca->qp);
@@ -545,6 +548,7 @@ static void test_completion_error_reaches_ob1(void)
     int posted;
 
     CHECK(0 == pair_ll(8192, 8));
+    fw_cb_always = 1; /* fragments whose callback ob1 waits for */
     ca = fw_conn(0, 1, LL);
     /* The peer stops answering: WRs posted now never arrive. */
     fake.wire_hold = 1;
@@ -567,6 +571,45 @@ static void test_completion_error_reaches_ob1(void)
     CHECK(LLRDMA_EP_FAILED == fw[0].ep[1]->state);
     CHECK(OPAL_ERR_UNREACH == fw_send(0, 1, 8, 0));
     CHECK(1 == fw_sent(0, 1));
+    fw_end(0);
+}
+
+/* ob1's eager sends (BTL-owned, no callback asked): done for ob1 at post,
+ * the fragment ours until its work completion, which returns it to its
+ * pool; the data arrives intact.  When the connection then fails, the peer
+ * is reported through the error callback and every fragment still comes
+ * back to the pool (none leaks, none calls back). */
+static void test_copied_send_done_at_post(void)
+{
+    mca_btl_llrdma_pool_t *pool;
+    int cb0;
+
+    CHECK(0 == pair_ll(8192, 8));
+    pool = &fw[0].m->path[LL].send_pool;
+    cb0 = fw[0].cb_calls; /* the connecting message, queued: it calls back */
+    fake.wire_hold = 1;
+    for (int i = 0; i < 5; ++i) {
+        CHECK(1 == fw_send(0, 1, 1000, 0));
+    }
+    CHECK(5 == fw[0].m->sends_done_at_post[1] && 0 == fw[0].m->sends_done_at_post[0]);
+    CHECK(opal_list_get_size(&pool->free) + 5 <= pool->nfrags); /* in flight: ours */
+    CHECK(cb0 == fw[0].cb_calls);
+    fake.wire_hold = 0;
+    fw_settle(100);
+    CHECK(6 == fw_sent(0, 1)); /* the connecting message and the five, verified */
+    CHECK(cb0 == fw[0].cb_calls && 0 == fw[1].err_calls);
+    CHECK(pool->nfrags == opal_list_get_size(&pool->free));
+    /* The same in flight when the connection fails. */
+    fake.wire_hold = 1;
+    for (int i = 0; i < 3; ++i) {
+        CHECK(1 == fw_send(0, 1, 1000, 0));
+    }
+    fake_qp_fail(fw_conn(0, 1, LL)->qp, IBV_WC_RETRY_EXC_ERR);
+    fake.wire_hold = 0;
+    fw_progress_one(0, 2);
+    CHECK(1 == fw[0].err_calls && NULL != strstr(fw[0].err_text, "retry counter exceeded"));
+    CHECK(cb0 == fw[0].cb_calls);
+    CHECK(pool->nfrags == opal_list_get_size(&pool->free));
     fw_end(0);
 }
 
@@ -602,6 +645,7 @@ static void test_post_failure_mid_burst(void)
     int before;
 
     CHECK(0 == pair_ll(8192, 8)); /* 8 WRs, one signalled in 2 */
+    fw_cb_always = 1;
     CHECK(2 == fw_conn(0, 1, LL)->sq.interval);
     fake.wire_hold = 1;
     before = fake.nsends;
@@ -1005,6 +1049,7 @@ static void test_peer_disconnect(void)
     CHECK(posted == fake_srq_posted(fw[1].m->path[LL].srq));
     CHECK(NULL != cb && cb->allot == fw[1].m->path[LL].rq.reserved);
     /* A WR the dead peer never received comes back flushed: reported. */
+    fw_cb_always = 1;
     fake.wire_hold = 1;
     CHECK(OPAL_SUCCESS == fw_send(0, 1, 1000, 0));
     (void)V.cm_disconnect(fw_conn(0, 1, LL)->id);
@@ -1376,6 +1421,7 @@ int main(int argc, char **argv)
     test_receive_dispatch();
     test_packed_dispatch();
     test_completion_error_reaches_ob1();
+    test_copied_send_done_at_post();
     test_post_failure_reaches_ob1();
     test_post_failure_mid_burst();
     test_accept_failure_after_tie();
