@@ -275,7 +275,7 @@ typedef struct llrdma_ar_shm {
     /* How a waiting rank behaves (llrdma_ar_wait_idle).  Zero: yield at
      * once, never sleep. */
     llrdma_ar_wait_policy_t wait;
-    /* shm_direct on host vectors of at most lines_max bytes (capped at
+    /* shm_direct on vectors of at most lines_max bytes (capped at
      * LLRDMA_AR_SHM_LINES_MAX; 0 = never) sends them in the arena's lines:
      * data and round number in one cache line.  Equal on every rank. */
     size_t lines_max;

@@ -155,7 +155,7 @@ static int llrdma_register(void)
               MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_5, &c->shm_chunk_text);
     c->shm_lines_text = "1K";
     (void)reg("shm_lines_max",
-              "Shared-memory Allreduces of host vectors up to this many bytes (shm_direct) "
+              "Shared-memory Allreduces of vectors up to this many bytes (shm_direct) "
               "send them in the arena's lines, 56 bytes of data and the round number in "
               "each 64-byte line, so one cache-line transfer carries data and flag; larger "
               "ones go through the slots with a separate flag. 0 = never, at most 1K; rank "

@@ -198,7 +198,7 @@ class Arena
         llrdma_ar_wait_t ws{};
         return wait_one(1, g, r, ws);
     }
-    // Vectors of at most kLinesMax bytes on host buffers (shm_direct): the
+    // Vectors of at most lines_max (<= kLinesMax) bytes (shm_direct): the
     // data travels in 64-byte lines whose last word is the round number, two
     // generations per rank.  A reader polls the lines themselves, so one
     // cache-line transfer brings both data and flag; a separate flag costs a

@@ -6,8 +6,8 @@
 // One flag wait per round; each rank reads p vectors instead of one, which is
 // cheap while p * bytes is small (the planner's bound).
 //
-// Host vectors of at most llrdma_ar_shm_t.lines_max bytes travel in the
-// arena's lines instead (data and round number in one cache line: Arena::post_lines).
+// Vectors of at most llrdma_ar_shm_t.lines_max bytes travel in the arena's
+// lines instead (data and round number in one cache line: Arena::post_lines).
 //
 // Floating-point order: ((v0 OP v1) OP v2) ... OP v(p-1) in rank order on every
 // rank: the same bits everywhere, and the same as shm_split.
@@ -28,28 +28,41 @@ namespace ar
 namespace
 {
 
-// A host vector of at most Arena::kLinesMax bytes: one round in the lines
-// (data and round number together), folded in rank order from copies on
-// the stack (a line holds 56 bytes, so elements may straddle two lines).
+// A vector of at most lines_max bytes: one round in the lines (data and
+// round number together), folded in rank order from copies on the stack (a
+// line holds 56 bytes, so elements may straddle two lines).  Every rank
+// takes it for the same calls, whatever its buffers: with copy hooks (device
+// memory) the input and the result pass through this rank's two private
+// chunks of the arena (pinned; the vector is at most a chunk), and the rank
+// waits for each hook copy before it goes on.
 int run_in_lines(const Args &a, Arena &ar)
 {
     Transport &t = *a.t;
     const size_t bytes = a.count * a.esize;
+    const bool hooked = t.hooked();
+    const void *in = a.sendbuf ? a.sendbuf : a.buf;
     alignas(64) unsigned char v0[Arena::kLinesMax], v1[Arena::kLinesMax];
     if (ar.broken())
         return LLRDMA_AR_ERR_TRANSPORT;
     uint64_t g = ar.next_round();
-    ar.post_lines(g, a.sendbuf ? a.sendbuf : a.buf, bytes);
-    int rc = ar.wait_lines(g, bytes);
-    if (rc != LLRDMA_AR_OK)
+    int rc = LLRDMA_AR_OK;
+    if (hooked &&
+        ((rc = t.copy(ar.own(g), in, bytes)) != LLRDMA_AR_OK || (rc = t.sync()) != LLRDMA_AR_OK))
         return ar.fail(rc);
+    ar.post_lines(g, hooked ? ar.own(g) : in, bytes);
+    if ((rc = ar.wait_lines(g, bytes)) != LLRDMA_AR_OK)
+        return ar.fail(rc);
+    void *o = hooked ? static_cast<void *>(ar.own(g + 1)) : a.buf;
     ar.read_lines(g, 0, v0, bytes);
     ar.read_lines(g, 1, v1, bytes);
-    reduce3(a.op, a.dtype, v0, v1, a.buf, a.count);
+    reduce3(a.op, a.dtype, v0, v1, o, a.count);
     for (int r = 2; r < t.size(); ++r) {
         ar.read_lines(g, r, v1, bytes);
-        reduce3(a.op, a.dtype, a.buf, v1, a.buf, a.count);
+        reduce3(a.op, a.dtype, o, v1, o, a.count);
     }
+    if (hooked &&
+        ((rc = t.copy(a.buf, o, bytes)) != LLRDMA_AR_OK || (rc = t.sync()) != LLRDMA_AR_OK))
+        return ar.fail(rc);
     ++a.shm->line_rounds;
     return LLRDMA_AR_OK;
 }
@@ -61,7 +74,9 @@ int run_shm_direct(const Args &a)
     Transport &t = *a.t;
     Arena ar(a.shm, t.rank(), t.size());
     const size_t bytes = a.count * a.esize;
-    if (!t.hooked() && t.size() >= 2 && bytes <= a.shm->lines_max && bytes <= Arena::kLinesMax)
+    // Not by buffer kind: ranks whose buffers differ must run the same rounds.
+    if (t.size() >= 2 && bytes <= a.shm->lines_max && bytes <= Arena::kLinesMax &&
+        bytes <= ar.chunk())
         return run_in_lines(a, ar);
     const bool hooked = t.hooked(), device = hooked && a.shm->device_fold;
     return shm_rounds(a, ar, [&](uint64_t g, size_t off, size_t n) {

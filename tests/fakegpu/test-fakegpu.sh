@@ -102,11 +102,20 @@ check_run "3 ranks on one GPU: detected, vectors copied whole" \
   has "shares its GPU with 2 other rank(s): device vectors are copied whole"
 # Injected on one rank: on both, the second rank's third sync could fall in the
 # next call (its third call may end before it syncs), a failure of its own.
-launch -np 1 --mca coll_llrdma_gpu_stage_max 0 "$T" --fault 3 \
-  : -np 1 --mca coll_llrdma_gpu_stage_max 0 -x FAKEGPU_FAIL_SYNC_AT=3 "$T" --fault 3
+# Through the slots (lines off: one sync per call), then through the lines
+# (800-byte vectors: two syncs per call, the fifth is call 3's first).
+L0=(--mca coll_llrdma_shm_lines_max 0 --mca coll_llrdma_gpu_stage_max 0)
+launch -np 1 "${L0[@]}" "$T" --fault 3 : -np 1 "${L0[@]}" -x FAKEGPU_FAIL_SYNC_AT=3 "$T" --fault 3
 check_pass "arena, injected failure: that call fails, the next one works on a fresh arena" $P 2
 check_run "arena, injected failure: reported with the cause" \
   has "(GPU buffers) failed: fakegpu: injected sync failure"
+launch -np 1 --mca coll_llrdma_gpu_stage_max 0 --mca coll_llrdma_verbose 5 "$T" --fault 3 \
+  : -np 1 --mca coll_llrdma_gpu_stage_max 0 -x FAKEGPU_FAIL_SYNC_AT=5 "$T" --fault 3
+check_pass "arena's lines, injected failure: that call fails, the next one works" $P 2
+check_run "arena's lines, injected failure: reported with the cause" \
+  has "(GPU buffers) failed: fakegpu: injected sync failure"
+check_run "arena's lines, injected failure: the calls ran in lines" \
+  has "rounds, [1-9][0-9]* of them in lines"
 
 # Default threshold: small device vectors staged whole, reduced on the host.
 launch -np 3 --mca coll_llrdma_verbose 10 -x FAKEGPU_EXPECT_STAGING=0 "$T"

@@ -395,6 +395,7 @@ struct RankResult {
     Bytes out;
     Hooked h;
     int live = 0;
+    uint64_t line_rounds = 0; // rounds run in the arena's lines
 };
 
 std::vector<RankResult> run_hooked(int p, const Case &k, sim::Options opt, DeviceHeap &heap,
@@ -429,6 +430,7 @@ std::vector<RankResult> run_hooked(int p, const Case &k, sim::Options opt, Devic
             rr.rc = llrdma_ar_run(&plan, &c, k.inplace == 1 ? nullptr : send, recv, k.count, k.dt,
                                   k.op, scratch, k.scratch ? sbytes : 0);
             rr.live = w.live(r);
+            rr.line_rounds = w.line_rounds(r);
             unsigned char *got = heap.real(recv, bytes);
             rr.out.assign(got, got + bytes);
             clear_padding(k.dt, rr.out);
@@ -672,6 +674,7 @@ BOOST_AUTO_TEST_CASE(shm_through_hooks)
                     ++i;
                     sim::Options opt;
                     opt.shm_chunk = 1024;
+                    opt.shm_lines_max = 0; // the slots (the lines: the next test)
                     std::vector<Bytes> ref = run_host(p, k, opt);
                     std::vector<RankResult> res =
                         run_hooked(p, k, opt, heap, -1, kNone, 0, fold > 0, fold == 2 ? 256 : 0);
@@ -712,6 +715,53 @@ BOOST_AUTO_TEST_CASE(shm_through_hooks)
                     if (fold == 1 && p > 1 && n > 0 && reduces == 0)
                         errs.push_back(describe(k, p) + ": device fold never used the hook");
                 }
+    BOOST_CHECK_EQUAL(heap.nlive(), 0u);
+    report(errs);
+}
+
+// shm_direct's lines with device buffers: the input and the result pass
+// through the rank's private arena chunks (one copy each way, each synced),
+// the CPU folds, and the bits equal the host path's; a rank takes the lines
+// for exactly the calls a host rank does (up to lines_max and the chunk).
+BOOST_AUTO_TEST_CASE(shm_direct_lines_through_hooks)
+{
+    static const auto combos = all_combos();
+    DeviceHeap heap;
+    std::vector<std::string> errs;
+    size_t i = 0;
+    for (int fold : {0, 1})
+        for (int p : {2, 3, 5})
+            for (size_t bytes : {size_t(8), size_t(64), size_t(120), size_t(1024)}) {
+                auto [dt, op] = combos[(i * 5) % combos.size()];
+                size_t es = llrdma_ar_dtype_size(dt);
+                size_t n = bytes / es > 0 ? bytes / es : 1;
+                Case k{LLRDMA_AR_SHM_DIRECT, dt,    op, n, int(i % 3), 512 * es, 1,
+                       int(i % 2),           70 + i};
+                ++i;
+                sim::Options opt;
+                opt.shm_chunk = 1024;
+                std::vector<Bytes> ref = run_host(p, k, opt);
+                std::vector<RankResult> res = run_hooked(p, k, opt, heap, -1, kNone, 0, fold, 0);
+                for (int r = 0; r < p; ++r) {
+                    const RankResult &rr = res[r];
+                    std::ostringstream e;
+                    if (rr.rc != LLRDMA_AR_OK)
+                        e << "rc " << rr.rc << "; ";
+                    if (rr.out != ref[r])
+                        e << "result differs from the host path; ";
+                    if (rr.line_rounds != 1)
+                        e << rr.line_rounds << " rounds in lines, want 1; ";
+                    if (rr.h.ncopy != 2 || rr.h.nsync < 2)
+                        e << rr.h.ncopy << " copies, " << rr.h.nsync << " syncs, want 2, 2; ";
+                    if (rr.h.nreduce != 0)
+                        e << "reduce hook used; ";
+                    for (const std::string &s : rr.h.problems)
+                        e << s << "; ";
+                    if (!e.str().empty())
+                        errs.push_back(describe(k, p) + " fold=" + std::to_string(fold) +
+                                       ": rank " + std::to_string(r) + ": " + e.str());
+                }
+            }
     BOOST_CHECK_EQUAL(heap.nlive(), 0u);
     report(errs);
 }
