@@ -103,14 +103,16 @@ check_run "3 ranks on one GPU: detected, vectors copied whole" \
 # Injected on one rank: on both, the second rank's third sync could fall in the
 # next call (its third call may end before it syncs), a failure of its own.
 # Through the slots (lines off: one sync per call), then through the lines
-# (800-byte vectors: two syncs per call, the fifth is call 3's first).
+# (800-byte vectors, lines up to 1K: two syncs per call, the fifth is call
+# 3's first).
 L0=(--mca coll_llrdma_shm_lines_max 0 --mca coll_llrdma_gpu_stage_max 0)
 launch -np 1 "${L0[@]}" "$T" --fault 3 : -np 1 "${L0[@]}" -x FAKEGPU_FAIL_SYNC_AT=3 "$T" --fault 3
 check_pass "arena, injected failure: that call fails, the next one works on a fresh arena" $P 2
 check_run "arena, injected failure: reported with the cause" \
   has "(GPU buffers) failed: fakegpu: injected sync failure"
-launch -np 1 --mca coll_llrdma_gpu_stage_max 0 --mca coll_llrdma_verbose 5 "$T" --fault 3 \
-  : -np 1 --mca coll_llrdma_gpu_stage_max 0 -x FAKEGPU_FAIL_SYNC_AT=5 "$T" --fault 3
+L1=(--mca coll_llrdma_shm_lines_max 1K --mca coll_llrdma_gpu_stage_max 0)
+launch -np 1 "${L1[@]}" --mca coll_llrdma_verbose 5 "$T" --fault 3 \
+  : -np 1 "${L1[@]}" -x FAKEGPU_FAIL_SYNC_AT=5 "$T" --fault 3
 check_pass "arena's lines, injected failure: that call fails, the next one works" $P 2
 check_run "arena's lines, injected failure: reported with the cause" \
   has "(GPU buffers) failed: fakegpu: injected sync failure"

@@ -79,14 +79,15 @@ if [ -f "$FAKE" ]; then
   launch -np 1 "${V[@]}" "$TG" --fault 3 : -np 1 -x FAKEGPU_FAIL_COPY_AT=5 "$TG" --fault 3
   check_pass "GPU copy before the arena fails on one rank: no hang, recovered" $P 2
   # Stream sync inside the arena fails on rank 1 at call 3: through the slots
-  # (one sync per call), and through the lines (800-byte vectors: two per
-  # call, the fifth is call 3's first).
+  # (one sync per call), and through the lines (800-byte vectors, lines up
+  # to 1K: two per call, the fifth is call 3's first).
   L0=(--mca coll_llrdma_shm_lines_max 0)
   launch -np 1 "${V[@]}" "${L0[@]}" --mca coll_llrdma_gpu_stage_max 0 "$TG" --fault 3 \
     : -np 1 "${L0[@]}" -x FAKEGPU_FAIL_SYNC_AT=3 "$TG" --fault 3
   check_pass "GPU sync in the arena fails on one rank: no hang, recovered" $P 2
-  launch -np 1 "${V[@]}" --mca coll_llrdma_gpu_stage_max 0 "$TG" --fault 3 \
-    : -np 1 -x FAKEGPU_FAIL_SYNC_AT=5 "$TG" --fault 3
+  L1=(--mca coll_llrdma_shm_lines_max 1K)
+  launch -np 1 "${V[@]}" "${L1[@]}" --mca coll_llrdma_gpu_stage_max 0 "$TG" --fault 3 \
+    : -np 1 "${L1[@]}" -x FAKEGPU_FAIL_SYNC_AT=5 "$TG" --fault 3
   check_pass "GPU sync in the arena's lines fails on one rank: no hang, recovered" $P 2
   # Without the arena (GPU staging over the PML): rank F's staging copy
   # fails in call 3.  The failure travels in the schedule's own messages (an
