@@ -311,6 +311,13 @@ static int wants_help(int argc, char **argv)
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : NULL;
+    static char errbuf[BUFSIZ];
+
+    /* One write per stderr line: glibc 2.37 and later write an unbuffered
+     * stream's fprintf in 128-byte pieces, and mpirun forwards each piece as
+     * it comes, so another rank's line could land inside a long one (the
+     * --verify reports, under Debian 13's Open MPI 5.0). */
+    setvbuf(stderr, errbuf, _IOLBF, sizeof(errbuf));
 
     if (NULL == mode) {
         bench_usage_error(NULL, "missing mode: pingpong, bw, bibw, allreduce, incast, sweep "

@@ -227,7 +227,14 @@ class Arena
     int wait_place(uint64_t call, unsigned *codes, int *who);
     // Marks the arena broken (every rank's waits end) and returns rc.
     int fail(int rc);
-    bool broken() const;
+    // The recorded failure as it concerns this rank's call (s_->call):
+    // LLRDMA_AR_OK while there is none, and for one recorded in a later
+    // call.  Its rank finished this call, and every wait of a call is on
+    // every other rank, so all this call waits for is posted; a waiter that
+    // read a flag just before its post and the record just after must not
+    // fail this call for it (docs/allreduce.md, "Failures").
+    int failure() const;
+    bool broken() const; // failure() != LLRDMA_AR_OK
     uint64_t next_round() { return ++s_->gen; }
     size_t chunk() const { return s_->chunk_bytes; }
 

@@ -181,12 +181,21 @@ void Arena::post(int which, uint64_t g)
     __atomic_store_n(flag(rank_, which), g, __ATOMIC_RELEASE);
 }
 
+int Arena::failure() const
+{
+    uint64_t w = __atomic_load_n(abort_word(base_, size_, 0), __ATOMIC_ACQUIRE);
+    if (w == 0 || w - 1 > s_->call)
+        return LLRDMA_AR_OK;
+    return __atomic_load_n(abort_word(base_, size_, 1), __ATOMIC_ACQUIRE) != 0
+               ? LLRDMA_AR_ERR_PEER_GONE
+               : LLRDMA_AR_ERR_TRANSPORT;
+}
+
 int Arena::idle(int r, llrdma_ar_wait_t &w, uint64_t &next_check)
 {
-    if (__atomic_load_n(abort_word(base_, size_, 0), __ATOMIC_RELAXED) != 0)
-        return __atomic_load_n(abort_word(base_, size_, 1), __ATOMIC_ACQUIRE) != 0
-                   ? LLRDMA_AR_ERR_PEER_GONE
-                   : LLRDMA_AR_ERR_TRANSPORT;
+    int rc = failure();
+    if (rc != LLRDMA_AR_OK)
+        return rc;
     llrdma_ar_wait_idle(&s_->wait, &w, s_->progress, s_->progress_ctx);
     if (w.polls % kPollsPerYield != 0 || !s_->alive || s_->liveness_ns == 0)
         return LLRDMA_AR_OK;
@@ -276,7 +285,7 @@ int Arena::fail(int rc)
 
 bool Arena::broken() const
 {
-    return __atomic_load_n(abort_word(base_, size_, 0), __ATOMIC_ACQUIRE) != 0;
+    return failure() != LLRDMA_AR_OK;
 }
 
 int ShmInput::round(uint64_t g, size_t off, size_t n, size_t next)

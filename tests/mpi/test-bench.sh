@@ -210,6 +210,8 @@ check "allreduce without --verify, same damage: exit 0 (the hook alone fails not
   test $rc -eq 0
 # LLRDMA_BENCH_TEST_STALE=RANK:SIZE:ITER: rank 2 keeps call 6's input for call
 # 7, so every element of call 7 is wrong on every rank (inputs vary per call).
+# Each rank's report is one write (llrdma-bench line-buffers stderr): whole
+# lines under Debian 13's glibc too, where another rank's landed inside one.
 launch -np 3 -x LLRDMA_BENCH_TEST_STALE=2:64:7 "$real" allreduce --sizes 64 --dtype float \
   --warmup 2 --iters 20 --verify
 check "allreduce --verify, one rank's input not refilled for call 7: exit 1 (exit $rc)" \

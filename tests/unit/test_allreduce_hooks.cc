@@ -1052,6 +1052,48 @@ BOOST_AUTO_TEST_CASE(shm_check_tells_the_call_it_broke_in)
     llrdma_ar_shm_fail(nullptr, p); // no crash
 }
 
+BOOST_AUTO_TEST_CASE(shm_a_later_calls_failure_does_not_end_this_call)
+{
+    // A rank that finished call 5 and failed in call 6 recorded 6 while the
+    // others were still in call 5 (one of them late, so the rest wait with
+    // the record there): call 5 still ends right everywhere; 6 fails, 7
+    // rebuilds.  Before, any record ended every wait: call 5 failed.
+    for (int alg : {LLRDMA_AR_SHM_DIRECT, LLRDMA_AR_SHM_SPLIT})
+        for (int p : {2, 3}) {
+            sim::Options opt;
+            opt.shm_chunk = 256;
+            sim::World w(p, opt);
+            llrdma_ar_shm_t later = *w.comm(0).shm;
+            later.call = 6;
+            llrdma_ar_shm_fail(&later, p);
+            std::vector<int> rc(p, 99);
+            std::vector<int32_t> last(p, 0);
+            std::vector<std::thread> th;
+            for (int r = 0; r < p; ++r)
+                th.emplace_back([&, r] {
+                    llrdma_ar_comm_t c = w.comm(r);
+                    c.shm->call = 5;
+                    if (r == p - 1)
+                        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+                    std::vector<int32_t> v(1000, r + 1);
+                    llrdma_ar_plan_t plan{alg, 1024, 1, "test", 0, nullptr, 0, 0, 0};
+                    rc[r] = llrdma_ar_run(&plan, &c, nullptr, v.data(), v.size(), LLRDMA_DT_INT32,
+                                          LLRDMA_OP_SUM, nullptr, 0);
+                    last[r] = v[999];
+                });
+            for (auto &t : th)
+                t.join();
+            std::string ctx = std::string(llrdma_ar_alg_name(alg)) + " p=" + std::to_string(p);
+            for (int r = 0; r < p; ++r)
+                BOOST_CHECK_MESSAGE(rc[r] == LLRDMA_AR_OK && last[r] == p * (p + 1) / 2,
+                                    ctx << ": rank " << r << " rc " << rc[r] << " sum " << last[r]);
+            later.call = 6;
+            BOOST_CHECK_EQUAL(llrdma_ar_shm_check(&later, p, nullptr), LLRDMA_AR_SHM_FAILED);
+            later.call = 7;
+            BOOST_CHECK_EQUAL(llrdma_ar_shm_check(&later, p, nullptr), LLRDMA_AR_SHM_REBUILD);
+        }
+}
+
 namespace
 {
 struct Liveness {
