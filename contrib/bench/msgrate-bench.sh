@@ -102,28 +102,10 @@ for b in bad:
 PYEOF
 }
 
-if [[ ${1:-} == --guest ]]; then
-  guest "$2"
-  exit 0
-fi
-if [[ ${1:-} == --summary ]]; then
-  summary "${2:-$OUT}"
-  exit
-fi
-if [[ $# -gt 0 ]]; then
-  sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'
-  exit 2
-fi
-mkdir -p "$OUT"
-{
-  echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
-  if git -C "$here/../.." rev-parse --git-dir > /dev/null 2>&1; then
-    echo "source: $(git -C "$here/../.." rev-parse --short HEAD)" \
-         "($(git -C "$here/../.." status --short -uno | wc -l) modified tracked files)"
-  fi
-  echo "prefix: $PREFIX"
-} > "$OUT/host.txt"
-cat "$OUT/host.txt"
+bench_note() { echo "prefix: $PREFIX"; }
+# shellcheck source=contrib/bench/bench-lib.sh
+. "$here/bench-lib.sh"
+bench_main "$0" "$@"
 export PREFIX SIZES WINDOW WINDOWS ROUNDS
 "$here/../softroce-vm" --rw "$(dirname "$OUT")" --timeout "${VM_TIMEOUT:-1500}" -- \
   bash "$here/msgrate-bench.sh" --guest "$OUT" 2>&1 | tee "$OUT/guest.log"

@@ -93,8 +93,10 @@ std::string run_rank(sim::World &w, int r, int p, const Case &k)
     return e.str().empty() ? "" : "rank " + std::to_string(r) + ": " + e.str();
 }
 
-// Runs the cases back to back on p threads (no barrier between calls).
-std::vector<std::string> run_world(int p, const std::vector<Case> &cases, sim::Options opt)
+// Runs the cases back to back on p threads (no barrier between calls);
+// line_rounds (optional): each rank's rounds run in the arena's lines.
+std::vector<std::string> run_world(int p, const std::vector<Case> &cases, sim::Options opt,
+                                   std::vector<uint64_t> *line_rounds = nullptr)
 {
     sim::World w(p, opt);
     std::vector<std::string> errs;
@@ -116,6 +118,8 @@ std::vector<std::string> run_world(int p, const std::vector<Case> &cases, sim::O
         errs.push_back("p=" + std::to_string(p) + ": unmatched messages left");
     for (const std::string &s : w.problems())
         errs.push_back("p=" + std::to_string(p) + ": " + s);
+    for (int r = 0; line_rounds && r < p; ++r)
+        line_rounds->push_back(w.line_rounds(r));
     return errs;
 }
 
@@ -391,27 +395,12 @@ BOOST_AUTO_TEST_CASE(shm_direct_small_vectors_in_lines)
                 ++i;
             }
         }
-        sim::World w(p, sim::Options{});
-        std::vector<std::string> errs;
-        std::mutex em;
-        std::vector<std::thread> th;
+        std::vector<uint64_t> rounds;
+        report(run_world(p, cases, sim::Options{}, &rounds));
         for (int r = 0; r < p; ++r)
-            th.emplace_back([&, r] {
-                for (const Case &k : cases) {
-                    std::string s = run_rank(w, r, p, k);
-                    if (!s.empty()) {
-                        std::lock_guard<std::mutex> g(em);
-                        errs.push_back(describe(k, p) + ": " + s);
-                    }
-                }
-            });
-        for (auto &t : th)
-            t.join();
-        report(errs);
-        for (int r = 0; r < p; ++r)
-            BOOST_CHECK_MESSAGE(w.line_rounds(r) == want, "p=" << p << " rank " << r << ": "
-                                                               << w.line_rounds(r)
-                                                               << " line rounds, want " << want);
+            BOOST_CHECK_MESSAGE(rounds.at(r) == want, "p=" << p << " rank " << r << ": "
+                                                           << rounds.at(r) << " line rounds, want "
+                                                           << want);
     }
 }
 
