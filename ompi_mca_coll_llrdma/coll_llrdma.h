@@ -83,6 +83,8 @@ typedef struct mca_coll_llrdma_component_t {
     int mismatch;      /* llrdma_mismatch_action_t (an enumerated knob) */
     uint64_t hint;     /* the hint coll uses */
     int checked_world; /* cross-rank check done */
+    int published;     /* this rank's pid is in the modex (coll_llrdma_pml.c) */
+    int off_for_job;   /* some rank has no coll/llrdma: off on every communicator */
     /* coll_llrdma_node_split, parsed (llrdma_ar_node_split_parse); n 0 = off */
     int split_sizes[MCA_COLL_LLRDMA_SPLIT_MAX];
     int split_n, split_repeat;
@@ -160,6 +162,8 @@ mca_coll_base_module_t *mca_coll_llrdma_comm_query(struct ompi_communicator_t *c
 /* coll_llrdma_check.c: cross-rank hint check over the modex (MPI_COMM_WORLD,
  * once, during MPI_Init; no communication). */
 void mca_coll_llrdma_check_world(struct ompi_communicator_t *world);
+/* Some rank of MPI_COMM_WORLD without coll/llrdma: off_for_job, reported. */
+void mca_coll_llrdma_check_loaded(struct ompi_communicator_t *world);
 /* coll_llrdma_component.c: coll_llrdma_node_split must cover MPI_COMM_WORLD
  * exactly (an explicit list); otherwise MPI_Init ends naming the knob. */
 void mca_coll_llrdma_check_split(struct ompi_communicator_t *world);
@@ -293,6 +297,8 @@ void mca_coll_llrdma_say_gone(mca_coll_llrdma_module_t *m, struct ompi_communica
 /* coll_llrdma_pml.c: this process's pid in the modex (component open), and
  * whether a process still runs (0: no such pid, or a zombie). */
 void mca_coll_llrdma_publish_pid(void);
+/* 1 when MPI_COMM_WORLD rank `rank` published its pid: its coll/llrdma opened. */
+int mca_coll_llrdma_world_rank_has_coll(int rank);
 int mca_coll_llrdma_pid_alive(long pid);
 /* The lowest rank of comm on this node whose process is gone, or -1. */
 int mca_coll_llrdma_first_gone(struct ompi_communicator_t *comm);

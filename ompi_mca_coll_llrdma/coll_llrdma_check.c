@@ -106,6 +106,62 @@ out_free:
     free(peers);
 }
 
+/* Every rank whose coll/llrdma can be chosen published its pid in the modex
+ * (mca_coll_llrdma_publish_pid).  A rank without the record has no
+ * coll/llrdma (--mca coll, another component path, a component that failed
+ * to load), and one Allreduce split between coll/llrdma and another
+ * component computes garbage, hangs, or hands a device pointer to a module
+ * that cannot read it.  Every rank with coll/llrdma reads the same records,
+ * so all of them turn it off for the job, or the job ends.  Only after the
+ * full modex of MPI_Init (its default): else a missing record proves
+ * nothing. */
+void mca_coll_llrdma_check_loaded(struct ompi_communicator_t *world)
+{
+    mca_coll_llrdma_component_t *c = &mca_coll_llrdma_component;
+    int n = ompi_comm_size(world), me = ompi_comm_rank(world), lacking = 0, reporter = -1;
+    char report[1024];
+    size_t used = 0;
+
+    if (!c->published || opal_pmix_base_async_modex || !opal_pmix_collect_all_data) {
+        return;
+    }
+    for (int r = 0; r < n; ++r) {
+        if (r != me && !mca_coll_llrdma_world_rank_has_coll(r)) {
+            if (0 == lacking++) {
+                used = (size_t)snprintf(report, sizeof(report),
+                                        "  coll/llrdma is not loaded on rank(s) %d", r);
+            } else if (lacking <= 8 && used < sizeof(report)) {
+                used += (size_t)snprintf(report + used, sizeof(report) - used, ", %d", r);
+            }
+        } else if (reporter < 0) {
+            reporter = r;
+        }
+    }
+    if (0 == lacking) {
+        return;
+    }
+    if (used < sizeof(report)) {
+        (void)snprintf(report + used, sizeof(report) - used, "%s (%d of %d ranks)%s",
+                       lacking > 8 ? ", ..." : "", lacking, n,
+                       LLRDMA_MISMATCH_WARN == c->mismatch
+                           ? "; coll/llrdma is off on every communicator of this job"
+                           : "");
+    }
+    c->off_for_job = 1;
+    if (LLRDMA_MISMATCH_WARN == c->mismatch) {
+        if (me == reporter) {
+            llrdma_mca_warn("coll not on every rank", report);
+        }
+        return;
+    }
+    if (me == reporter) {
+        llrdma_mca_fatal("coll not on every rank", report);
+    }
+    sleep(LLRDMA_MISMATCH_GRACE_S);
+    llrdma_mca_abort("llrdma: coll/llrdma is not loaded on every rank (reported by the lowest "
+                     "rank that has it)");
+}
+
 /* btl/llrdma unused although the user set one of its knobs (another PML, or
  * no peer on another node reached): one line per job, from rank 0 of
  * MPI_COMM_WORLD, on what it sees towards a sample of the ranks (the other

@@ -292,8 +292,10 @@ mca_coll_base_module_t *mca_coll_llrdma_comm_query(struct ompi_communicator_t *c
         mca_coll_llrdma_check_world(comm);
         mca_coll_llrdma_check_split(comm);
         mca_coll_llrdma_check_netuse(comm);
+        mca_coll_llrdma_check_loaded(comm);
     }
-    if (OMPI_COMM_IS_INTER(comm) || mca_coll_llrdma_component.priority <= 0) {
+    if (OMPI_COMM_IS_INTER(comm) || mca_coll_llrdma_component.priority <= 0 ||
+        mca_coll_llrdma_component.off_for_job) {
         return NULL;
     }
     m = OBJ_NEW(mca_coll_llrdma_module_t);

@@ -41,8 +41,22 @@
 void mca_coll_llrdma_publish_pid(void)
 {
     /* Fails without a runtime (ompi_info); without it ranks are never
-     * found gone: the old behaviour. */
-    (void)llrdma_modex_put_int64(LLRDMA_PID_KEY, (int64_t)getpid());
+     * found gone: the old behaviour.  Only where coll/llrdma can be chosen:
+     * the record also says so to the other ranks (check_loaded). */
+    if (mca_coll_llrdma_component.priority <= 0) {
+        return;
+    }
+    mca_coll_llrdma_component.published =
+        OPAL_SUCCESS == llrdma_modex_put_int64(LLRDMA_PID_KEY, (int64_t)getpid());
+}
+
+int mca_coll_llrdma_world_rank_has_coll(int rank)
+{
+    opal_process_name_t name = OPAL_PROC_MY_NAME;
+    int64_t pid = 0;
+
+    name.vpid = (opal_vpid_t)rank;
+    return OPAL_SUCCESS == llrdma_modex_get_int64(&name, LLRDMA_PID_KEY, &pid);
 }
 
 int mca_coll_llrdma_pid_alive(long pid)
