@@ -80,11 +80,13 @@ typedef struct mca_coll_llrdma_component_t {
     size_t gpu_peer_min;      /* validated gpu_peer_min_text */
     int test_alloc_rank;      /* LLRDMA_TEST_ALLOC_FAIL=RANK:CALL (tests only) */
     uint64_t test_alloc_call;
-    int mismatch;      /* llrdma_mismatch_action_t (an enumerated knob) */
-    uint64_t hint;     /* the hint coll uses */
-    int checked_world; /* cross-rank check done */
-    int published;     /* this rank's pid is in the modex (coll_llrdma_pml.c) */
-    int off_for_job;   /* some rank has no coll/llrdma: off on every communicator */
+    long test_die_send; /* LLRDMA_TEST_DIE_AT_SEND=WORLDRANK:N: SIGKILL before the
+                           N-th PML send of this process (tests only; 0 off) */
+    int mismatch;       /* llrdma_mismatch_action_t (an enumerated knob) */
+    uint64_t hint;      /* the hint coll uses */
+    int checked_world;  /* cross-rank check done */
+    int published;      /* this rank's pid is in the modex (coll_llrdma_pml.c) */
+    int off_for_job;    /* some rank has no coll/llrdma: off on every communicator */
     /* coll_llrdma_node_split, parsed (llrdma_ar_node_split_parse); n 0 = off */
     int split_sizes[MCA_COLL_LLRDMA_SPLIT_MAX];
     int split_n, split_repeat;
@@ -281,11 +283,19 @@ int mca_coll_llrdma_allreduce(const void *sbuf, void *rbuf, int count,
 /* The PML transport of the core (llrdma_ar_comm_t), shared with the GPU
  * staging transport.  ctx: the first Open MPI error, returned to the caller
  * instead of the core's generic LLRDMA_AR_ERR_TRANSPORT. */
+#define MCA_COLL_LLRDMA_PML_TRACK 128
 typedef struct mca_coll_llrdma_pml_ctx {
     struct ompi_communicator_t *comm;
     int err;
     int gone;      /* a rank of comm on this node found gone while waiting, or -1 */
     int abandoned; /* requests given up incomplete (their memory must stay) */
+    /* Each outstanding request's peer: a wait gives up only on a gone peer's
+     * messages (a full table: any gone rank of this node, as before). */
+    int ntrack;
+    struct {
+        void *req;
+        int peer;
+    } track[MCA_COLL_LLRDMA_PML_TRACK];
 } mca_coll_llrdma_pml_ctx_t;
 void mca_coll_llrdma_pml_ctx_init(mca_coll_llrdma_pml_ctx_t *c, struct ompi_communicator_t *comm);
 /* After a call: 1 when a rank was found gone (said once; every later

@@ -459,6 +459,8 @@ static int run_plan(const llrdma_ar_plan_t *plan, const void *sbuf, void *rbuf, 
                     struct ompi_datatype_t *dtype, struct ompi_op_t *op, int dt, int lop,
                     size_t esize, int skind, int rkind, int device,
                     struct ompi_communicator_t *comm, mca_coll_llrdma_module_t *m, int failed);
+static int end_message_call(mca_coll_llrdma_module_t *m, struct ompi_communicator_t *comm,
+                            mca_coll_llrdma_pml_ctx_t *ctx, int rc);
 
 /* The host pass of a call whose device vectors are copied whole: the same
  * plan on the host copies (mca_coll_llrdma_gpu_fallback calls it back). */
@@ -603,10 +605,29 @@ static int run_plan(const llrdma_ar_plan_t *plan, const void *sbuf, void *rbuf, 
     }
     rc = llrdma_ar_run(plan, &tc, MPI_IN_PLACE == sbuf ? NULL : sbuf, rbuf, (size_t)count, dt, lop,
                        m->scratch, m->scratch_bytes);
-    if (mca_coll_llrdma_pml_gone(m, &ctx) && ctx.abandoned > 0) {
-        /* A request given up incomplete may still write into it: leaked. */
-        m->scratch = NULL;
-        m->scratch_bytes = 0;
+    return end_message_call(m, comm, &ctx, rc);
+}
+
+/* After a call over the PML: a rank found gone fails this call and every
+ * later one (m->msg_gone, said once); scratch a given-up request may still
+ * write into is leaked.  A failure carried in from another rank may have
+ * come from a death this rank's own messages did not see: it looks. */
+static int end_message_call(mca_coll_llrdma_module_t *m, struct ompi_communicator_t *comm,
+                            mca_coll_llrdma_pml_ctx_t *ctx, int rc)
+{
+    const mca_coll_llrdma_component_t *c = &mca_coll_llrdma_component;
+
+    if (LLRDMA_AR_ERR_PEER_FAILED == rc && ctx->gone < 0 && 0 != c->shm_liveness_ms) {
+        ctx->gone = mca_coll_llrdma_first_gone(comm);
+    }
+    if (mca_coll_llrdma_pml_gone(m, ctx)) {
+        if (ctx->abandoned > 0) {
+            m->scratch = NULL; /* a request given up incomplete may still write into it */
+            m->scratch_bytes = 0;
+        }
+        if (LLRDMA_AR_OK == rc) {
+            rc = LLRDMA_AR_ERR_PEER_GONE; /* said by mca_coll_llrdma_pml_gone */
+        }
     }
     if (m->scratch_bytes > c->scratch_cache_max) {
         /* Kept between calls only up to the cap (memory bound, docs/allreduce.md). */
@@ -614,7 +635,60 @@ static int run_plan(const llrdma_ar_plan_t *plan, const void *sbuf, void *rbuf, 
         m->scratch = NULL;
         m->scratch_bytes = 0;
     }
-    return mca_coll_llrdma_ar_status(rc, ctx.err, comm);
+    return mca_coll_llrdma_ar_status(rc, ctx->err, comm);
+}
+
+/* A call after a rank of the communicator was found gone (m->msg_gone), on
+ * a message plan: it still runs its schedule, carrying the failure (empty
+ * sends, no local work, nothing to or from the gone rank), so a rank that
+ * has not seen the death yet is not left waiting for this one; then it
+ * fails.  Receives still land: in rbuf when it is host memory (its contents
+ * are undefined after a failed call), else in a host buffer of its size. */
+static int run_failed(const llrdma_ar_plan_t *plan, void *rbuf, int count, int dt, int lop,
+                      size_t esize, int rkind, struct ompi_communicator_t *comm,
+                      mca_coll_llrdma_module_t *m)
+{
+    mca_coll_llrdma_pml_ctx_t ctx;
+    llrdma_ar_comm_t tc;
+    size_t need = llrdma_ar_scratch_bytes(plan, (size_t)count, dt, ompi_comm_size(comm));
+    void *host = rbuf;
+    int rc;
+
+    if (LLRDMA_MEM_HOST != rkind && NULL == (host = malloc((size_t)count * esize))) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    if (need > m->scratch_bytes) {
+        void *p = realloc(m->scratch, need);
+        if (NULL == p) {
+            if (host != rbuf) {
+                free(host);
+            }
+            return OMPI_ERR_OUT_OF_RESOURCE;
+        }
+        m->scratch = p;
+        m->scratch_bytes = need;
+    }
+    mca_coll_llrdma_pml_ctx_init(&ctx, comm);
+    ctx.gone = m->msg_gone;
+    memset(&tc, 0, sizeof(tc));
+    tc.ctx = &ctx;
+    tc.rank = ompi_comm_rank(comm);
+    tc.size = ompi_comm_size(comm);
+    tc.isend = mca_coll_llrdma_pml_isend;
+    tc.irecv = mca_coll_llrdma_pml_irecv;
+    tc.waitall = mca_coll_llrdma_pml_waitall;
+    tc.waitall_sizes = mca_coll_llrdma_pml_waitall_sizes;
+    tc.cancel = mca_coll_llrdma_pml_cancel;
+    tc.failed = 1;
+    rc = llrdma_ar_run(plan, &tc, NULL, host, (size_t)count, dt, lop, m->scratch, m->scratch_bytes);
+    if (ctx.abandoned > 0) {
+        m->scratch = NULL; /* as end_message_call: a given-up request may write into them */
+        m->scratch_bytes = 0;
+    } else if (host != rbuf) {
+        free(host);
+    }
+    (void)rc; /* LLRDMA_AR_ERR_MEMORY, the failure it carried */
+    return OMPI_ERROR;
 }
 
 /* The arena is broken (llrdma_ar_shm_check's state st): OMPI_SUCCESS when
@@ -782,9 +856,6 @@ int mca_coll_llrdma_allreduce(const void *sbuf, void *rbuf, int count,
     size_t esize = 0;
     llrdma_ar_plan_t plan;
 
-    if (m->msg_gone >= 0) {
-        return OMPI_ERROR; /* a rank of this communicator is gone (said once) */
-    }
     if (m->agreed <= 0 && !mca_coll_llrdma_agree(m, comm)) {
         decline(m, comm);
         why = NULL != m->decline_why ? m->decline_why : "ranks disagree on the plan inputs";
@@ -805,6 +876,9 @@ int mca_coll_llrdma_allreduce(const void *sbuf, void *rbuf, int count,
     if (NULL == why && LLRDMA_AR_OK != make_plan(m, comm, (size_t)count * esize, esize, &plan)) {
         why = "planner rejected the arguments";
     }
+    if (NULL != why && m->msg_gone >= 0) {
+        return OMPI_ERROR; /* the module below would wait for the gone rank */
+    }
     if (NULL != why) {
         if (c->verbose >= 10) { /* skip the argument work on the hot path */
             opal_output_verbose(10, c->output,
@@ -819,6 +893,14 @@ int mca_coll_llrdma_allreduce(const void *sbuf, void *rbuf, int count,
         }
         return m->previous_allreduce(sbuf, rbuf, count, dtype, op, comm,
                                      m->previous_allreduce_module);
+    }
+    if (m->msg_gone >= 0) {
+        /* A rank of this communicator is gone (said once): every call fails,
+         * a message plan after running its schedule for the others. */
+        if (LLRDMA_AR_HIER == plan.alg || is_shm_plan(m, &plan)) {
+            return OMPI_ERROR;
+        }
+        return run_failed(&plan, rbuf, count, dt, lop, esize, rkind, comm, m);
     }
     if (LLRDMA_AR_HIER == plan.alg) {
         return hier_call(&plan, sbuf, rbuf, count, dtype, op, dt, lop, esize, skind, rkind, device,

@@ -491,6 +491,17 @@ int mca_coll_llrdma_init_query(bool enable_progress_threads, bool enable_mpi_thr
             c->test_alloc_rank = -1;
         }
     }
+    {
+        /* World rank: init_query runs before MPI_COMM_WORLD has one, so the
+         * launcher's variable decides (mpirun 4.1 and 5.0 set it). */
+        const char *t = getenv("LLRDMA_TEST_DIE_AT_SEND"), *me = getenv("OMPI_COMM_WORLD_RANK");
+        int r = -1;
+        long n = 0;
+        c->test_die_send = 0;
+        if (NULL != t && NULL != me && 2 == sscanf(t, "%d:%ld", &r, &n) && r == atoi(me) && n > 0) {
+            c->test_die_send = n;
+        }
+    }
     if (LLRDMA_AR_OK != llrdma_ar_node_split_parse(c->node_split_text, c->split_sizes,
                                                    MCA_COLL_LLRDMA_SPLIT_MAX, &c->split_n,
                                                    &c->split_repeat, err, sizeof(err))) {

@@ -280,6 +280,9 @@ static int gpu_waitall_sizes(void *ctx, int n, void **reqs, size_t *bytes)
             if (g->pml.abandoned != abandoned) {
                 q->bounce = NULL; /* the PML may still use it: leaked on purpose */
             }
+        } else if (g->pml.abandoned != abandoned) {
+            q->bounce = NULL; /* given up (a gone peer's, read as empty): leaked too */
+            got = 0;
         } else if (NULL != q->dst && !g->cancelling && !g->cuda_failed &&
                    OMPI_SUCCESS == g->pml.err && got == q->bytes) {
             if (0 != g->api->stage_in(g->s, q->dst, q->bounce, q->bytes)) {
@@ -405,6 +408,14 @@ int mca_coll_llrdma_allreduce_gpu(const llrdma_ar_plan_t *plan, const void *sbuf
     }
 
     rc = llrdma_ar_run(plan, &tc, sbuf, rbuf, count, dt, lop, NULL, 0);
+    /* A rank found gone fails this call and every later one (as on host). */
+    if (LLRDMA_AR_ERR_PEER_FAILED == rc && g.pml.gone < 0 &&
+        0 != mca_coll_llrdma_component.shm_liveness_ms) {
+        g.pml.gone = mca_coll_llrdma_first_gone(comm);
+    }
+    if (mca_coll_llrdma_pml_gone(m, &g.pml) && LLRDMA_AR_OK == rc) {
+        rc = LLRDMA_AR_ERR_PEER_GONE;
+    }
     /* Always: waits for the stream and releases the session. */
     if (0 != g.api->end(g.s, err, sizeof(err))) {
         opal_output(0, "coll:llrdma: MPI_Allreduce on %s (GPU buffers) failed: %s", comm->c_name,

@@ -6,11 +6,16 @@
  * Dead ranks (docs/allreduce.md, "Failures").  ob1 cannot cancel a send and
  * a receive from a process that died never completes, so a blocking wait
  * would wait forever.  A wait that has not completed for
- * coll_llrdma_shm_liveness_ms asks whether every rank of the communicator
- * on this node still runs (its pid, published in the modex when the
- * component opens); on the first that does not, the call stops waiting and
- * fails naming it.  Ranks of other nodes are not checked: their death ends
- * the job through the launcher (or breaks the connection).
+ * coll_llrdma_shm_liveness_ms asks whether its peer still runs (its pid,
+ * published in the modex when the component opens).  Only a gone peer's
+ * messages are given up, and a receive given up reads as an empty message:
+ * the core carries the failure on through the rest of the schedule, so the
+ * messages of live peers are still matched and completed.  Giving those up
+ * too would let the PML read a send's buffer after the call returned, and a
+ * peer still in the call receive the caller's next input.  A peer on another
+ * node cannot be checked: its wait gives up when any rank of this node is
+ * gone, as the call fails anyway; the death of a remote rank ends the job
+ * through the launcher (or breaks the connection).
  */
 #include "ompi_config.h"
 
@@ -127,6 +132,34 @@ void mca_coll_llrdma_pml_ctx_init(mca_coll_llrdma_pml_ctx_t *c, struct ompi_comm
     c->err = OMPI_SUCCESS;
     c->gone = -1;
     c->abandoned = 0;
+    c->ntrack = 0;
+}
+
+/* A message to or from a rank already known gone is not posted: this stands
+ * for it, complete, and a receive reads as empty. */
+static char gone_req_storage;
+#define GONE_REQ ((ompi_request_t *)(void *)&gone_req_storage)
+
+static void track(mca_coll_llrdma_pml_ctx_t *c, ompi_request_t *r, int peer)
+{
+    if (c->ntrack < MCA_COLL_LLRDMA_PML_TRACK) {
+        c->track[c->ntrack].req = r;
+        c->track[c->ntrack].peer = peer;
+        ++c->ntrack;
+    }
+}
+
+/* The request's peer, or -1 (not in the table: it was full). */
+static int untrack(mca_coll_llrdma_pml_ctx_t *c, const ompi_request_t *r)
+{
+    for (int i = 0; i < c->ntrack; ++i) {
+        if (c->track[i].req == r) {
+            int peer = c->track[i].peer;
+            c->track[i] = c->track[--c->ntrack];
+            return peer;
+        }
+    }
+    return -1;
 }
 
 static int record(mca_coll_llrdma_pml_ctx_t *c, int rc)
@@ -148,11 +181,20 @@ int mca_coll_llrdma_pml_isend(void *ctx, const void *buf, size_t bytes, int peer
     int rc;
 
     (void)tag;
+    if (peer == c->gone) {
+        *req = GONE_REQ;
+        return 0;
+    }
+    if (0 != mca_coll_llrdma_component.test_die_send &&
+        0 == --mca_coll_llrdma_component.test_die_send) {
+        raise(SIGKILL); /* tests: a rank that dies between its messages */
+    }
     rc = MCA_PML_CALL(isend(buf, bytes, MPI_BYTE, peer, MCA_COLL_BASE_TAG_ALLREDUCE,
                             MCA_PML_BASE_SEND_STANDARD, c->comm, &r));
     if (OMPI_SUCCESS != rc) {
         return record(c, rc);
     }
+    track(c, r, peer);
     *req = r;
     return 0;
 }
@@ -164,10 +206,15 @@ int mca_coll_llrdma_pml_irecv(void *ctx, void *buf, size_t bytes, int peer, int 
     int rc;
 
     (void)tag;
+    if (peer == c->gone) {
+        *req = GONE_REQ;
+        return 0;
+    }
     rc = MCA_PML_CALL(irecv(buf, bytes, MPI_BYTE, peer, MCA_COLL_BASE_TAG_ALLREDUCE, c->comm, &r));
     if (OMPI_SUCCESS != rc) {
         return record(c, rc);
     }
+    track(c, r, peer);
     *req = r;
     return 0;
 }
@@ -192,17 +239,40 @@ static void abandon(mca_coll_llrdma_pml_ctx_t *c, ompi_request_t **r)
     (void)ompi_request_free(r);
 }
 
-/* One request to completion, or until a rank of this node is found gone;
- * *st: its status. */
-static int wait_one(mca_coll_llrdma_pml_ctx_t *c, ompi_request_t **r, ompi_status_public_t *st)
+/* Whether waiting for `peer` is pointless: the peer itself when it runs on
+ * this node and is gone; for a peer elsewhere (or unknown: -1), any gone
+ * rank of this node.  -1: wait on. */
+static int peer_gone(mca_coll_llrdma_pml_ctx_t *c, int peer)
+{
+    long pid = peer >= 0 ? local_pid(c->comm, peer) : 0;
+
+    if (pid > 0) {
+        return mca_coll_llrdma_pid_alive(pid) ? -1 : peer;
+    }
+    if (peer >= 0 && peer == ompi_comm_rank(c->comm)) {
+        return -1;
+    }
+    return c->gone >= 0 ? c->gone : mca_coll_llrdma_first_gone(c->comm);
+}
+
+/* wait_one's result when it gave up a request of the gone peer itself. */
+#define GAVE_UP_PEER 1
+
+/* One request to completion, or until waiting for it is pointless
+ * (peer_gone); *st: its status.  OMPI_SUCCESS, GAVE_UP_PEER (the request
+ * was the gone peer's: given up) or an error (OMPI_ERR_UNREACH: given up
+ * for another gone rank). */
+static int wait_one(mca_coll_llrdma_pml_ctx_t *c, ompi_request_t **r, ompi_status_public_t *st,
+                    int peer)
 {
     const uint64_t every = (uint64_t)mca_coll_llrdma_component.shm_liveness_ms * 1000000u;
     llrdma_ar_wait_t ws;
     uint64_t next;
+    int g;
 
-    if (c->gone >= 0) {
-        abandon(c, r);
-        return OMPI_ERR_UNREACH;
+    if (c->gone >= 0 && (peer == c->gone || peer < 0 || local_pid(c->comm, peer) <= 0)) {
+        g = c->gone; /* known already: no waiting at all */
+        goto give_up;
     }
     memset(&ws, 0, sizeof(ws));
     next = 0 != every ? now_ns() + every : 0;
@@ -214,14 +284,18 @@ static int wait_one(mca_coll_llrdma_pml_ctx_t *c, ompi_request_t **r, ompi_statu
         /* The arena's wait policy: yield (oversubscribed), sleep (long). */
         llrdma_ar_wait_idle(&mca_coll_llrdma_component.wait, &ws, NULL, NULL);
         if (0 != every && 0 == (k & 255) && now_ns() >= next) {
-            c->gone = mca_coll_llrdma_first_gone(c->comm);
-            if (c->gone >= 0) {
-                abandon(c, r);
-                return OMPI_ERR_UNREACH;
+            if ((g = peer_gone(c, peer)) >= 0) {
+                goto give_up;
             }
             next = now_ns() + every;
         }
     }
+give_up:
+    if (c->gone < 0) {
+        c->gone = g;
+    }
+    abandon(c, r);
+    return peer == g ? GAVE_UP_PEER : OMPI_ERR_UNREACH;
 }
 
 /* The core's contract: every request completes and is released, even on error.
@@ -243,8 +317,18 @@ int mca_coll_llrdma_pml_waitall_sizes(void *ctx, int n, void **reqs, size_t *byt
     for (i = 0; i < n; ++i) {
         ompi_request_t *r = (ompi_request_t *)reqs[i];
         ompi_status_public_t st;
-        memset(&st, 0, sizeof(st));
-        rc = wait_one(c, &r, &st);
+        memset(&st, 0, sizeof(st)); /* _ucount 0: a receive given up reads empty */
+        if (GONE_REQ == r) {
+            rc = NULL != bytes ? OMPI_SUCCESS : OMPI_ERR_UNREACH;
+            r = MPI_REQUEST_NULL;
+        } else {
+            rc = wait_one(c, &r, &st, untrack(c, r));
+        }
+        if (GAVE_UP_PEER == rc) {
+            /* An empty message where the core can see it (it carries the
+             * failure on); an error where it cannot. */
+            rc = NULL != bytes ? OMPI_SUCCESS : OMPI_ERR_UNREACH;
+        }
         if (NULL != bytes) {
             bytes[i] = OMPI_SUCCESS == rc ? st._ucount : 0;
         }
@@ -265,7 +349,7 @@ int mca_coll_llrdma_pml_waitall_sizes(void *ctx, int n, void **reqs, size_t *byt
 int mca_coll_llrdma_pml_cancel(void *ctx, void *req)
 {
     (void)ctx;
-    return ompi_request_cancel((ompi_request_t *)req);
+    return GONE_REQ == req ? OMPI_SUCCESS : ompi_request_cancel((ompi_request_t *)req);
 }
 
 int mca_coll_llrdma_pml_gone(mca_coll_llrdma_module_t *m, const mca_coll_llrdma_pml_ctx_t *c)

@@ -11,6 +11,9 @@
  * call N must fail (a failure injected on some rank, see test-allreduce-faults.sh)
  * and every other one be right (the arena is rebuilt).  --die R N [COUNT]: rank R
  * kills itself at call N; the others' call N must fail within 10 s.
+ * --die-mid N [COUNT]: a rank is killed inside call N (by coll/llrdma's test
+ * hook LLRDMA_TEST_DIE_AT_SEND, between its messages); every survivor's call N
+ * returns the right sum or fails, and its two later calls fail within 10 s.
  * --fault-stays N [COUNT]: as --fault, but call N and every later one must fail
  * (a failure in the hierarchical schedule: its node arenas are not rebuilt).
  * --forever: Allreduce until killed (prints "t_allreduce rank R: running").
@@ -459,11 +462,12 @@ static void matrix(MPI_Comm comm)
  * others give the right sum.  die >= 0: that rank kills itself at call bad
  * and the others stop after it (nothing collective can work any more). */
 static int stays; /* --fault-stays: calls after the bad one fail too */
+static int mid;   /* --die-mid: call `bad` may fail or not, later ones fail */
 
 static void faults(int bad, long count, int die)
 {
     double *v = malloc((size_t)count * sizeof(double));
-    int p, k, last = die >= 0 ? bad : bad + 2;
+    int p, k, last = die >= 0 && !mid ? bad : bad + 2;
     MPI_Comm_size(MPI_COMM_WORLD, &p);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     for (k = 1; k <= last; ++k) {
@@ -478,11 +482,13 @@ static void faults(int bad, long count, int die)
         double secs = MPI_Wtime() - t0;
         long i = count - 1;
         double want = (double)p * (p - 1) / 2 + (double)p * (k + (double)(i % 1000));
-        int must_fail = k == bad || (stays && k > bad);
-        if (must_fail ? MPI_SUCCESS == rc : MPI_SUCCESS != rc || v[i] != want)
+        int must_fail = k == bad || ((stays || mid) && k > bad);
+        if (mid && k == bad ? MPI_SUCCESS == rc && v[i] != want
+            : must_fail     ? MPI_SUCCESS == rc
+                            : MPI_SUCCESS != rc || v[i] != want)
             FAIL("fault run: call %d returned %d (last element %g, want %g)", k, rc, v[i], want);
-        if (k == bad && die >= 0 && secs > 10)
-            FAIL("fault run: call %d took %.1f s to see rank %d gone", k, secs, die);
+        if (k >= bad && (die >= 0 || mid) && secs > 10)
+            FAIL("fault run: call %d took %.1f s to see a rank gone", k, secs);
     }
     free(v);
 }
@@ -542,8 +548,13 @@ int main(int argc, char **argv)
         MPI_Comm_free(&dup);
         goto done;
     }
-    if (argc > 3 && 0 == strcmp(argv[1], "--die")) {
-        faults(atoi(argv[3]), argc > 4 ? atol(argv[4]) : 1000, atoi(argv[2]));
+    if ((argc > 3 && 0 == strcmp(argv[1], "--die")) ||
+        (argc > 2 && 0 == strcmp(argv[1], "--die-mid"))) {
+        mid = 0 == strcmp(argv[1], "--die-mid");
+        if (mid)
+            faults(atoi(argv[2]), argc > 3 ? atol(argv[3]) : 1000, -1);
+        else
+            faults(atoi(argv[3]), argc > 4 ? atol(argv[4]) : 1000, atoi(argv[2]));
         /* MPI_Finalize may wait for the dead rank (a PMIx fence): judge first. */
         if (fails)
             fprintf(stderr, "t_allreduce rank %d: FAIL (%d failed checks)\n", rank, fails);

@@ -58,6 +58,39 @@ for n in 2 4; do
     grep -w FAIL <<<"$out" | head -5 | sed 's/^/#   /'
   done
 done
+# The survivors look for a gone rank every millisecond, so some look while
+# others still run call 2 (rank 1 finished it and died at the start of call
+# 3): when a survivor gave up *all* its messages, 6 of 100 such runs failed
+# call 2, and a rank could return a wrong sum as success, read from a peer's
+# buffer after that peer's call 2 had returned (contrib/bench/die-loop.sh).
+bad=0
+for _ in $(seq 1 30); do
+  launch --enable-recovery -np 4 --mca coll_llrdma_shm 0 --mca coll_llrdma_shm_liveness_ms 1 \
+    --mca coll_llrdma_allreduce_algorithm recursive_doubling "$T" --die 1 3 1048576
+  [ "$(grep -c "t_allreduce rank [0-9]*: PASS" <<<"$out")" = 3 ] && ! grep -qw FAIL <<<"$out" ||
+    { bad=$((bad + 1)); grep -w FAIL <<<"$out" | head -3 | sed 's/^/#   /'; }
+done
+check "4 ranks, rank 1 killed at call 3, survivors looking every 1 ms: 30 of 30 runs PASS ($bad not)" \
+  test $bad -eq 0
+# Rank 1 killed between its two messages of call 3 (recursive doubling, 4
+# ranks: two sends a call; coll/llrdma's test hook counts them).  With 100
+# doubles (eager) rank 1's first message arrives, so ranks 0 and 2 may finish
+# call 3 with the right sum while rank 3 fails it; call 4 must then still
+# fail on all of them, not leave ranks 0 and 2 waiting for rank 3 (which
+# knows).  With 1M doubles nothing of rank 1's arrives.  Only the dead rank's
+# messages are given up: a survivor's sends to live peers complete, so none
+# of them is read after its call returned (docs/allreduce.md, "Failures").
+for cnt in 100 1048576; do
+  launch --enable-recovery -np 4 --mca coll_llrdma_shm 0 --mca coll_llrdma_shm_liveness_ms 1 \
+    --mca coll_llrdma_allreduce_algorithm recursive_doubling -x LLRDMA_TEST_DIE_AT_SEND=1:6 \
+    "$T" --die-mid 3 "$cnt"
+  got=$(grep -o "t_allreduce rank [0-9]*: PASS" <<<"$out" | awk '{ print $3 + 0 }' | sort -n | xargs)
+  check "4 ranks, rank 1 killed inside call 3 ($cnt doubles): the others PASS [$got]" \
+    test "$got" = "0 2 3"
+  check "4 ranks, rank 1 killed inside call 3 ($cnt doubles): named" \
+    has "rank 1 is gone (its process exited) while rank [0-9]* waited for a message"
+  grep -w FAIL <<<"$out" | head -5 | sed 's/^/#   /'
+done
 LLRDMA_TEST_TIMEOUT=15 launch --enable-recovery -np 2 --mca coll_llrdma_shm_liveness_ms 0 \
   "$T" --die 1 3
 # Without the check the survivor keeps waiting (the launcher's timeout ends it).
