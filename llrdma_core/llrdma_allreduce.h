@@ -286,6 +286,18 @@ typedef struct llrdma_ar_shm {
 /* The largest vector the arena's lines hold (llrdma_ar_shm_t.lines_max). */
 #define LLRDMA_AR_SHM_LINES_MAX 1024
 
+/* 1 when a shm_direct plan of `size` ranks sends `bytes` in the arena's
+ * lines (the same answer on every rank: it reads only agreed values). */
+int llrdma_ar_lines_fit(const llrdma_ar_shm_t *shm, int size, size_t bytes);
+
+/* What llrdma_ar_run does for a shm_direct plan whose vector fits the lines
+ * (llrdma_ar_lines_fit), for host buffers, without a plan, a transport or
+ * scratch: the glue's fast path for small host calls on a communicator
+ * whose ranks all reach it for the same calls.  sendbuf NULL or equal to
+ * recvbuf: in place.  Its results and failures are llrdma_ar_run's. */
+int llrdma_ar_lines_host(llrdma_ar_shm_t *shm, int rank, int size, const void *sendbuf,
+                         void *recvbuf, size_t count, int dtype, int op);
+
 /* One waiter's state: zero-initialise per wait. */
 typedef struct {
     uint64_t start_ns; /* 0 until the first idle step that looks at the clock */

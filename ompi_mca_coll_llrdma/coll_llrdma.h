@@ -118,6 +118,18 @@ typedef struct mca_coll_llrdma_module_t {
     int shm_ranks;  /* the arena's communicator size (liveness checks) */
     int gone_said;  /* a dead rank was reported */
     int msg_gone;   /* a rank found gone by a message wait (-1: none): every call fails */
+    /* The last call, when the planned path sent it through the arena's lines
+     * from host memory (coll_llrdma_allreduce.c, lines_fast): a call with the
+     * same count, datatype and op on host buffers goes there again without
+     * re-planning.  count 0: none. */
+    struct {
+        int count;
+        struct ompi_datatype_t *dtype;
+        struct ompi_op_t *op;
+        int dt, lop;
+        size_t esize;
+    } fast;
+    uint64_t fast_calls; /* calls that took it (said when the arena is released) */
     /* Nodes (coll_llrdma_hier.c), from the first Allreduce on: how this
      * communicator is served (LLRDMA_AR_MODE_*), its topology, this rank's
      * place in it (hier.peers = peers), the lowest rank of its node.  With

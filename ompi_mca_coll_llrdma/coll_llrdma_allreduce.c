@@ -726,7 +726,7 @@ static int arena_broken(mca_coll_llrdma_module_t *m, struct ompi_communicator_t 
 static int arena_call(llrdma_ar_plan_t *plan, const void *sbuf, void *rbuf, int count,
                       struct ompi_datatype_t *dtype, struct ompi_op_t *op, int dt, int lop,
                       size_t esize, int skind, int rkind, int device,
-                      struct ompi_communicator_t *comm, mca_coll_llrdma_module_t *m)
+                      struct ompi_communicator_t *comm, mca_coll_llrdma_module_t *m, int fast)
 {
     int n = ompi_comm_size(comm), gone = -1, st, rc = OMPI_SUCCESS, rebuilt = 0;
 
@@ -741,12 +741,21 @@ static int arena_call(llrdma_ar_plan_t *plan, const void *sbuf, void *rbuf, int 
                 return rc;
             }
             rebuilt = 1;
+            fast = 0; /* planned again: the rebuilt arena may be none */
             if (LLRDMA_AR_OK != make_plan(m, comm, (size_t)count * esize, esize, plan)) {
                 return OMPI_ERROR; /* cannot happen: it planned before */
             }
         }
-        rc = run_plan(plan, sbuf, rbuf, count, dtype, op, dt, lop, esize, skind, rkind, device,
-                      comm, m, 0);
+        if (fast) {
+            ++m->fast_calls;
+            rc = llrdma_ar_lines_host(&m->shm, ompi_comm_rank(comm), n,
+                                      MPI_IN_PLACE == sbuf ? NULL : sbuf, rbuf, (size_t)count, dt,
+                                      lop);
+            rc = mca_coll_llrdma_ar_status(rc, OMPI_SUCCESS, comm);
+        } else {
+            rc = run_plan(plan, sbuf, rbuf, count, dtype, op, dt, lop, esize, skind, rkind, device,
+                          comm, m, 0);
+        }
         if (OMPI_SUCCESS == rc || NULL == m->shm.base) {
             return rc;
         }
@@ -842,6 +851,36 @@ static const char *unhandled(struct ompi_communicator_t *comm, int count,
     return NULL;
 }
 
+/* A call the planned path sends through the arena's lines from host memory
+ * is remembered, so that the next one with the same count, datatype and op
+ * on host buffers skips the classification, the planner and the transport
+ * set-up (small calls: they were most of the time outside the wait).  Every
+ * rank reaches the same rounds either way: the lines are what the planned
+ * path runs for these arguments, on any rank, as long as what it read stays
+ * as it was; what can change is checked per call (buffer kinds, a gone rank,
+ * the arena's state in arena_call, the verbosity that prints plan lines). */
+static void remember_fast(mca_coll_llrdma_module_t *m, struct ompi_communicator_t *comm,
+                          const llrdma_ar_plan_t *plan, int count, struct ompi_datatype_t *dtype,
+                          struct ompi_op_t *op, int dt, int lop, size_t esize, int skind, int rkind)
+{
+    const mca_coll_llrdma_component_t *c = &mca_coll_llrdma_component;
+    uint64_t bytes = (uint64_t)count * esize;
+    llrdma_ar_dev_rule_t rule = dev_rule(m, plan);
+
+    m->fast.count = 0;
+    if (LLRDMA_AR_SHM_DIRECT == plan->alg && LLRDMA_AR_MODE_HIER != m->mode &&
+        LLRDMA_MEM_HOST == skind && LLRDMA_MEM_HOST == rkind && c->verbose < 10 &&
+        c->test_alloc_rank < 0 && m->msg_gone < 0 && !llrdma_ar_dev_try_peer(bytes, &rule) &&
+        llrdma_ar_lines_fit(&m->shm, ompi_comm_size(comm), (size_t)bytes)) {
+        m->fast.count = count;
+        m->fast.dtype = dtype;
+        m->fast.op = op;
+        m->fast.dt = dt;
+        m->fast.lop = lop;
+        m->fast.esize = esize;
+    }
+}
+
 int mca_coll_llrdma_allreduce(const void *sbuf, void *rbuf, int count,
                               struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                               struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
@@ -856,6 +895,13 @@ int mca_coll_llrdma_allreduce(const void *sbuf, void *rbuf, int count,
     size_t esize = 0;
     llrdma_ar_plan_t plan;
 
+    if (count == m->fast.count && dtype == m->fast.dtype && op == m->fast.op && count > 0 &&
+        m->msg_gone < 0 && c->verbose < 10 && NULL != m->shm.base &&
+        LLRDMA_MEM_HOST == mca_coll_llrdma_gpu_kind(rbuf, &device) &&
+        (MPI_IN_PLACE == sbuf || LLRDMA_MEM_HOST == mca_coll_llrdma_gpu_kind(sbuf, &sdevice))) {
+        return arena_call(&plan, sbuf, rbuf, count, dtype, op, m->fast.dt, m->fast.lop,
+                          m->fast.esize, LLRDMA_MEM_HOST, LLRDMA_MEM_HOST, -1, comm, m, 1);
+    }
     if (m->agreed <= 0 && !mca_coll_llrdma_agree(m, comm)) {
         decline(m, comm);
         why = NULL != m->decline_why ? m->decline_why : "ranks disagree on the plan inputs";
@@ -907,8 +953,9 @@ int mca_coll_llrdma_allreduce(const void *sbuf, void *rbuf, int count,
                          comm, m);
     }
     if (is_shm_plan(m, &plan)) {
+        remember_fast(m, comm, &plan, count, dtype, op, dt, lop, esize, skind, rkind);
         return arena_call(&plan, sbuf, rbuf, count, dtype, op, dt, lop, esize, skind, rkind, device,
-                          comm, m);
+                          comm, m, 0);
     }
     return run_plan(&plan, sbuf, rbuf, count, dtype, op, dt, lop, esize, skind, rkind, device, comm,
                     m, 0);

@@ -214,6 +214,10 @@ class Arena
     int wait_lines(uint64_t g, size_t bytes);
     // Rank r's bytes of round g into dst (contiguous).
     void read_lines(uint64_t g, int r, void *dst, size_t bytes) const;
+    // Rank r's data of round g where a vector of at most kLinePayload bytes
+    // lies whole, to be read in place (after wait_lines; it stays until this
+    // rank posts round g + 1, so until it is done with round g).
+    const unsigned char *line_data(uint64_t g, int r) const { return lines(g, r); }
     // The placement word (word 1 of this rank's in-flag line): call number
     // and a small code (0..3), read by the others without a round, so that
     // a rank that knows its outcome alone need not wait for anyone

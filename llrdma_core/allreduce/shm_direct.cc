@@ -35,24 +35,56 @@ namespace
 // memory) the input and the result pass through this rank's two private
 // chunks of the arena (pinned; the vector is at most a chunk), and the rank
 // waits for each hook copy before it goes on.
+// One round in the lines from host memory: in (bytes) posted, every rank's
+// lines folded in rank order into out (which may be in).
+int lines_round(Arena &ar, int size, const void *in, void *out, size_t count, size_t bytes,
+                int dtype, int op)
+{
+    alignas(64) unsigned char v0[Arena::kLinesMax], v1[Arena::kLinesMax];
+    uint64_t g = ar.next_round();
+    ar.post_lines(g, in, bytes);
+    int rc = ar.wait_lines(g, bytes);
+    if (rc != LLRDMA_AR_OK)
+        return ar.fail(rc);
+    if (bytes <= Arena::kLinePayload) {
+        // One line: folded where it lies, no copy (the common 8-byte case).
+        reduce3(op, dtype, ar.line_data(g, 0), ar.line_data(g, 1), out, count);
+        for (int r = 2; r < size; ++r)
+            reduce3(op, dtype, out, ar.line_data(g, r), out, count);
+        return LLRDMA_AR_OK;
+    }
+    ar.read_lines(g, 0, v0, bytes);
+    ar.read_lines(g, 1, v1, bytes);
+    reduce3(op, dtype, v0, v1, out, count);
+    for (int r = 2; r < size; ++r) {
+        ar.read_lines(g, r, v1, bytes);
+        reduce3(op, dtype, out, v1, out, count);
+    }
+    return LLRDMA_AR_OK;
+}
+
 int run_in_lines(const Args &a, Arena &ar)
 {
     Transport &t = *a.t;
     const size_t bytes = a.count * a.esize;
-    const bool hooked = t.hooked();
     const void *in = a.sendbuf ? a.sendbuf : a.buf;
-    alignas(64) unsigned char v0[Arena::kLinesMax], v1[Arena::kLinesMax];
     if (ar.broken())
         return LLRDMA_AR_ERR_TRANSPORT;
+    int rc;
+    if (!t.hooked()) {
+        if ((rc = lines_round(ar, t.size(), in, a.buf, a.count, bytes, a.dtype, a.op)) ==
+            LLRDMA_AR_OK)
+            ++a.shm->line_rounds;
+        return rc;
+    }
+    alignas(64) unsigned char v0[Arena::kLinesMax], v1[Arena::kLinesMax];
     uint64_t g = ar.next_round();
-    int rc = LLRDMA_AR_OK;
-    if (hooked &&
-        ((rc = t.copy(ar.own(g), in, bytes)) != LLRDMA_AR_OK || (rc = t.sync()) != LLRDMA_AR_OK))
+    if ((rc = t.copy(ar.own(g), in, bytes)) != LLRDMA_AR_OK || (rc = t.sync()) != LLRDMA_AR_OK)
         return ar.fail(rc);
-    ar.post_lines(g, hooked ? ar.own(g) : in, bytes);
+    ar.post_lines(g, ar.own(g), bytes);
     if ((rc = ar.wait_lines(g, bytes)) != LLRDMA_AR_OK)
         return ar.fail(rc);
-    void *o = hooked ? static_cast<void *>(ar.own(g + 1)) : a.buf;
+    void *o = ar.own(g + 1);
     ar.read_lines(g, 0, v0, bytes);
     ar.read_lines(g, 1, v1, bytes);
     reduce3(a.op, a.dtype, v0, v1, o, a.count);
@@ -60,8 +92,7 @@ int run_in_lines(const Args &a, Arena &ar)
         ar.read_lines(g, r, v1, bytes);
         reduce3(a.op, a.dtype, o, v1, o, a.count);
     }
-    if (hooked &&
-        ((rc = t.copy(a.buf, o, bytes)) != LLRDMA_AR_OK || (rc = t.sync()) != LLRDMA_AR_OK))
+    if ((rc = t.copy(a.buf, o, bytes)) != LLRDMA_AR_OK || (rc = t.sync()) != LLRDMA_AR_OK)
         return ar.fail(rc);
     ++a.shm->line_rounds;
     return LLRDMA_AR_OK;
@@ -75,8 +106,7 @@ int run_shm_direct(const Args &a)
     Arena ar(a.shm, t.rank(), t.size());
     const size_t bytes = a.count * a.esize;
     // Not by buffer kind: ranks whose buffers differ must run the same rounds.
-    if (t.size() >= 2 && bytes <= a.shm->lines_max && bytes <= Arena::kLinesMax &&
-        bytes <= ar.chunk())
+    if (llrdma_ar_lines_fit(a.shm, t.size(), bytes))
         return run_in_lines(a, ar);
     const bool hooked = t.hooked(), device = hooked && a.shm->device_fold;
     return shm_rounds(a, ar, [&](uint64_t g, size_t off, size_t n) {
@@ -98,3 +128,30 @@ int run_shm_direct(const Args &a)
 
 } // namespace ar
 } // namespace llrdma
+
+extern "C" int llrdma_ar_lines_fit(const llrdma_ar_shm_t *shm, int size, size_t bytes)
+{
+    using llrdma::ar::Arena;
+    return shm && shm->base && size >= 2 && bytes <= shm->lines_max && bytes <= Arena::kLinesMax &&
+           bytes <= shm->chunk_bytes;
+}
+
+extern "C" int llrdma_ar_lines_host(llrdma_ar_shm_t *shm, int rank, int size, const void *sendbuf,
+                                    void *recvbuf, size_t count, int dtype, int op)
+{
+    using namespace llrdma::ar;
+    if (count == 0)
+        return LLRDMA_AR_OK;
+    const size_t es = dtype_size(dtype);
+    if (!recvbuf || rank < 0 || rank >= size || es == 0 || count > Arena::kLinesMax / es ||
+        !llrdma_ar_lines_fit(shm, size, count * es) || !llrdma_ar_supported(dtype, op))
+        return LLRDMA_AR_ERR_INVALID;
+    Arena ar(shm, rank, size);
+    if (ar.broken())
+        return LLRDMA_AR_ERR_TRANSPORT;
+    int rc =
+        lines_round(ar, size, sendbuf ? sendbuf : recvbuf, recvbuf, count, count * es, dtype, op);
+    if (rc == LLRDMA_AR_OK)
+        ++shm->line_rounds;
+    return rc;
+}

@@ -294,6 +294,8 @@ static void suite(MPI_Comm comm)
     }
     for (int i = 0; i < 50; ++i) /* repeated small calls, no barrier between */
         test_int32(comm, MPI_SUM, "sum", 1 + i % 7, i % 2, 99);
+    for (int i = 0; i < 50; ++i) /* the same call again and again (coll/llrdma's fast path) */
+        test_int32(comm, MPI_SUM, "sum", 3, i % 2, 99);
     test_fallbacks(comm);
 }
 

@@ -38,10 +38,15 @@ launch -np 3 --mca coll_llrdma_verbose 5 "$T"
 check_pass "3 ranks, small vectors in lines: PASS" t_allreduce 3
 check_run "3 ranks: the arena says its line limit" has "3 ranks, vectors up to 64 bytes in lines"
 check_run "3 ranks: calls ran in lines" has "released after [0-9]* rounds, [1-9][0-9]* of them in lines"
+# A call like the one before (the suite repeats small calls) goes to the lines
+# without re-planning; t_allreduce checked every result.
+check_run "3 ranks: repeated small calls went to the lines without re-planning" \
+  has "of them in lines ([1-9][0-9]* calls without re-planning)"
 launch -np 3 --mca coll_llrdma_verbose 5 --mca coll_llrdma_shm_lines_max 0 "$T"
 check_pass "3 ranks, lines off: PASS" t_allreduce 3
 check_run "lines off: none ran in lines" has "released after [1-9][0-9]* rounds, 0 of them in lines"
 check_run "lines off: no call ran in lines" lacks "rounds, [1-9][0-9]* of them in lines"
+check_run "lines off: no call skipped the planner" lacks "([1-9][0-9]* calls without re-planning)"
 launch -np 3 "${V[@]}" --mca coll_llrdma_shm 0 "$T"
 check_pass "arena off: PASS" t_allreduce 3
 check_run "arena off: coll/llrdma ran" has "coll:llrdma: allreduce .* bytes"
