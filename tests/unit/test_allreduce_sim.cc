@@ -33,8 +33,8 @@ struct Case {
     int window;
     bool own_scratch; // caller allocates exactly llrdma_ar_scratch_bytes()
     uint64_t seed;
-    Bytes exact, seq; // references (filled by prepare)
-    size_t piece = 0; // plan.piece_bytes (recursive doubling, Rabenseifner)
+    Bytes exact, seq;        // references (filled by prepare)
+    size_t piece = 0;        // plan.piece_bytes (recursive doubling, Rabenseifner)
     bool lines_host = false; // llrdma_ar_lines_host instead of llrdma_ar_run
 };
 
@@ -74,10 +74,10 @@ std::string run_rank(sim::World &w, int r, int p, const Case &k)
     if (k.own_scratch)
         scratch.resize(llrdma_ar_scratch_bytes(&plan, k.count, k.c.dt, p));
     const void *sb = k.inplace == 1 ? nullptr : k.inplace == 2 ? recv.data() : send.data();
-    int rc = k.lines_host ? llrdma_ar_lines_host(comm.shm, r, p, sb, recv.data(), k.count,
-                                                 k.c.dt, k.c.op)
-                          : llrdma_ar_run(&plan, &comm, sb, recv.data(), k.count, k.c.dt, k.c.op,
-                                          k.own_scratch ? scratch.data() : nullptr, scratch.size());
+    int rc = k.lines_host
+                 ? llrdma_ar_lines_host(comm.shm, r, p, sb, recv.data(), k.count, k.c.dt, k.c.op)
+                 : llrdma_ar_run(&plan, &comm, sb, recv.data(), k.count, k.c.dt, k.c.op,
+                                 k.own_scratch ? scratch.data() : nullptr, scratch.size());
     std::ostringstream e;
     if (rc != LLRDMA_AR_OK)
         e << "rc " << rc;
@@ -428,8 +428,16 @@ BOOST_AUTO_TEST_CASE(lines_host_same_rounds_as_the_plan)
                 if (bytes % es != 0)
                     continue;
                 for (bool fast : {true, false, true}) {
-                    Case k{LLRDMA_AR_SHM_DIRECT, c,  bytes / es, static_cast<int>(i % 3), 4096, 1,
-                           false,                mix(11 + i), {},    {}};
+                    Case k{LLRDMA_AR_SHM_DIRECT,
+                           c,
+                           bytes / es,
+                           static_cast<int>(i % 3),
+                           4096,
+                           1,
+                           false,
+                           mix(11 + i),
+                           {},
+                           {}};
                     k.lines_host = fast;
                     prepare(k, p);
                     cases.push_back(k);
@@ -448,12 +456,12 @@ BOOST_AUTO_TEST_CASE(lines_host_same_rounds_as_the_plan)
     sim::World w(2, sim::Options{});
     llrdma_ar_comm_t comm = w.comm(0);
     std::vector<double> v(129, 1.0);
-    BOOST_CHECK_EQUAL(llrdma_ar_lines_host(comm.shm, 0, 2, nullptr, v.data(), 129,
-                                           LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM),
-                      LLRDMA_AR_ERR_INVALID);
-    BOOST_CHECK_EQUAL(llrdma_ar_lines_host(comm.shm, 0, 1, nullptr, v.data(), 1, LLRDMA_DT_DOUBLE,
+    BOOST_CHECK_EQUAL(llrdma_ar_lines_host(comm.shm, 0, 2, nullptr, v.data(), 129, LLRDMA_DT_DOUBLE,
                                            LLRDMA_OP_SUM),
                       LLRDMA_AR_ERR_INVALID);
+    BOOST_CHECK_EQUAL(
+        llrdma_ar_lines_host(comm.shm, 0, 1, nullptr, v.data(), 1, LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM),
+        LLRDMA_AR_ERR_INVALID);
     BOOST_CHECK(!llrdma_ar_lines_fit(comm.shm, 2, 1025));
     BOOST_CHECK(llrdma_ar_lines_fit(comm.shm, 2, 1024));
 }
