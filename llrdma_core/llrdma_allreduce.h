@@ -298,6 +298,13 @@ int llrdma_ar_lines_fit(const llrdma_ar_shm_t *shm, int size, size_t bytes);
 int llrdma_ar_lines_host(llrdma_ar_shm_t *shm, int rank, int size, const void *sendbuf,
                          void *recvbuf, size_t count, int dtype, int op);
 
+/* The same for any shm_direct plan on host buffers (the lines when they fit,
+ * else the plan's rounds through the slots): llrdma_ar_run's rounds and
+ * results without its argument checks, transport or scratch. */
+int llrdma_ar_shm_direct_host(const llrdma_ar_plan_t *plan, llrdma_ar_shm_t *shm, int rank,
+                              int size, const void *sendbuf, void *recvbuf, size_t count, int dtype,
+                              int op);
+
 /* One waiter's state: zero-initialise per wait. */
 typedef struct {
     uint64_t start_ns; /* 0 until the first idle step that looks at the clock */

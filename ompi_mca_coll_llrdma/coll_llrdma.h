@@ -118,11 +118,12 @@ typedef struct mca_coll_llrdma_module_t {
     int shm_ranks;  /* the arena's communicator size (liveness checks) */
     int gone_said;  /* a dead rank was reported */
     int msg_gone;   /* a rank found gone by a message wait (-1: none): every call fails */
-    /* The last call, when the planned path sent it through the arena's lines
-     * from host memory (coll_llrdma_allreduce.c, lines_fast): a call with the
-     * same count, datatype and op on host buffers goes there again without
+    /* The last call, when the planned path ran it as shm_direct from host
+     * memory (coll_llrdma_allreduce.c, remember_fast): a call with the same
+     * count, datatype and op on host buffers runs that plan again without
      * re-planning.  count 0: none. */
     struct {
+        llrdma_ar_plan_t plan;
         int count;
         struct ompi_datatype_t *dtype;
         struct ompi_op_t *op;

@@ -748,9 +748,9 @@ static int arena_call(llrdma_ar_plan_t *plan, const void *sbuf, void *rbuf, int 
         }
         if (fast) {
             ++m->fast_calls;
-            rc = llrdma_ar_lines_host(&m->shm, ompi_comm_rank(comm), n,
-                                      MPI_IN_PLACE == sbuf ? NULL : sbuf, rbuf, (size_t)count, dt,
-                                      lop);
+            rc = llrdma_ar_shm_direct_host(plan, &m->shm, ompi_comm_rank(comm), n,
+                                           MPI_IN_PLACE == sbuf ? NULL : sbuf, rbuf, (size_t)count,
+                                           dt, lop);
             rc = mca_coll_llrdma_ar_status(rc, OMPI_SUCCESS, comm);
         } else {
             rc = run_plan(plan, sbuf, rbuf, count, dtype, op, dt, lop, esize, skind, rkind, device,
@@ -851,14 +851,15 @@ static const char *unhandled(struct ompi_communicator_t *comm, int count,
     return NULL;
 }
 
-/* A call the planned path sends through the arena's lines from host memory
- * is remembered, so that the next one with the same count, datatype and op
- * on host buffers skips the classification, the planner and the transport
- * set-up (small calls: they were most of the time outside the wait).  Every
- * rank reaches the same rounds either way: the lines are what the planned
- * path runs for these arguments, on any rank, as long as what it read stays
- * as it was; what can change is checked per call (buffer kinds, a gone rank,
- * the arena's state in arena_call, the verbosity that prints plan lines). */
+/* A call the planned path runs as shm_direct from host memory is
+ * remembered with its plan, so that the next one with the same count,
+ * datatype and op on host buffers skips the classification, the planner and
+ * the transport set-up (llrdma_ar_shm_direct_host; small calls spent most
+ * of their time outside the wait there).  Every rank runs the same rounds
+ * either way: the plan is what the planner gives these arguments on any
+ * rank, as long as what it read stays as it was; what can change is checked
+ * per call (buffer kinds, a gone rank, the arena's state in arena_call, the
+ * verbosity that prints plan lines). */
 static void remember_fast(mca_coll_llrdma_module_t *m, struct ompi_communicator_t *comm,
                           const llrdma_ar_plan_t *plan, int count, struct ompi_datatype_t *dtype,
                           struct ompi_op_t *op, int dt, int lop, size_t esize, int skind, int rkind)
@@ -870,8 +871,9 @@ static void remember_fast(mca_coll_llrdma_module_t *m, struct ompi_communicator_
     m->fast.count = 0;
     if (LLRDMA_AR_SHM_DIRECT == plan->alg && LLRDMA_AR_MODE_HIER != m->mode &&
         LLRDMA_MEM_HOST == skind && LLRDMA_MEM_HOST == rkind && c->verbose < 10 &&
-        c->test_alloc_rank < 0 && m->msg_gone < 0 && !llrdma_ar_dev_try_peer(bytes, &rule) &&
-        llrdma_ar_lines_fit(&m->shm, ompi_comm_size(comm), (size_t)bytes)) {
+        c->test_alloc_rank < 0 && m->msg_gone < 0 && NULL != m->shm.base &&
+        !llrdma_ar_dev_try_peer(bytes, &rule)) {
+        m->fast.plan = *plan;
         m->fast.count = count;
         m->fast.dtype = dtype;
         m->fast.op = op;
@@ -899,6 +901,7 @@ int mca_coll_llrdma_allreduce(const void *sbuf, void *rbuf, int count,
         m->msg_gone < 0 && c->verbose < 10 && NULL != m->shm.base &&
         LLRDMA_MEM_HOST == mca_coll_llrdma_gpu_kind(rbuf, &device) &&
         (MPI_IN_PLACE == sbuf || LLRDMA_MEM_HOST == mca_coll_llrdma_gpu_kind(sbuf, &sdevice))) {
+        plan = m->fast.plan;
         return arena_call(&plan, sbuf, rbuf, count, dtype, op, m->fast.dt, m->fast.lop,
                           m->fast.esize, LLRDMA_MEM_HOST, LLRDMA_MEM_HOST, -1, comm, m, 1);
     }

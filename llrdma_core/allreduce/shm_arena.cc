@@ -148,20 +148,22 @@ void Arena::post_lines(uint64_t g, const void *src, size_t bytes)
 
 int Arena::wait_lines(uint64_t g, size_t bytes)
 {
-    const size_t n = (bytes + kLinePayload - 1) / kLinePayload;
+    // Only each rank's last line is polled: post_lines writes the lines in
+    // order, each word with release, so the last word's round carries every
+    // line before it (one thread's release orders all its earlier stores).
+    // Polling the first lines while the writer still fills the next ones
+    // pulled them back and forth between the two caches.
+    const size_t last = (bytes + kLinePayload - 1) / kLinePayload - 1;
     llrdma_ar_wait_t ws{};
     for (int r = 0; r < size_; ++r) {
         if (r == rank_)
             continue;
-        const unsigned char *l = lines(g, r);
+        auto w = reinterpret_cast<const uint64_t *>(lines(g, r) + last * kLine + kLinePayload);
         uint64_t next_check = 0;
-        for (size_t i = 0; i < n; ++i) {
-            auto w = reinterpret_cast<const uint64_t *>(l + i * kLine + kLinePayload);
-            while (__atomic_load_n(w, __ATOMIC_ACQUIRE) < g) {
-                int rc = idle(r, ws, next_check);
-                if (rc != LLRDMA_AR_OK)
-                    return rc;
-            }
+        while (__atomic_load_n(w, __ATOMIC_ACQUIRE) < g) {
+            int rc = idle(r, ws, next_check);
+            if (rc != LLRDMA_AR_OK)
+                return rc;
         }
     }
     return LLRDMA_AR_OK;

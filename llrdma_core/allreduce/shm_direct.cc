@@ -136,6 +136,31 @@ extern "C" int llrdma_ar_lines_fit(const llrdma_ar_shm_t *shm, int size, size_t 
            bytes <= shm->chunk_bytes;
 }
 
+extern "C" int llrdma_ar_shm_direct_host(const llrdma_ar_plan_t *plan, llrdma_ar_shm_t *shm,
+                                         int rank, int size, const void *sendbuf, void *recvbuf,
+                                         size_t count, int dtype, int op)
+{
+    using namespace llrdma::ar;
+    if (count == 0)
+        return LLRDMA_AR_OK;
+    const size_t es = dtype_size(dtype);
+    if (!plan || plan->alg != LLRDMA_AR_SHM_DIRECT || !shm || !shm->base || !recvbuf || size < 2 ||
+        rank < 0 || rank >= size || es == 0 || count > static_cast<size_t>(-1) / es ||
+        llrdma_ar_shm_bytes(size, shm->chunk_bytes) == 0 || !llrdma_ar_supported(dtype, op))
+        return LLRDMA_AR_ERR_INVALID;
+    if (llrdma_ar_lines_fit(shm, size, count * es))
+        return llrdma_ar_lines_host(shm, rank, size, sendbuf, recvbuf, count, dtype, op);
+    // No message, hook or scratch: a transport of the arena alone.
+    llrdma_ar_comm_t c{};
+    c.rank = rank;
+    c.size = size;
+    c.shm = shm;
+    Transport t(&c);
+    const void *in = sendbuf == recvbuf ? nullptr : sendbuf;
+    Args a{&t, recvbuf, count, dtype, op, es, nullptr, 0, plan, in, shm, nullptr};
+    return run_shm_direct(a);
+}
+
 extern "C" int llrdma_ar_lines_host(llrdma_ar_shm_t *shm, int rank, int size, const void *sendbuf,
                                     void *recvbuf, size_t count, int dtype, int op)
 {

@@ -46,7 +46,13 @@ launch -np 3 --mca coll_llrdma_verbose 5 --mca coll_llrdma_shm_lines_max 0 "$T"
 check_pass "3 ranks, lines off: PASS" t_allreduce 3
 check_run "lines off: none ran in lines" has "released after [1-9][0-9]* rounds, 0 of them in lines"
 check_run "lines off: no call ran in lines" lacks "rounds, [1-9][0-9]* of them in lines"
-check_run "lines off: no call skipped the planner" lacks "([1-9][0-9]* calls without re-planning)"
+check_run "lines off: repeated calls skipped the planner, through the slots" \
+  has "0 of them in lines ([1-9][0-9]* calls without re-planning)"
+# Verbosity 10 prints each call's plan line: then every call is planned.
+launch -np 3 --mca coll_llrdma_verbose 10 "$T"
+check_pass "3 ranks, verbose 10: PASS" t_allreduce 3
+check_run "verbose 10: no call skipped the planner" has "(0 calls without re-planning)"
+check_run "verbose 10: none said otherwise" lacks "([1-9][0-9]* calls without re-planning)"
 launch -np 3 "${V[@]}" --mca coll_llrdma_shm 0 "$T"
 check_pass "arena off: PASS" t_allreduce 3
 check_run "arena off: coll/llrdma ran" has "coll:llrdma: allreduce .* bytes"

@@ -33,9 +33,9 @@ struct Case {
     int window;
     bool own_scratch; // caller allocates exactly llrdma_ar_scratch_bytes()
     uint64_t seed;
-    Bytes exact, seq;        // references (filled by prepare)
-    size_t piece = 0;        // plan.piece_bytes (recursive doubling, Rabenseifner)
-    bool lines_host = false; // llrdma_ar_lines_host instead of llrdma_ar_run
+    Bytes exact, seq;       // references (filled by prepare)
+    size_t piece = 0;       // plan.piece_bytes (recursive doubling, Rabenseifner)
+    bool host_fast = false; // llrdma_ar_shm_direct_host instead of llrdma_ar_run
 };
 
 std::string describe(const Case &k, int p)
@@ -74,10 +74,10 @@ std::string run_rank(sim::World &w, int r, int p, const Case &k)
     if (k.own_scratch)
         scratch.resize(llrdma_ar_scratch_bytes(&plan, k.count, k.c.dt, p));
     const void *sb = k.inplace == 1 ? nullptr : k.inplace == 2 ? recv.data() : send.data();
-    int rc = k.lines_host
-                 ? llrdma_ar_lines_host(comm.shm, r, p, sb, recv.data(), k.count, k.c.dt, k.c.op)
-                 : llrdma_ar_run(&plan, &comm, sb, recv.data(), k.count, k.c.dt, k.c.op,
-                                 k.own_scratch ? scratch.data() : nullptr, scratch.size());
+    int rc = k.host_fast ? llrdma_ar_shm_direct_host(&plan, comm.shm, r, p, sb, recv.data(),
+                                                     k.count, k.c.dt, k.c.op)
+                         : llrdma_ar_run(&plan, &comm, sb, recv.data(), k.count, k.c.dt, k.c.op,
+                                         k.own_scratch ? scratch.data() : nullptr, scratch.size());
     std::ostringstream e;
     if (rc != LLRDMA_AR_OK)
         e << "rc " << rc;
@@ -407,21 +407,22 @@ BOOST_AUTO_TEST_CASE(shm_direct_small_vectors_in_lines)
     }
 }
 
-// The glue's fast path for small host calls (llrdma_ar_lines_host) runs the
-// same rounds as the planned shm_direct call: the two mixed in one arena,
-// call by call, rank by rank, give the planned path's results; one line is
-// folded in place, more lines are copied out first.
-BOOST_AUTO_TEST_CASE(lines_host_same_rounds_as_the_plan)
+// The glue's fast path for repeated host calls (llrdma_ar_shm_direct_host)
+// runs the same rounds as the planned shm_direct call: the two mixed in one
+// arena, call by call, rank by rank, give the planned path's results; in the
+// lines (one line folded in place, more copied out first) and through the
+// slots (1040 B and up, several rounds of a 4 KB segment).
+BOOST_AUTO_TEST_CASE(shm_direct_host_same_rounds_as_the_plan)
 {
     const Combo combos[] = {{LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM},
                             {LLRDMA_DT_INT8, LLRDMA_OP_MAX},
                             {LLRDMA_DT_INT32, LLRDMA_OP_BXOR},
                             {LLRDMA_DT_DOUBLE_COMPLEX, LLRDMA_OP_PROD},
                             {LLRDMA_DT_DOUBLE_INT, LLRDMA_OP_MINLOC}};
-    const size_t sizes[] = {8, 48, 56, 64, 112, 1008, 1024, 16};
+    const size_t sizes[] = {8, 48, 56, 64, 112, 1008, 1024, 16, 1040, 4096, 9008};
     for (int p : {2, 3, 5, 8}) {
         std::vector<Case> cases;
-        uint64_t i = 0;
+        uint64_t i = 0, in_lines = 0;
         for (const Combo &c : combos) {
             size_t es = llrdma_ar_dtype_size(c.dt);
             for (size_t bytes : sizes) {
@@ -438,24 +439,29 @@ BOOST_AUTO_TEST_CASE(lines_host_same_rounds_as_the_plan)
                            mix(11 + i),
                            {},
                            {}};
-                    k.lines_host = fast;
+                    k.host_fast = fast;
                     prepare(k, p);
                     cases.push_back(k);
                     ++i;
+                    in_lines += bytes <= 1024 ? 1 : 0;
                 }
             }
         }
         std::vector<uint64_t> rounds;
         report(run_world(p, cases, sim::Options{}, &rounds));
         for (int r = 0; r < p; ++r)
-            BOOST_CHECK_MESSAGE(rounds.at(r) == i, "p=" << p << " rank " << r << ": "
-                                                        << rounds.at(r) << " line rounds, want "
-                                                        << i);
+            BOOST_CHECK_MESSAGE(rounds.at(r) == in_lines,
+                                "p=" << p << " rank " << r << ": " << rounds.at(r)
+                                     << " line rounds, want " << in_lines);
     }
-    // What does not fit the lines is refused, not run.
+    // What does not fit the lines is refused, not run; so is another plan.
     sim::World w(2, sim::Options{});
     llrdma_ar_comm_t comm = w.comm(0);
     std::vector<double> v(129, 1.0);
+    llrdma_ar_plan_t split{LLRDMA_AR_SHM_SPLIT, 4096, 1, "test", 0, nullptr, 0, 0, 0};
+    BOOST_CHECK_EQUAL(llrdma_ar_shm_direct_host(&split, comm.shm, 0, 2, nullptr, v.data(), 1,
+                                                LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM),
+                      LLRDMA_AR_ERR_INVALID);
     BOOST_CHECK_EQUAL(llrdma_ar_lines_host(comm.shm, 0, 2, nullptr, v.data(), 129, LLRDMA_DT_DOUBLE,
                                            LLRDMA_OP_SUM),
                       LLRDMA_AR_ERR_INVALID);
