@@ -46,13 +46,22 @@ static pthread_once_t lib_once = PTHREAD_ONCE_INIT;
 static const llrdma_cuda_api_t *cuda_api;
 static char lib_error[512];
 
+/* 1 once the detector is set up without a CUDA driver: every pointer is
+ * host memory, said without a call (the hot path of small host calls). */
+static int no_driver;
+
 static void detect_init(void)
 {
     llrdma_cuptr_open(&detector, NULL);
+    __atomic_store_n(&no_driver, NULL == detector.getattrs, __ATOMIC_RELEASE);
 }
 
 int mca_coll_llrdma_gpu_kind(const void *p, int *device)
 {
+    if (__atomic_load_n(&no_driver, __ATOMIC_ACQUIRE)) {
+        *device = -1;
+        return LLRDMA_MEM_HOST;
+    }
     pthread_once(&detect_once, detect_init);
     return (int)llrdma_cuptr_kind(&detector, p, device);
 }

@@ -46,6 +46,20 @@ inline void cpu_relax()
 #endif
 }
 
+// n bytes of one line's payload: a whole line, or whole words, without a
+// library call (the small calls' hot path); anything else by memcpy.
+inline void copy_payload(unsigned char *d, const unsigned char *s, size_t n)
+{
+    if (n == Arena::kLinePayload) {
+        std::memcpy(d, s, Arena::kLinePayload);
+    } else if (n % 8 == 0) {
+        for (size_t i = 0; i < n; i += 8)
+            std::memcpy(d + i, s + i, 8);
+    } else {
+        std::memcpy(d, s, n);
+    }
+}
+
 size_t abort_offset(int size)
 {
     return static_cast<size_t>(size) * kFlagsPerRank;
@@ -137,7 +151,7 @@ void Arena::post_lines(uint64_t g, const void *src, size_t bytes)
     auto s = static_cast<const unsigned char *>(src);
     for (size_t off = 0; off < bytes; off += kLinePayload, l += kLine) {
         size_t n = bytes - off < kLinePayload ? bytes - off : kLinePayload;
-        memcpy(l, s + off, n);
+        copy_payload(l, s + off, n);
         __atomic_store_n(reinterpret_cast<uint64_t *>(l + kLinePayload), g, __ATOMIC_RELEASE);
     }
     // The in flag too, so that whatever reads round numbers from it (the
@@ -174,7 +188,7 @@ void Arena::read_lines(uint64_t g, int r, void *dst, size_t bytes) const
     const unsigned char *l = lines(g, r);
     auto d = static_cast<unsigned char *>(dst);
     for (size_t off = 0; off < bytes; off += kLinePayload, l += kLine)
-        memcpy(d + off, l, bytes - off < kLinePayload ? bytes - off : kLinePayload);
+        copy_payload(d + off, l, bytes - off < kLinePayload ? bytes - off : kLinePayload);
 }
 
 void Arena::post(int which, uint64_t g)

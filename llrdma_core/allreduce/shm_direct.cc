@@ -136,6 +136,32 @@ extern "C" int llrdma_ar_lines_fit(const llrdma_ar_shm_t *shm, int size, size_t 
            bytes <= shm->chunk_bytes;
 }
 
+namespace
+{
+// The lines round of llrdma_ar_lines_host / llrdma_ar_shm_direct_host, once
+// their arguments are checked.
+int lines_call(llrdma_ar_shm_t *shm, int rank, int size, const void *sendbuf, void *recvbuf,
+               size_t count, size_t es, int dtype, int op)
+{
+    using namespace llrdma::ar;
+    Arena ar(shm, rank, size);
+    if (ar.broken())
+        return LLRDMA_AR_ERR_TRANSPORT;
+    int rc =
+        lines_round(ar, size, sendbuf ? sendbuf : recvbuf, recvbuf, count, count * es, dtype, op);
+    if (rc == LLRDMA_AR_OK)
+        ++shm->line_rounds;
+    return rc;
+}
+
+bool host_args_ok(const llrdma_ar_shm_t *shm, int rank, int size, const void *recvbuf, size_t count,
+                  size_t es, int dtype, int op)
+{
+    return shm && shm->base && recvbuf && size >= 2 && rank >= 0 && rank < size && es > 0 &&
+           count <= static_cast<size_t>(-1) / es && llrdma_ar_supported(dtype, op);
+}
+} // namespace
+
 extern "C" int llrdma_ar_shm_direct_host(const llrdma_ar_plan_t *plan, llrdma_ar_shm_t *shm,
                                          int rank, int size, const void *sendbuf, void *recvbuf,
                                          size_t count, int dtype, int op)
@@ -144,12 +170,13 @@ extern "C" int llrdma_ar_shm_direct_host(const llrdma_ar_plan_t *plan, llrdma_ar
     if (count == 0)
         return LLRDMA_AR_OK;
     const size_t es = dtype_size(dtype);
-    if (!plan || plan->alg != LLRDMA_AR_SHM_DIRECT || !shm || !shm->base || !recvbuf || size < 2 ||
-        rank < 0 || rank >= size || es == 0 || count > static_cast<size_t>(-1) / es ||
-        llrdma_ar_shm_bytes(size, shm->chunk_bytes) == 0 || !llrdma_ar_supported(dtype, op))
+    if (!plan || plan->alg != LLRDMA_AR_SHM_DIRECT ||
+        !host_args_ok(shm, rank, size, recvbuf, count, es, dtype, op))
         return LLRDMA_AR_ERR_INVALID;
     if (llrdma_ar_lines_fit(shm, size, count * es))
-        return llrdma_ar_lines_host(shm, rank, size, sendbuf, recvbuf, count, dtype, op);
+        return lines_call(shm, rank, size, sendbuf, recvbuf, count, es, dtype, op);
+    if (llrdma_ar_shm_bytes(size, shm->chunk_bytes) == 0)
+        return LLRDMA_AR_ERR_INVALID;
     // No message, hook or scratch: a transport of the arena alone.
     llrdma_ar_comm_t c{};
     c.rank = rank;
@@ -168,15 +195,8 @@ extern "C" int llrdma_ar_lines_host(llrdma_ar_shm_t *shm, int rank, int size, co
     if (count == 0)
         return LLRDMA_AR_OK;
     const size_t es = dtype_size(dtype);
-    if (!recvbuf || rank < 0 || rank >= size || es == 0 || count > Arena::kLinesMax / es ||
-        !llrdma_ar_lines_fit(shm, size, count * es) || !llrdma_ar_supported(dtype, op))
+    if (!host_args_ok(shm, rank, size, recvbuf, count, es, dtype, op) ||
+        !llrdma_ar_lines_fit(shm, size, count * es))
         return LLRDMA_AR_ERR_INVALID;
-    Arena ar(shm, rank, size);
-    if (ar.broken())
-        return LLRDMA_AR_ERR_TRANSPORT;
-    int rc =
-        lines_round(ar, size, sendbuf ? sendbuf : recvbuf, recvbuf, count, count * es, dtype, op);
-    if (rc == LLRDMA_AR_OK)
-        ++shm->line_rounds;
-    return rc;
+    return lines_call(shm, rank, size, sendbuf, recvbuf, count, es, dtype, op);
 }
