@@ -500,8 +500,9 @@ typedef struct llrdma_ar_comm {
      * matched within it, so nothing of a failed call reaches the next one.
      * A rank that failed after its last send leaves the others' results
      * good.  Without it a failure cancels the rank's requests and its peers
-     * wait for messages that never come (as in MPI).  Not carried: a scratch
-     * allocation that fails before the first message. */
+     * wait for messages that never come (as in MPI).  A scratch allocation
+     * that fails before the first message is the caller's: the glue runs
+     * the call failed (`failed`) with receives into memory of its own. */
     int (*waitall_sizes)(void *ctx, int n, void **reqs, size_t *bytes);
 
     /* Optional memory hooks, for buffers the core must not touch itself (GPU

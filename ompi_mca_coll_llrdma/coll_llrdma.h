@@ -131,6 +131,7 @@ typedef struct mca_coll_llrdma_module_t {
         size_t esize;
     } fast;
     uint64_t fast_calls; /* calls that took it (said when the arena is released) */
+    uint64_t msg_calls;  /* calls on a flat message plan (tests' injections count them) */
     /* Nodes (coll_llrdma_hier.c), from the first Allreduce on: how this
      * communicator is served (LLRDMA_AR_MODE_*), its topology, this rank's
      * place in it (hier.peers = peers), the lowest rank of its node.  With
@@ -302,6 +303,14 @@ typedef struct mca_coll_llrdma_pml_ctx {
     int err;
     int gone;      /* a rank of comm on this node found gone while waiting, or -1 */
     int abandoned; /* requests given up incomplete (their memory must stay) */
+    /* A call that carries a failure without scratch (it could not be had,
+     * or a rank is gone): every receive lands at the start of this host
+     * buffer of sink_bytes (the call's own vector: no receive is larger),
+     * whatever the core asked, so the core's buffers are never touched.
+     * Not a receive of nothing: ob1 copies a truncated rendezvous message
+     * whole (CMA), past the end of the receive buffer. */
+    void *sink;
+    size_t sink_bytes;
     /* Each outstanding request's peer: a wait gives up only on a gone peer's
      * messages (a full table: any gone rank of this node, as before). */
     int ntrack;

@@ -375,8 +375,10 @@ int mca_coll_llrdma_test_alloc_fails(const mca_coll_llrdma_module_t *m,
                                      struct ompi_communicator_t *comm)
 {
     const mca_coll_llrdma_component_t *c = &mca_coll_llrdma_component;
+    /* The call's number: the arena's count where there is one, else the
+     * message plans' own. */
     return c->test_alloc_rank >= 0 && c->test_alloc_rank == ompi_comm_rank(comm) &&
-           c->test_alloc_call == m->shm.call;
+           c->test_alloc_call == (NULL != m->shm.base ? m->shm.call : m->msg_calls);
 }
 
 /* Where the GPU path exists, a declined communicator's calls come here
@@ -461,6 +463,13 @@ static int run_plan(const llrdma_ar_plan_t *plan, const void *sbuf, void *rbuf, 
                     struct ompi_communicator_t *comm, mca_coll_llrdma_module_t *m, int failed);
 static int end_message_call(mca_coll_llrdma_module_t *m, struct ompi_communicator_t *comm,
                             mca_coll_llrdma_pml_ctx_t *ctx, int rc);
+static int scratch_failed(const llrdma_ar_plan_t *plan, llrdma_ar_comm_t *tc,
+                          mca_coll_llrdma_pml_ctx_t *ctx, void *rbuf, int count, int dt, int lop,
+                          size_t esize, struct ompi_communicator_t *comm,
+                          mca_coll_llrdma_module_t *m);
+static int run_sunk(const llrdma_ar_plan_t *plan, llrdma_ar_comm_t *tc,
+                    mca_coll_llrdma_pml_ctx_t *ctx, void *sink, int count, int dt, int lop,
+                    size_t esize, struct ompi_communicator_t *comm, mca_coll_llrdma_module_t *m);
 
 /* The host pass of a call whose device vectors are copied whole: the same
  * plan on the host copies (mca_coll_llrdma_gpu_fallback calls it back). */
@@ -593,12 +602,12 @@ static int run_plan(const llrdma_ar_plan_t *plan, const void *sbuf, void *rbuf, 
     if (mca_coll_llrdma_test_alloc_fails(m, comm)) {
         opal_output(0, "coll:llrdma: %s: injected scratch allocation failure (tests)",
                     comm->c_name);
-        return OMPI_ERR_OUT_OF_RESOURCE;
+        return scratch_failed(plan, &tc, &ctx, rbuf, count, dt, lop, esize, comm, m);
     }
     if (need > m->scratch_bytes) {
         void *p = realloc(m->scratch, need);
         if (NULL == p) {
-            return OMPI_ERR_OUT_OF_RESOURCE;
+            return scratch_failed(plan, &tc, &ctx, rbuf, count, dt, lop, esize, comm, m);
         }
         m->scratch = p;
         m->scratch_bytes = need;
@@ -606,6 +615,57 @@ static int run_plan(const llrdma_ar_plan_t *plan, const void *sbuf, void *rbuf, 
     rc = llrdma_ar_run(plan, &tc, MPI_IN_PLACE == sbuf ? NULL : sbuf, rbuf, (size_t)count, dt, lop,
                        m->scratch, m->scratch_bytes);
     return end_message_call(m, comm, &ctx, rc);
+}
+
+/* Runs a call's schedule carrying a failure, without scratch: over the PML
+ * every receive lands in `sink` (host memory of the call's vector size, its
+ * contents undefined after the failed call), sends are empty, and the core
+ * does no local work, so it touches neither the scratch it is told it has
+ * nor its buffers.  OMPI_ERROR, or OMPI_ERR_NOT_SUPPORTED when the transport
+ * cannot (the BTL's inter-node step, the GPU staging transport). */
+static int run_sunk(const llrdma_ar_plan_t *plan, llrdma_ar_comm_t *tc,
+                    mca_coll_llrdma_pml_ctx_t *ctx, void *sink, int count, int dt, int lop,
+                    size_t esize, struct ompi_communicator_t *comm, mca_coll_llrdma_module_t *m)
+{
+    static unsigned char untouched[64];
+    int rc;
+
+    if (tc->irecv != mca_coll_llrdma_pml_irecv || tc->ctx != (void *)ctx) {
+        return OMPI_ERR_NOT_SUPPORTED;
+    }
+    ctx->sink = sink;
+    ctx->sink_bytes = (size_t)count * esize;
+    tc->failed = 1;
+    rc = llrdma_ar_run(plan, tc, NULL, sink, (size_t)count, dt, lop, untouched,
+                       llrdma_ar_scratch_bytes(plan, (size_t)count, dt, tc->size));
+    /* As end_message_call; the scratch was never given to a request. */
+    if (LLRDMA_AR_ERR_PEER_FAILED == rc && ctx->gone < 0 &&
+        0 != mca_coll_llrdma_component.shm_liveness_ms) {
+        ctx->gone = mca_coll_llrdma_first_gone(comm);
+    }
+    (void)mca_coll_llrdma_pml_gone(m, ctx);
+    return OMPI_ERROR;
+}
+
+/* No scratch for this call (an allocation failed): on a message plan or the
+ * hierarchical schedule over the PML the call still runs its schedule,
+ * empty, so the other ranks -- on other nodes too -- fail it instead of
+ * waiting for this one's messages; an arena plan's failure is marked in the
+ * arena by arena_call. */
+static int scratch_failed(const llrdma_ar_plan_t *plan, llrdma_ar_comm_t *tc,
+                          mca_coll_llrdma_pml_ctx_t *ctx, void *rbuf, int count, int dt, int lop,
+                          size_t esize, struct ompi_communicator_t *comm,
+                          mca_coll_llrdma_module_t *m)
+{
+    /* rbuf is host memory here: device vectors reach run_plan as host copies. */
+    if (!is_shm_plan(m, plan) &&
+        OMPI_ERR_NOT_SUPPORTED != run_sunk(plan, tc, ctx, rbuf, count, dt, lop, esize, comm, m)) {
+        opal_output_verbose(1, mca_coll_llrdma_component.output,
+                            "coll:llrdma: MPI_Allreduce on %s: no memory for its scratch; the "
+                            "call ran its schedule empty, so it fails on every rank",
+                            comm->c_name);
+    }
+    return OMPI_ERR_OUT_OF_RESOURCE;
 }
 
 /* After a call over the PML: a rank found gone fails this call and every
@@ -640,33 +700,20 @@ static int end_message_call(mca_coll_llrdma_module_t *m, struct ompi_communicato
 
 /* A call after a rank of the communicator was found gone (m->msg_gone), on
  * a message plan: it still runs its schedule, carrying the failure (empty
- * sends, no local work, nothing to or from the gone rank), so a rank that
- * has not seen the death yet is not left waiting for this one; then it
- * fails.  Receives still land: in rbuf when it is host memory (its contents
- * are undefined after a failed call), else in a host buffer of its size. */
+ * sends, no local work, nothing to or from the gone rank, receives sunk), so
+ * a rank that has not seen the death yet is not left waiting for this one;
+ * then it fails. */
 static int run_failed(const llrdma_ar_plan_t *plan, void *rbuf, int count, int dt, int lop,
                       size_t esize, int rkind, struct ompi_communicator_t *comm,
                       mca_coll_llrdma_module_t *m)
 {
     mca_coll_llrdma_pml_ctx_t ctx;
     llrdma_ar_comm_t tc;
-    size_t need = llrdma_ar_scratch_bytes(plan, (size_t)count, dt, ompi_comm_size(comm));
-    void *host = rbuf;
+    void *sink = rbuf; /* its contents are undefined after the failed call */
     int rc;
 
-    if (LLRDMA_MEM_HOST != rkind && NULL == (host = malloc((size_t)count * esize))) {
+    if (LLRDMA_MEM_HOST != rkind && NULL == (sink = malloc((size_t)count * esize))) {
         return OMPI_ERR_OUT_OF_RESOURCE;
-    }
-    if (need > m->scratch_bytes) {
-        void *p = realloc(m->scratch, need);
-        if (NULL == p) {
-            if (host != rbuf) {
-                free(host);
-            }
-            return OMPI_ERR_OUT_OF_RESOURCE;
-        }
-        m->scratch = p;
-        m->scratch_bytes = need;
     }
     mca_coll_llrdma_pml_ctx_init(&ctx, comm);
     ctx.gone = m->msg_gone;
@@ -679,16 +726,11 @@ static int run_failed(const llrdma_ar_plan_t *plan, void *rbuf, int count, int d
     tc.waitall = mca_coll_llrdma_pml_waitall;
     tc.waitall_sizes = mca_coll_llrdma_pml_waitall_sizes;
     tc.cancel = mca_coll_llrdma_pml_cancel;
-    tc.failed = 1;
-    rc = llrdma_ar_run(plan, &tc, NULL, host, (size_t)count, dt, lop, m->scratch, m->scratch_bytes);
-    if (ctx.abandoned > 0) {
-        m->scratch = NULL; /* as end_message_call: a given-up request may write into them */
-        m->scratch_bytes = 0;
-    } else if (host != rbuf) {
-        free(host);
+    rc = run_sunk(plan, &tc, &ctx, sink, count, dt, lop, esize, comm, m);
+    if (sink != rbuf && 0 == ctx.abandoned) {
+        free(sink); /* else a given-up receive may still write into it: leaked */
     }
-    (void)rc; /* LLRDMA_AR_ERR_MEMORY, the failure it carried */
-    return OMPI_ERROR;
+    return rc;
 }
 
 /* The arena is broken (llrdma_ar_shm_check's state st): OMPI_SUCCESS when
@@ -960,6 +1002,7 @@ int mca_coll_llrdma_allreduce(const void *sbuf, void *rbuf, int count,
         return arena_call(&plan, sbuf, rbuf, count, dtype, op, dt, lop, esize, skind, rkind, device,
                           comm, m, 0);
     }
+    ++m->msg_calls;
     return run_plan(&plan, sbuf, rbuf, count, dtype, op, dt, lop, esize, skind, rkind, device, comm,
                     m, 0);
 }

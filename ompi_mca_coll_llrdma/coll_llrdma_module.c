@@ -43,6 +43,7 @@ static void module_construct(mca_coll_llrdma_module_t *m)
     m->msg_gone = -1;
     memset(&m->fast, 0, sizeof(m->fast));
     m->fast_calls = 0;
+    m->msg_calls = 0;
     m->mode = LLRDMA_AR_MODE_FLAT;
     memset(&m->topo, 0, sizeof(m->topo));
     memset(&m->hier, 0, sizeof(m->hier));

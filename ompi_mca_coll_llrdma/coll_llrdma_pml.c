@@ -132,6 +132,8 @@ void mca_coll_llrdma_pml_ctx_init(mca_coll_llrdma_pml_ctx_t *c, struct ompi_comm
     c->err = OMPI_SUCCESS;
     c->gone = -1;
     c->abandoned = 0;
+    c->sink = NULL;
+    c->sink_bytes = 0;
     c->ntrack = 0;
 }
 
@@ -209,6 +211,12 @@ int mca_coll_llrdma_pml_irecv(void *ctx, void *buf, size_t bytes, int peer, int 
     if (peer == c->gone) {
         *req = GONE_REQ;
         return 0;
+    }
+    if (NULL != c->sink) { /* matched and dropped: the call fails anyway */
+        if (bytes > c->sink_bytes) {
+            return record(c, OMPI_ERR_BUFFER);
+        }
+        buf = c->sink;
     }
     rc = MCA_PML_CALL(irecv(buf, bytes, MPI_BYTE, peer, MCA_COLL_BASE_TAG_ALLREDUCE, c->comm, &r));
     if (OMPI_SUCCESS != rc) {

@@ -25,6 +25,28 @@ for alg in shm_direct shm_split; do
     check_run "$n ranks, $alg: the arena was rebuilt" has "every rank sets up a fresh one"
   done
 done
+# Without the arena (message algorithms over the PML) and across (test-only)
+# nodes: the rank without scratch still runs the call's schedule, every
+# receive into its own vector, every send empty, so the others fail that call
+# too instead of waiting for its messages (before: they waited for good);
+# over the PML alone the next calls work, across nodes they fail too (the
+# node arena is not rebuilt).  1M doubles: rendezvous messages.
+for alg in recursive_doubling ring rabenseifner; do
+  for cnt in 1000 1048576; do
+    launch -np 4 "${V[@]}" --mca coll_llrdma_shm 0 --mca coll_llrdma_allreduce_algorithm $alg \
+      -x LLRDMA_TEST_ALLOC_FAIL=2:3 "$T" --fault 3 "$cnt"
+    check_pass "4 ranks, $alg over the PML, $cnt doubles, rank 2 has no scratch in call 3: every rank fails it, the next work" \
+      t_allreduce 4
+    check_run "4 ranks, $alg, $cnt doubles: it ran its schedule empty" \
+      has "no memory for its scratch; the call ran its schedule empty"
+  done
+done
+launch -np 4 "${V[@]}" --mca coll_llrdma_node_split 2 -x LLRDMA_TEST_ALLOC_FAIL=1:3 "$T" \
+  --fault-stays 3 1048576
+check_pass "2+2 nodes, rank 1 has no scratch in call 3: every rank fails it and the later ones" \
+  t_allreduce 4
+check_run "2+2 nodes: node 1 learned it from the inter-node step's messages" \
+  has "another rank failed in this call (its messages said so)"
 # Many rounds per call (64-byte chunks): the failure hits mid-stream.
 launch -np 3 "${V[@]}" --mca coll_llrdma_shm_chunk_size 64 -x LLRDMA_TEST_ALLOC_FAIL=2:2 \
   "$T" --fault 2 5000
