@@ -290,17 +290,12 @@ typedef struct llrdma_ar_shm {
  * lines (the same answer on every rank: it reads only agreed values). */
 int llrdma_ar_lines_fit(const llrdma_ar_shm_t *shm, int size, size_t bytes);
 
-/* What llrdma_ar_run does for a shm_direct plan whose vector fits the lines
- * (llrdma_ar_lines_fit), for host buffers, without a plan, a transport or
- * scratch: the glue's fast path for small host calls on a communicator
- * whose ranks all reach it for the same calls.  sendbuf NULL or equal to
- * recvbuf: in place.  Its results and failures are llrdma_ar_run's. */
-int llrdma_ar_lines_host(llrdma_ar_shm_t *shm, int rank, int size, const void *sendbuf,
-                         void *recvbuf, size_t count, int dtype, int op);
-
-/* The same for any shm_direct plan on host buffers (the lines when they fit,
- * else the plan's rounds through the slots): llrdma_ar_run's rounds and
- * results without its argument checks, transport or scratch. */
+/* What llrdma_ar_run does for a shm_direct plan on host buffers (the lines
+ * when the vector fits them, llrdma_ar_lines_fit, else the plan's rounds
+ * through the slots), without a transport or scratch: the glue's fast path
+ * for a call like the one before, on a communicator whose ranks all reach
+ * it for the same calls.  sendbuf NULL or equal to recvbuf: in place.  Its
+ * rounds, results and failures are llrdma_ar_run's. */
 int llrdma_ar_shm_direct_host(const llrdma_ar_plan_t *plan, llrdma_ar_shm_t *shm, int rank,
                               int size, const void *sendbuf, void *recvbuf, size_t count, int dtype,
                               int op);

@@ -320,9 +320,9 @@ typedef struct mca_coll_llrdma_pml_ctx {
     } track[MCA_COLL_LLRDMA_PML_TRACK];
 } mca_coll_llrdma_pml_ctx_t;
 void mca_coll_llrdma_pml_ctx_init(mca_coll_llrdma_pml_ctx_t *c, struct ompi_communicator_t *comm);
-/* After a call: 1 when a rank was found gone (said once; every later
- * Allreduce on the communicator fails: m->msg_gone). */
-int mca_coll_llrdma_pml_gone(mca_coll_llrdma_module_t *m, const mca_coll_llrdma_pml_ctx_t *c);
+/* After a call whose core returned rc: 1 when a rank was found gone (said
+ * once; every later Allreduce on the communicator fails: m->msg_gone). */
+int mca_coll_llrdma_pml_gone(mca_coll_llrdma_module_t *m, mca_coll_llrdma_pml_ctx_t *c, int rc);
 /* The once-per-communicator report of a dead rank ("waited for WHAT"). */
 void mca_coll_llrdma_say_gone(mca_coll_llrdma_module_t *m, struct ompi_communicator_t *comm,
                               int gone, const char *what);

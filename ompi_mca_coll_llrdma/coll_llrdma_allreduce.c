@@ -461,6 +461,22 @@ static int run_plan(const llrdma_ar_plan_t *plan, const void *sbuf, void *rbuf, 
                     struct ompi_datatype_t *dtype, struct ompi_op_t *op, int dt, int lop,
                     size_t esize, int skind, int rkind, int device,
                     struct ompi_communicator_t *comm, mca_coll_llrdma_module_t *m, int failed);
+
+/* The core's transport over the PML for one call on comm (ctx fresh). */
+static void pml_transport(llrdma_ar_comm_t *tc, mca_coll_llrdma_pml_ctx_t *ctx,
+                          struct ompi_communicator_t *comm)
+{
+    mca_coll_llrdma_pml_ctx_init(ctx, comm);
+    memset(tc, 0, sizeof(*tc));
+    tc->ctx = ctx;
+    tc->rank = ompi_comm_rank(comm);
+    tc->size = ompi_comm_size(comm);
+    tc->isend = mca_coll_llrdma_pml_isend;
+    tc->irecv = mca_coll_llrdma_pml_irecv;
+    tc->waitall = mca_coll_llrdma_pml_waitall;
+    tc->waitall_sizes = mca_coll_llrdma_pml_waitall_sizes; /* failures carried in messages */
+    tc->cancel = mca_coll_llrdma_pml_cancel;
+}
 static int end_message_call(mca_coll_llrdma_module_t *m, struct ompi_communicator_t *comm,
                             mca_coll_llrdma_pml_ctx_t *ctx, int rc);
 static int scratch_failed(const llrdma_ar_plan_t *plan, llrdma_ar_comm_t *tc,
@@ -567,16 +583,7 @@ static int run_plan(const llrdma_ar_plan_t *plan, const void *sbuf, void *rbuf, 
         sbuf = MPI_IN_PLACE;
     }
 
-    mca_coll_llrdma_pml_ctx_init(&ctx, comm);
-    memset(&tc, 0, sizeof(tc));
-    tc.ctx = &ctx;
-    tc.rank = ompi_comm_rank(comm);
-    tc.size = ompi_comm_size(comm);
-    tc.isend = mca_coll_llrdma_pml_isend;
-    tc.irecv = mca_coll_llrdma_pml_irecv;
-    tc.waitall = mca_coll_llrdma_pml_waitall;
-    tc.waitall_sizes = mca_coll_llrdma_pml_waitall_sizes; /* failures carried in messages */
-    tc.cancel = mca_coll_llrdma_pml_cancel;
+    pml_transport(&tc, &ctx, comm);
     tc.shm = NULL != m->shm.base ? &m->shm : NULL;
     tc.failed = failed;
     if (tc.failed && is_shm_plan(m, plan)) {
@@ -638,12 +645,8 @@ static int run_sunk(const llrdma_ar_plan_t *plan, llrdma_ar_comm_t *tc,
     tc->failed = 1;
     rc = llrdma_ar_run(plan, tc, NULL, sink, (size_t)count, dt, lop, untouched,
                        llrdma_ar_scratch_bytes(plan, (size_t)count, dt, tc->size));
-    /* As end_message_call; the scratch was never given to a request. */
-    if (LLRDMA_AR_ERR_PEER_FAILED == rc && ctx->gone < 0 &&
-        0 != mca_coll_llrdma_component.shm_liveness_ms) {
-        ctx->gone = mca_coll_llrdma_first_gone(comm);
-    }
-    (void)mca_coll_llrdma_pml_gone(m, ctx);
+    (void)comm; /* as end_message_call; the scratch was never given to a request */
+    (void)mca_coll_llrdma_pml_gone(m, ctx, rc);
     return OMPI_ERROR;
 }
 
@@ -670,17 +673,13 @@ static int scratch_failed(const llrdma_ar_plan_t *plan, llrdma_ar_comm_t *tc,
 
 /* After a call over the PML: a rank found gone fails this call and every
  * later one (m->msg_gone, said once); scratch a given-up request may still
- * write into is leaked.  A failure carried in from another rank may have
- * come from a death this rank's own messages did not see: it looks. */
+ * write into is leaked. */
 static int end_message_call(mca_coll_llrdma_module_t *m, struct ompi_communicator_t *comm,
                             mca_coll_llrdma_pml_ctx_t *ctx, int rc)
 {
     const mca_coll_llrdma_component_t *c = &mca_coll_llrdma_component;
 
-    if (LLRDMA_AR_ERR_PEER_FAILED == rc && ctx->gone < 0 && 0 != c->shm_liveness_ms) {
-        ctx->gone = mca_coll_llrdma_first_gone(comm);
-    }
-    if (mca_coll_llrdma_pml_gone(m, ctx)) {
+    if (mca_coll_llrdma_pml_gone(m, ctx, rc)) {
         if (ctx->abandoned > 0) {
             m->scratch = NULL; /* a request given up incomplete may still write into it */
             m->scratch_bytes = 0;
@@ -715,17 +714,8 @@ static int run_failed(const llrdma_ar_plan_t *plan, void *rbuf, int count, int d
     if (LLRDMA_MEM_HOST != rkind && NULL == (sink = malloc((size_t)count * esize))) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
-    mca_coll_llrdma_pml_ctx_init(&ctx, comm);
+    pml_transport(&tc, &ctx, comm);
     ctx.gone = m->msg_gone;
-    memset(&tc, 0, sizeof(tc));
-    tc.ctx = &ctx;
-    tc.rank = ompi_comm_rank(comm);
-    tc.size = ompi_comm_size(comm);
-    tc.isend = mca_coll_llrdma_pml_isend;
-    tc.irecv = mca_coll_llrdma_pml_irecv;
-    tc.waitall = mca_coll_llrdma_pml_waitall;
-    tc.waitall_sizes = mca_coll_llrdma_pml_waitall_sizes;
-    tc.cancel = mca_coll_llrdma_pml_cancel;
     rc = run_sunk(plan, &tc, &ctx, sink, count, dt, lop, esize, comm, m);
     if (sink != rbuf && 0 == ctx.abandoned) {
         free(sink); /* else a given-up receive may still write into it: leaked */

@@ -418,11 +418,7 @@ int mca_coll_llrdma_allreduce_gpu(const llrdma_ar_plan_t *plan, const void *sbuf
 
     rc = llrdma_ar_run(plan, &tc, sbuf, rbuf, count, dt, lop, NULL, 0);
     /* A rank found gone fails this call and every later one (as on host). */
-    if (LLRDMA_AR_ERR_PEER_FAILED == rc && g.pml.gone < 0 &&
-        0 != mca_coll_llrdma_component.shm_liveness_ms) {
-        g.pml.gone = mca_coll_llrdma_first_gone(comm);
-    }
-    if (mca_coll_llrdma_pml_gone(m, &g.pml) && LLRDMA_AR_OK == rc) {
+    if (mca_coll_llrdma_pml_gone(m, &g.pml, rc) && LLRDMA_AR_OK == rc) {
         rc = LLRDMA_AR_ERR_PEER_GONE;
     }
     /* Always: waits for the stream and releases the session. */

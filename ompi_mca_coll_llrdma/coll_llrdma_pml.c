@@ -360,8 +360,14 @@ int mca_coll_llrdma_pml_cancel(void *ctx, void *req)
     return GONE_REQ == req ? OMPI_SUCCESS : ompi_request_cancel((ompi_request_t *)req);
 }
 
-int mca_coll_llrdma_pml_gone(mca_coll_llrdma_module_t *m, const mca_coll_llrdma_pml_ctx_t *c)
+int mca_coll_llrdma_pml_gone(mca_coll_llrdma_module_t *m, mca_coll_llrdma_pml_ctx_t *c, int rc)
 {
+    /* A failure carried in from another rank may have come from a death this
+     * rank's own messages did not see: it looks. */
+    if (LLRDMA_AR_ERR_PEER_FAILED == rc && c->gone < 0 &&
+        0 != mca_coll_llrdma_component.shm_liveness_ms) {
+        c->gone = mca_coll_llrdma_first_gone(c->comm);
+    }
     if (c->gone < 0) {
         return 0;
     }

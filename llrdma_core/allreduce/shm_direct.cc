@@ -138,8 +138,7 @@ extern "C" int llrdma_ar_lines_fit(const llrdma_ar_shm_t *shm, int size, size_t 
 
 namespace
 {
-// The lines round of llrdma_ar_lines_host / llrdma_ar_shm_direct_host, once
-// their arguments are checked.
+// The lines round of llrdma_ar_shm_direct_host, once its arguments are checked.
 int lines_call(llrdma_ar_shm_t *shm, int rank, int size, const void *sendbuf, void *recvbuf,
                size_t count, size_t es, int dtype, int op)
 {
@@ -186,17 +185,4 @@ extern "C" int llrdma_ar_shm_direct_host(const llrdma_ar_plan_t *plan, llrdma_ar
     const void *in = sendbuf == recvbuf ? nullptr : sendbuf;
     Args a{&t, recvbuf, count, dtype, op, es, nullptr, 0, plan, in, shm, nullptr};
     return run_shm_direct(a);
-}
-
-extern "C" int llrdma_ar_lines_host(llrdma_ar_shm_t *shm, int rank, int size, const void *sendbuf,
-                                    void *recvbuf, size_t count, int dtype, int op)
-{
-    using namespace llrdma::ar;
-    if (count == 0)
-        return LLRDMA_AR_OK;
-    const size_t es = dtype_size(dtype);
-    if (!host_args_ok(shm, rank, size, recvbuf, count, es, dtype, op) ||
-        !llrdma_ar_lines_fit(shm, size, count * es))
-        return LLRDMA_AR_ERR_INVALID;
-    return lines_call(shm, rank, size, sendbuf, recvbuf, count, es, dtype, op);
 }

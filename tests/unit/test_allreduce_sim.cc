@@ -454,7 +454,7 @@ BOOST_AUTO_TEST_CASE(shm_direct_host_same_rounds_as_the_plan)
                                 "p=" << p << " rank " << r << ": " << rounds.at(r)
                                      << " line rounds, want " << in_lines);
     }
-    // What does not fit the lines is refused, not run; so is another plan.
+    // Bad arguments and another plan are refused, not run.
     sim::World w(2, sim::Options{});
     llrdma_ar_comm_t comm = w.comm(0);
     std::vector<double> v(129, 1.0);
@@ -462,12 +462,16 @@ BOOST_AUTO_TEST_CASE(shm_direct_host_same_rounds_as_the_plan)
     BOOST_CHECK_EQUAL(llrdma_ar_shm_direct_host(&split, comm.shm, 0, 2, nullptr, v.data(), 1,
                                                 LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM),
                       LLRDMA_AR_ERR_INVALID);
-    BOOST_CHECK_EQUAL(llrdma_ar_lines_host(comm.shm, 0, 2, nullptr, v.data(), 129, LLRDMA_DT_DOUBLE,
-                                           LLRDMA_OP_SUM),
+    llrdma_ar_plan_t direct{LLRDMA_AR_SHM_DIRECT, 4096, 1, "test", 0, nullptr, 0, 0, 0};
+    BOOST_CHECK_EQUAL(llrdma_ar_shm_direct_host(&direct, comm.shm, 0, 1, nullptr, v.data(), 1,
+                                                LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM),
                       LLRDMA_AR_ERR_INVALID);
-    BOOST_CHECK_EQUAL(
-        llrdma_ar_lines_host(comm.shm, 0, 1, nullptr, v.data(), 1, LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM),
-        LLRDMA_AR_ERR_INVALID);
+    BOOST_CHECK_EQUAL(llrdma_ar_shm_direct_host(&direct, comm.shm, 2, 2, nullptr, v.data(), 1,
+                                                LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM),
+                      LLRDMA_AR_ERR_INVALID);
+    BOOST_CHECK_EQUAL(llrdma_ar_shm_direct_host(&direct, comm.shm, 0, 2, nullptr, nullptr, 1,
+                                                LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM),
+                      LLRDMA_AR_ERR_INVALID);
     BOOST_CHECK(!llrdma_ar_lines_fit(comm.shm, 2, 1025));
     BOOST_CHECK(llrdma_ar_lines_fit(comm.shm, 2, 1024));
 }
