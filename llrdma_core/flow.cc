@@ -54,6 +54,19 @@ extern "C" void llrdma_rq_pool_init(llrdma_rq_pool_t *p, uint32_t cap, uint32_t 
     p->budget = static_cast<uint32_t>(std::min<uint64_t>(cap, std::max<uint64_t>(by_mem, p->want)));
 }
 
+extern "C" uint32_t llrdma_rq_window(uint32_t profile_window, uint64_t buf_bytes, uint64_t mem_max,
+                                     uint32_t cap, int overcommit)
+{
+    if (!overcommit || 0 == buf_bytes)
+        return profile_window;
+    // Half the budget at most: that much is posted before any growth, so a burst of the
+    // window from one peer never waits in RNR on an otherwise idle receiver.
+    const uint64_t burst =
+        std::min<uint64_t>({LLRDMA_RQ_BURST_MSGS, LLRDMA_RQ_BURST_BYTES / buf_bytes,
+                            mem_max / buf_bytes / 2, cap / 2});
+    return std::max<uint32_t>(profile_window, static_cast<uint32_t>(burst));
+}
+
 // Overcommitted pool: every connection gets the whole window; buffers back the windows
 // one for one up to half the budget (a few peers never meet RNR), beyond that the windows
 // share what is posted, and SRQ-limit events grow it up to the budget.

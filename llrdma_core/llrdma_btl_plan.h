@@ -170,7 +170,7 @@ typedef struct {
     uint32_t cap;       /* SRQ capacity granted by the device */
     uint32_t posted;    /* buffers posted (or owned by the SRQ) */
     uint32_t reserved;  /* windows of live connections, summed */
-    uint32_t want;      /* the profile's window per connection */
+    uint32_t want;      /* the window per connection (llrdma_rq_window) */
     uint32_t min;       /* the least a connection is given (guaranteed mode) */
     uint32_t budget;    /* most buffers ever posted: min(cap, mem_max / buf_bytes), >= want */
     uint32_t grows;     /* SRQ-limit growths so far */
@@ -181,7 +181,20 @@ typedef struct {
 } llrdma_rq_pool_t;
 
 #define LLRDMA_RQ_MIN_ALLOT 4u
+/* An overcommitted pool's window is what one peer may send while this process
+ * does not progress: a burst then waits in posted buffers, not in the sender
+ * behind credits that only the receiver's next progress returns.  Posted
+ * buffers bound the memory and RNR holds what exceeds them, so the window is
+ * sized by the burst (up to 512 messages, UCX's fc_wnd_size, and 8 MiB of
+ * buffers), never above the memory budget. */
+#define LLRDMA_RQ_BURST_MSGS 512u
+#define LLRDMA_RQ_BURST_BYTES (8ull << 20)
 
+/* The window a connection gets: the profile's in the guaranteed mode, in an
+ * overcommitted pool the burst window where that is larger (at most half of
+ * `mem_max / buf_bytes` and of the SRQ's `cap`). */
+uint32_t llrdma_rq_window(uint32_t profile_window, uint64_t buf_bytes, uint64_t mem_max,
+                          uint32_t cap, int overcommit);
 void llrdma_rq_pool_init(llrdma_rq_pool_t *p, uint32_t cap, uint32_t want, uint64_t buf_bytes,
                          uint64_t mem_max, int overcommit);
 /* Allot buffers to one new connection: *allot the credits it gets, *post how

@@ -50,9 +50,11 @@ typedef struct mca_btl_llrdma_port_t {
     uint32_t max_init_rd_atom; /* reads a QP has outstanding (initiator depth) */
 } mca_btl_llrdma_port_t;
 
-/* Completion queues are never resized (ibv_resize_cq is optional): a path
- * has CQs of a fixed size, each shared by the connections that fit in it;
- * a connection reserves its send queue depth plus its receive allotment. */
+/* Completion queues are never resized (ibv_resize_cq is optional).  A path
+ * has one receive CQ as large as its SRQ (a receive completion needs a
+ * posted buffer, so it cannot overrun whatever the windows promise) and
+ * send CQs of a fixed size, each shared by the connections whose send
+ * queues fit in it. */
 #define MCA_BTL_LLRDMA_MAX_CQS 64
 
 typedef struct mca_btl_llrdma_cq_slab_t {
@@ -68,8 +70,9 @@ typedef struct mca_btl_llrdma_path_t {
     uint32_t srq_depth;  /* capacity granted */
     llrdma_rq_pool_t rq; /* buffers posted and allotted to connections */
     uint32_t srq_armed;  /* SRQ limit armed now (0: none; the device disarms it on its event) */
+    struct ibv_cq *rcq;  /* every receive of the path: srq_depth entries at least */
     int ncq;
-    mca_btl_llrdma_cq_slab_t cqs[MCA_BTL_LLRDMA_MAX_CQS];
+    mca_btl_llrdma_cq_slab_t cqs[MCA_BTL_LLRDMA_MAX_CQS]; /* send CQs */
     int cq_moderation; /* -1 not requested, 0 unsupported, 1 applied */
 } mca_btl_llrdma_path_t;
 

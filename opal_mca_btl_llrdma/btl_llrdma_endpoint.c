@@ -706,7 +706,7 @@ int mca_btl_llrdma_endpoint_send(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_f
     int p = mca_btl_llrdma_endpoint_path_for(ep, frag->segment.seg_len);
     mca_btl_llrdma_frag_t *queued;
     mca_btl_llrdma_conn_t *conn;
-    uint32_t credits = 0;
+    uint32_t credits = 0, floor = 0;
 
     if (LLRDMA_EP_FAILED == ep->state) {
         return OPAL_ERR_UNREACH;
@@ -729,8 +729,10 @@ int mca_btl_llrdma_endpoint_send(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_f
          * read could skip set_waiting below for a fragment queued on a first
          * read of 0 (queued, credits back, nothing to post it: a hang). */
         credits = conn_credits(conn);
+        floor = mca_btl_llrdma_conn_pack_floor(conn, mca_btl_llrdma_component.coalesce,
+                                               ep->frag_max[p], frag->segment.seg_len);
         if (opal_list_is_empty(&ep->pending[p]) && llrdma_sq_free_slots(&conn->sq) > 0 &&
-            credits > 0) {
+            credits > floor) {
             return post_frag(ep, conn, frag, 0);
         }
         llrdma_hist_wait_mt(&mca_btl_llrdma_component.hist, p,
@@ -753,8 +755,8 @@ int mca_btl_llrdma_endpoint_send(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_f
     }
     opal_list_append(&ep->pending[p], &queued->base.super.super);
     if (mca_btl_llrdma_conn_up(conn)) {
-        if (0 == credits) {
-            set_waiting(ep, p, 1); /* progress posts it once credits are back */
+        if (credits <= floor) {
+            set_waiting(ep, p, 1); /* progress posts it (once credits are back) */
         }
     } else if (NULL == conn && 0 == ep->retry_at_ms[p]) {
         int rc = mca_btl_llrdma_conn_start_active(ep, p);

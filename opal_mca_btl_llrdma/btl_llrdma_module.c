@@ -101,7 +101,7 @@ void mca_btl_llrdma_module_qp_attr(const mca_btl_llrdma_module_t *m, int p, stru
     }
     memset(attr, 0, sizeof(*attr));
     attr->send_cq = cq;
-    attr->recv_cq = cq;
+    attr->recv_cq = m->path[p].rcq;
     attr->srq = m->path[p].srq;
     attr->qp_type = IBV_QPT_RC;
     attr->sq_sig_all = 0; /* selective signalling */
@@ -111,36 +111,48 @@ void mca_btl_llrdma_module_qp_attr(const mca_btl_llrdma_module_t *m, int p, stru
     attr->cap.max_inline_data = m->inline_req[p];
 }
 
-static int cq_add(mca_btl_llrdma_module_t *m, int p)
+/* A CQ of at most `cqe` entries for path `p`, with the path's moderation;
+ * BW CQs report events on the module's channel when it has one (the
+ * progress thread), LL CQs never: they are busy-polled. */
+static struct ibv_cq *cq_create(mca_btl_llrdma_module_t *m, int p, uint32_t cqe, uint32_t *got)
 {
     mca_btl_llrdma_path_t *path = &m->path[p];
     const llrdma_path_profile_t *pp = path_profile(m, p);
-    mca_btl_llrdma_cq_slab_t *slab;
-    uint32_t cqe = LLRDMA_CQ_ENTRIES;
+    struct ibv_cq *cq;
 
-    if (path->ncq >= MCA_BTL_LLRDMA_MAX_CQS) {
-        return OPAL_ERR_OUT_OF_RESOURCE;
-    }
     if (0 != m->port.max_cqe && cqe > m->port.max_cqe) {
         cqe = m->port.max_cqe;
     }
-    slab = &path->cqs[path->ncq];
-    /* BW CQs report events on the module's channel when it has one (the
-     * progress thread); LL CQs never: they are busy-polled. */
-    slab->cq = mca_btl_llrdma_verbs.create_cq(m->ctx, (int)cqe, NULL,
-                                              LLRDMA_PATH_BW == p ? m->channel : NULL, 0);
-    if (NULL == slab->cq) {
-        return OPAL_ERR_OUT_OF_RESOURCE;
+    cq = mca_btl_llrdma_verbs.create_cq(m->ctx, (int)cqe, NULL,
+                                        LLRDMA_PATH_BW == p ? m->channel : NULL, 0);
+    if (NULL == cq) {
+        return NULL;
     }
-    slab->cqe = (uint32_t)slab->cq->cqe < cqe ? (uint32_t)slab->cq->cqe : cqe;
-    slab->reserved = 0;
+    *got = (uint32_t)cq->cqe < cqe ? (uint32_t)cq->cqe : cqe;
     if (0 != pp->cq_mod_count || 0 != pp->cq_mod_usec) {
         struct ibv_modify_cq_attr ma = {.attr_mask = IBV_CQ_ATTR_MODERATE,
                                         .moderate = {.cq_count = (uint16_t)pp->cq_mod_count,
                                                      .cq_period = (uint16_t)pp->cq_mod_usec}};
-        path->cq_moderation = 0 == mca_btl_llrdma_verbs.modify_cq(slab->cq, &ma) ? 1 : 0;
+        path->cq_moderation = 0 == mca_btl_llrdma_verbs.modify_cq(cq, &ma) ? 1 : 0;
     }
-    mca_btl_llrdma_thread_arm(m, p, slab->cq);
+    mca_btl_llrdma_thread_arm(m, p, cq);
+    return cq;
+}
+
+static int cq_add(mca_btl_llrdma_module_t *m, int p)
+{
+    mca_btl_llrdma_path_t *path = &m->path[p];
+    mca_btl_llrdma_cq_slab_t *slab;
+
+    if (path->ncq >= MCA_BTL_LLRDMA_MAX_CQS) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    slab = &path->cqs[path->ncq];
+    slab->cq = cq_create(m, p, LLRDMA_CQ_ENTRIES, &slab->cqe);
+    if (NULL == slab->cq) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    slab->reserved = 0;
     ++path->ncq;
     return OPAL_SUCCESS;
 }
@@ -233,8 +245,9 @@ int mca_btl_llrdma_module_reserve(mca_btl_llrdma_module_t *m, mca_btl_llrdma_con
                  m->port.port);
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
-    /* Room for every send WR and every receive the peer's credits allow. */
-    need = m->lim.sq_depth[p] + allot;
+    /* Room for every send WR, flushed ones included; receives complete on
+     * the path's receive CQ, which holds the whole SRQ. */
+    need = m->lim.sq_depth[p];
     for (int i = 0; i < path->ncq && slab < 0; ++i) {
         if (path->cqs[i].cqe - path->cqs[i].reserved >= need) {
             slab = i;
@@ -285,6 +298,10 @@ static void path_destroy(mca_btl_llrdma_module_t *m, int p)
     }
     mca_btl_llrdma_pool_destruct(&path->send_pool);
     mca_btl_llrdma_pool_destruct(&path->recv_pool);
+    if (NULL != path->rcq) {
+        (void)mca_btl_llrdma_verbs.destroy_cq(path->rcq);
+        path->rcq = NULL;
+    }
     while (path->ncq > 0) {
         --path->ncq;
         (void)mca_btl_llrdma_verbs.destroy_cq(path->cqs[path->ncq].cq);
@@ -298,7 +315,8 @@ static int path_create(mca_btl_llrdma_module_t *m, int p)
     mca_btl_llrdma_path_t *path = &m->path[p];
     struct ibv_srq_init_attr sattr;
     struct ibv_srq_attr sq;
-    uint32_t cap = LLRDMA_SRQ_CAPACITY, send_frags;
+    uint32_t cap = LLRDMA_SRQ_CAPACITY, send_frags, rcqe = 0;
+    int overcommit;
 
     if (0 != m->port.max_srq_wr && cap > m->port.max_srq_wr) {
         cap = m->port.max_srq_wr;
@@ -326,16 +344,30 @@ static int path_create(mca_btl_llrdma_module_t *m, int p)
     if (0 == mca_btl_llrdma_verbs.query_srq(path->srq, &sq) && sq.max_wr < cap) {
         path->srq_depth = sq.max_wr;
     }
+    path->rcq = cq_create(m, p, path->srq_depth, &rcqe);
+    if (NULL == path->rcq) {
+        goto fail_srq;
+    }
+    /* Never more buffers posted than the receive CQ holds completions. */
+    if (rcqe < path->srq_depth) {
+        path->srq_depth = rcqe;
+    }
     path->recv_pool.max_frags = path->srq_depth;
     /* Windows may outnumber buffers only where a send that finds none is
      * retried by the NIC for ever (docs/btl-design.md, "Receive side"). */
-    llrdma_rq_pool_init(&path->rq, path->srq_depth, pp->rq_depth, pp->recv_buf_bytes,
-                        mca_btl_llrdma_component.recv_mem_max,
-                        7 == mca_btl_llrdma_component.rnr_retry);
+    overcommit = 7 == mca_btl_llrdma_component.rnr_retry;
+    llrdma_rq_pool_init(&path->rq, path->srq_depth,
+                        llrdma_rq_window(pp->rq_depth, pp->recv_buf_bytes,
+                                         mca_btl_llrdma_component.recv_mem_max, path->srq_depth,
+                                         overcommit),
+                        pp->recv_buf_bytes, mca_btl_llrdma_component.recv_mem_max, overcommit);
     path->srq_armed = 0;
     return OPAL_SUCCESS;
 
     /* Each label undoes what was created before its goto. */
+fail_srq:
+    (void)mca_btl_llrdma_verbs.destroy_srq(path->srq);
+    path->srq = NULL;
 fail_cq:
     (void)mca_btl_llrdma_verbs.destroy_cq(path->cqs[0].cq);
     path->cqs[0].cq = NULL;
@@ -738,7 +770,10 @@ static int llrdma_sendi_locked(struct mca_btl_base_module_t *btl,
     }
     if (NULL == conn || LLRDMA_CONN_ESTABLISHED != conn->state ||
         total > m->super.btl_eager_limit || !opal_list_is_empty(&ep->pending[p]) ||
-        0 == llrdma_sq_free_slots(&conn->sq) || 0 == mca_btl_llrdma_conn_credits(conn)) {
+        0 == llrdma_sq_free_slots(&conn->sq) ||
+        mca_btl_llrdma_conn_credits(conn) <=
+            mca_btl_llrdma_conn_pack_floor(conn, mca_btl_llrdma_component.coalesce, ep->frag_max[p],
+                                           total)) {
         if (NULL != descriptor && total <= m->super.btl_eager_limit) {
             frag = frag_alloc(m, ep, total, flags);
             *descriptor = NULL == frag ? NULL : &frag->base;

@@ -204,7 +204,7 @@ static int poll_cq(mca_btl_llrdma_module_t *m, int p, struct ibv_cq *cq)
 
 static int poll_path(mca_btl_llrdma_module_t *m, int p)
 {
-    int count = 0;
+    int count = NULL != m->path[p].rcq ? poll_cq(m, p, m->path[p].rcq) : 0;
     for (int i = 0; i < m->path[p].ncq; ++i) {
         count += poll_cq(m, p, m->path[p].cqs[i].cq);
     }

@@ -259,18 +259,20 @@ static void test_profile_to_qp_attributes(void)
     CHECK(0 == fake.last_qp_attr.sq_sig_all);
     CHECK(fake.last_qp_attr.srq == m->path[BW].srq);
     CHECK(fake.last_qp_attr.send_cq == m->path[BW].cqs[0].cq);
-    CHECK(fake.last_qp_attr.recv_cq == m->path[BW].cqs[0].cq);
+    CHECK(fake.last_qp_attr.recv_cq == m->path[BW].rcq && m->path[BW].rcq != m->path[BW].cqs[0].cq);
     CHECK(m->granted.inline_bytes[LL] == fw[0].prof.ll.inline_bytes);
     CHECK(m->granted.sq_depth[LL] == fw[0].prof.ll.sq_depth);
     /* Moderation on the BW CQ only; the LL CQ reports every completion. */
     CHECK(((fake_cq_t *)m->path[BW].cqs[0].cq)->moderated);
     CHECK(((fake_cq_t *)m->path[BW].cqs[0].cq)->mod_count == fw[0].prof.bw.cq_mod_count);
     CHECK(!((fake_cq_t *)m->path[LL].cqs[0].cq)->moderated);
+    CHECK(((fake_cq_t *)m->path[BW].rcq)->moderated && !((fake_cq_t *)m->path[LL].rcq)->moderated);
     /* Fixed-size CQs and full-capacity SRQs; no receive buffer before a peer. */
     for (int p = 0; p < LLRDMA_NPATHS; ++p) {
         CHECK(1 == m->path[p].ncq);
         CHECK(4096 == m->path[p].cqs[0].cqe && 0 == m->path[p].cqs[0].reserved);
         CHECK(4096 == m->path[p].srq_depth && 4096 == m->path[p].rq.cap);
+        CHECK(4096 == ((fake_cq_t *)m->path[p].rcq)->cap); /* every posted buffer's completion */
         CHECK(0 == m->path[p].rq.posted && 0 == fake_srq_posted(m->path[p].srq));
     }
     CHECK(0 == fake.nrecvs);
@@ -369,7 +371,9 @@ static void test_lazy_connect_and_post_flags(void)
     CHECK(1 == fw_sent(0, 1));
     CHECK(1 == fw[0].cb_calls && 0 == fw[0].cb_errors); /* the queued fragment went inline */
     /* The private data: credits, fragment limit, where to write credits. */
-    CHECK(fw[0].prof.ll.rq_depth == ca->allot && fw[1].prof.ll.rq_depth == cb->allot);
+    /* Overcommitted (rnr_retry 7): the burst window, 512 buffers of 8 KiB and
+     * more than the profile's, within half the budget and half the SRQ. */
+    CHECK(512 == ca->allot && 512 == cb->allot && fw[0].prof.ll.rq_depth < 512);
     CHECK(ca->credit.granted == cb->allot && cb->credit.granted == ca->allot);
     CHECK(ca->peer_frag_max == fw[1].m->lim.frag_max[LL]);
     CHECK(ca->peer_credit_addr == (uintptr_t)&cb->credit_buf[0]);
@@ -378,10 +382,10 @@ static void test_lazy_connect_and_post_flags(void)
     /* Receive buffers were posted for the connection, on demand. */
     for (int i = 0; i < 2; ++i) {
         mca_btl_llrdma_path_t *path = &fw[i].m->path[LL];
-        CHECK(fake_srq_posted(path->srq) == fw[i].prof.ll.rq_depth);
-        CHECK(path->rq.posted == fw[i].prof.ll.rq_depth && path->rq.reserved == path->rq.posted);
+        CHECK(fake_srq_posted(path->srq) == 512);
+        CHECK(path->rq.posted == 512 && path->rq.reserved == path->rq.posted);
         CHECK(0 == fake_srq_posted(fw[i].m->path[BW].srq));
-        CHECK(path->cqs[0].reserved == fw[i].m->lim.sq_depth[LL] + fw[i].prof.ll.rq_depth);
+        CHECK(path->cqs[0].reserved == fw[i].m->lim.sq_depth[LL]); /* receives: the receive CQ */
     }
     /* RNR timer set after establishment; retry counts from the connect parameters. */
     CHECK(12 == fake_qp(ca->qp)->min_rnr_timer && 12 == fake_qp(cb->qp)->min_rnr_timer);
@@ -881,7 +885,7 @@ static void test_passive_connection(void)
     CHECK(ep->conn[BW]->id == second);
     /* The stale attempt's receive allotment went back: one allotment posted per path. */
     CHECK(b->path[BW].rq.reserved == ep->conn[BW]->allot);
-    CHECK(b->path[LL].rq.posted == fw[1].prof.ll.rq_depth);
+    CHECK(b->path[LL].rq.posted == b->path[LL].rq.want);
     /* A request for a path that is up is refused (DUP). */
     req.path = LL;
     (void)fake_connect_request(b->listen_id, &req, sizeof(req));
@@ -986,6 +990,7 @@ static void many_peers(uint64_t hint, int n)
     for (int p = 0; p < LLRDMA_NPATHS; ++p) {
         if (b->path_used[p]) {
             posted_bytes += (size_t)b->path[p].rq.posted * b->path[p].rq.buf_bytes;
+            cqes += ((fake_cq_t *)b->path[p].rcq)->cap;
             for (int i = 0; i < b->path[p].ncq; ++i) {
                 cqes += b->path[p].cqs[i].cqe;
             }

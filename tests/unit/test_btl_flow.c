@@ -146,16 +146,17 @@ static void test_receiver_never_runs_dry(void)
     CHECK(0 == fake.rnr_events);
     CHECK(0 == mca_btl_llrdma_conn_credits(ca));
     /* Every buffer of the allotment holds a message nobody polled. */
-    CHECK(allot ==
-          fake_cq_waiting(fw[1].m->path[LL].cqs[0].cq) + fake_srq_posted(fw[1].m->path[LL].srq));
-    CHECK(fake_cq_waiting(fw[1].m->path[LL].cqs[0].cq) == ca->credit.sent - cb->credit.consumed);
-    CHECK(fake_cq_waiting(fw[1].m->path[LL].cqs[0].cq) + 1 >= allot);
+    CHECK(allot == fake_cq_waiting(fw[1].m->path[LL].rcq) + fake_srq_posted(fw[1].m->path[LL].srq));
+    CHECK(fake_cq_waiting(fw[1].m->path[LL].rcq) == ca->credit.sent - cb->credit.consumed);
+    CHECK(fake_cq_waiting(fw[1].m->path[LL].rcq) + 1 >= allot);
     CHECK(1 == fw[0].m->waiting && 0 != ca->stall_since);
     /* The receiver is polled now and then; the sender keeps up. */
     for (int r = 0; r < 2000 && fw_sent(0, 1) < (uint32_t)total; ++r) {
         fw_progress_one(1, 1);
         fw_progress_one(0, 3);
-        /* Its receives and its own (credit write) completions fit the reservation. */
+        /* Its receives fit the receive CQ, its own (credit write) completions the
+         * send CQ's reservation. */
+        CHECK(fake_cq_waiting(fw[1].m->path[LL].rcq) <= fw[1].m->path[LL].srq_depth);
         CHECK(fake_cq_waiting(fw[1].m->path[LL].cqs[0].cq) <= fw[1].m->path[LL].cqs[0].reserved);
     }
     fw_settle(100);
@@ -215,10 +216,14 @@ static void credit_round(int p, size_t size)
     fw_progress_one(0, 50);
     CHECK(stalled_nsends == fake.nsends);
     CHECK(ca->credit.sent - ca->credit.seen == ca->credit.granted);
-    /* The receiver progresses: it reposts and writes the count back. */
+    /* The receiver progresses: it reposts and, once a quarter of the window
+     * is back in its SRQ, writes the count back (a poll takes a batch). */
     before = fake.nsends;
-    fw_progress_one(1, 1);
-    w = find_write(before, cb->qp);
+    w = -1;
+    for (uint32_t r = 0; r < cb->allot && w < 0; ++r) {
+        fw_progress_one(1, 1);
+        w = find_write(before, cb->qp);
+    }
     CHECK(w >= 0);
     if (w < 0) {
         return;
@@ -306,7 +311,7 @@ static void test_credits_landing_mid_send(void)
     CHECK(0 == opal_list_get_size(&fw[0].ep[1]->pending[LL]));
     /* The receiver takes the messages; its credit writes wait on the wire. */
     fake.wire_hold = 1;
-    fw_progress_one(1, 1);
+    fw_progress_one(1, (int)fw_conn(1, 0, LL)->allot);
     CHECK(0 == mca_btl_llrdma_conn_credits(ca));
     /* ob1's descriptor, then a send pool with nothing free: the copy grows it. */
     d = fw_alloc(0, 1, 100, 0);
@@ -403,22 +408,21 @@ static void test_stall_reported(void)
 static void test_cq_reservations(void)
 {
     mca_btl_llrdma_module_t *a;
-    uint32_t need_bw, need_ll;
 
-    /* Send queues of 16 and CQs of 100 entries: one LL connection (16 WRs +
-     * 64 buffers) per CQ, two BW ones (16 + 32).  A BTL that reserved less
-     * would pack more connections into a CQ and overrun it below. */
+    /* Send queues of 40 and CQs of 100 entries: a connection reserves its
+     * send queue in a send CQ (two per CQ); receives complete in the path's
+     * receive CQ, as large as the SRQ (100 here), whatever the windows
+     * promise.  A BTL that reserved less, or posted more receive buffers
+     * than its receive CQ holds, would overrun a CQ below. */
     fw_begin();
     mca_btl_llrdma_component.coalesce = 0; /* counts fragments */
     fake.max_cqe = fw_port_max_cqe = 100;
     for (int i = 0; i < 4; ++i) {
-        CHECK(i == fw_add(8192, 16, 16));
+        CHECK(i == fw_add(8192, 40, 40));
     }
     fw_mesh();
     a = fw[0].m;
-    need_ll = a->lim.sq_depth[LL] + fw[0].prof.ll.rq_depth;
-    need_bw = a->lim.sq_depth[BW] + fw[0].prof.bw.rq_depth;
-    CHECK(80 == need_ll && 48 == need_bw);
+    CHECK(40 == a->lim.sq_depth[LL] && 40 == a->lim.sq_depth[BW]);
     for (int j = 1; j < 4; ++j) {
         (void)fw_send(0, j, 100, 0);
         (void)fw_send(0, j, 20000, 1);
@@ -427,15 +431,16 @@ static void test_cq_reservations(void)
     }
     fw_settle(200);
     check_all_arrived();
-    CHECK(3 == a->path[LL].ncq && 2 == a->path[BW].ncq);
-    for (int k = 0; k < a->path[LL].ncq; ++k) {
-        CHECK(need_ll == a->path[LL].cqs[k].reserved && 100 == a->path[LL].cqs[k].cqe);
+    for (int p = 0; p < LLRDMA_NPATHS; ++p) {
+        CHECK(100 == a->path[p].srq_depth && 100 == ((fake_cq_t *)a->path[p].rcq)->cap);
+        CHECK(2 == a->path[p].ncq && 100 == a->path[p].cqs[0].cqe);
+        CHECK(80 == a->path[p].cqs[0].reserved && 40 == a->path[p].cqs[1].reserved);
     }
-    CHECK(2 * need_bw == a->path[BW].cqs[0].reserved && need_bw == a->path[BW].cqs[1].reserved);
-    /* Worst case: every peer uses all its credits while process 0 does not
-     * poll (a receive completion per allotted buffer)... */
+    /* Worst case: every peer sends far more than its window while process 0
+     * does not poll: its receive CQ fills up to what the SRQ held, the rest
+     * waits in the senders' NICs (RNR)... */
     for (int j = 1; j < 4; ++j) {
-        for (int i = 0; i < 80; ++i) {
+        for (int i = 0; i < 120; ++i) {
             (void)fw_send(j, 0, 100, 0);
             (void)fw_send(j, 0, 20000, 1);
         }
@@ -445,20 +450,21 @@ static void test_cq_reservations(void)
             fw_progress_one(j, 1);
         }
     }
-    for (int j = 1; j < 4; ++j) {
-        CHECK(0 == mca_btl_llrdma_conn_credits(fw_conn(j, 0, LL)));
-        CHECK(0 == mca_btl_llrdma_conn_credits(fw_conn(j, 0, BW)));
+    for (int p = 0; p < LLRDMA_NPATHS; ++p) {
+        CHECK(0 == fake_srq_posted(a->path[p].srq));
+        CHECK(fake_cq_waiting(a->path[p].rcq) == a->path[p].rq.posted);
     }
+    CHECK(fake.rnr_naks > 0);
     /* ...and every WR process 0 has posted completes in error: its QPs fail
      * (the first WR with an error, the rest flushed, each with a completion). */
     fake.wire_hold = 1;
     for (int j = 1; j < 4; ++j) {
-        for (int i = 0; i < 20; ++i) {
+        for (int i = 0; i < 50; ++i) {
             (void)fw_send(0, j, 1000, 0);
             (void)fw_send(0, j, 20000, 1);
         }
-        CHECK(16 == fake_qp_outstanding(fw_conn(0, j, LL)->qp));
-        CHECK(16 == fake_qp_outstanding(fw_conn(0, j, BW)->qp));
+        CHECK(40 == fake_qp_outstanding(fw_conn(0, j, LL)->qp));
+        CHECK(40 == fake_qp_outstanding(fw_conn(0, j, BW)->qp));
         fake_qp_fail(fw_conn(0, j, LL)->qp, IBV_WC_RETRY_EXC_ERR);
         fake_qp_fail(fw_conn(0, j, BW)->qp, IBV_WC_RETRY_EXC_ERR);
     }
@@ -479,8 +485,10 @@ static void test_cq_reservations(void)
     }
     fw_progress(20);
     CHECK(3 == fw[0].err_calls); /* each failed peer, once */
-    CHECK(0 == fake.rnr_events && 0 == fake.cq_overruns);
-    fw_end(0);
+    CHECK(0 == fake.cq_overruns);
+    /* RNR is how the overcommitted receive side waits: the only device events. */
+    CHECK(fake_faults() == fake.rnr_events);
+    fw_end(1);
 
     /* A connection that needs more than a CQ can hold is refused with why. */
     fw_begin();
@@ -488,9 +496,9 @@ static void test_cq_reservations(void)
     mca_btl_llrdma_component.connect_timeout_s = 0;
     CHECK(0 == fw_add(8192, 0, 0) && 1 == fw_add(8192, 0, 0));
     fw_mesh();
-    (void)fw_send(0, 1, 100, 0); /* LL: 128 entries, fits */
+    (void)fw_send(0, 1, 100, 0); /* LL: 64 entries, fits */
     fw_settle(100);
-    (void)fw_send(0, 1, 20000, 1); /* BW: 544 entries, cannot */
+    (void)fw_send(0, 1, 20000, 1); /* BW: 512 entries, cannot */
     fw_settle(100);
     CHECK(1 == fw_sent(0, 1));
     CHECK(1 == fw[0].err_calls && NULL != strstr(fw[0].err_text, "completion queue room"));
@@ -1019,6 +1027,47 @@ static uint32_t max_queued_wire(mca_btl_llrdma_endpoint_t *ep, int p)
  * credits are used, messages are packed behind the queued fragment and
  * complete at once; the receiver gets them all, in order, in a few buffers,
  * and no buffer is larger than the peer's (here smaller: hint 4K). */
+/* A burst of 4 KB messages into a receiver that does not progress, at hint
+ * 64K (64 KiB buffers; the overcommitted burst window, 127 of them): the
+ * first half of the window goes a message per buffer, the rest packs, so the
+ * whole burst lands in the receiver's buffers while it is busy and nothing
+ * waits in the sender for credits only the receiver's progress returns.
+ * Without the pack floor 127 buffers go out a message each and the rest
+ * waits. */
+static void test_burst_packs_into_a_busy_receiver(void)
+{
+    mca_btl_llrdma_conn_t *ca, *cb;
+    const int n = 400;
+    uint64_t sent0;
+    uint32_t bufs, per_buf;
+
+    /* Send queues deeper than the window: only credits hold the sender. */
+    CHECK(0 == pair(65536, 256, 0));
+    mca_btl_llrdma_component.coalesce = 1;
+    ca = fw_conn(0, 1, LL);
+    cb = fw_conn(1, 0, LL);
+    CHECK(127 == ca->credit.granted && cb->allot == ca->credit.granted);
+    CHECK(fw[1].prof.ll.rq_depth < ca->credit.granted);
+    sent0 = ca->credit.sent;
+    for (int i = 0; i < n; ++i) {
+        int rc = fw_send(0, 1, 4096, 0);
+        CHECK(OPAL_SUCCESS == rc || 1 == rc);
+    }
+    fw_progress_one(0, 50); /* only the sender */
+    bufs = (uint32_t)(ca->credit.sent - sent0);
+    per_buf = fw[0].ep[1]->frag_max[LL] / (4096 + 2 * HDR);
+    printf("# burst: %d messages of 4 KB in %u receive buffers of %u (window %u)\n", n, bufs,
+           (unsigned)fw[1].m->path[LL].rq.buf_bytes, ca->credit.granted);
+    CHECK(0 == opal_list_get_size(&fw[0].ep[1]->pending[LL]));
+    CHECK(0 == fw[0].m->waiting && mca_btl_llrdma_conn_credits(ca) > 0);
+    CHECK(bufs <= ca->credit.granted / 2 + (n - ca->credit.granted / 2) / per_buf + 2);
+    CHECK(fake_cq_waiting(fw[1].m->path[LL].rcq) == bufs);
+    fw_settle(300);
+    CHECK(0 == fake.rnr_events);
+    check_all_arrived();
+    fw_end(0);
+}
+
 static void test_coalesce(void)
 {
     mca_btl_llrdma_endpoint_t *ab;
@@ -1212,6 +1261,7 @@ int main(int argc, char **argv)
     test_mixed_hints();
     test_sendi();
     test_coalesce();
+    test_burst_packs_into_a_busy_receiver();
     test_prepare_src();
     /* The expected transport errors print a user-facing message each. */
     fflush(stderr);

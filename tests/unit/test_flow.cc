@@ -498,6 +498,21 @@ BOOST_AUTO_TEST_CASE(rq_overcommit_budget_is_at_least_one_window_and_at_most_the
     BOOST_TEST(llrdma_rq_allot(&p, &allot, &post) == LLRDMA_ERR_RANGE);
 }
 
+// The window: the profile's in the guaranteed mode; overcommitted, the burst window (512
+// buffers, 8 MiB of them) where larger, within half the budget and half the SRQ.
+BOOST_AUTO_TEST_CASE(rq_window_is_the_burst_where_buffers_are_overcommitted)
+{
+    const uint64_t mem = 32ull << 20;
+    BOOST_TEST(llrdma_rq_window(64, 8256, mem, 16384, 0) == 64u);   // guaranteed: as profiled
+    BOOST_TEST(llrdma_rq_window(64, 8256, mem, 16384, 1) == 512u);  // hint 8K, LL
+    BOOST_TEST(llrdma_rq_window(32, 65600, mem, 16384, 1) == 127u); // 8 MiB of 64 KiB
+    BOOST_TEST(llrdma_rq_window(16, 131136, mem, 16384, 1) == 63u);
+    BOOST_TEST(llrdma_rq_window(64, 8256, 96 * 8256, 16384, 1) == 64u); // half of 96 < 64
+    BOOST_TEST(llrdma_rq_window(64, 8256, 1000 * 8256, 16384, 1) == 500u);
+    BOOST_TEST(llrdma_rq_window(16, 1000, mem, 100, 1) == 50u); // half the SRQ
+    BOOST_TEST(llrdma_rq_window(16, 0, mem, 100, 1) == 16u);
+}
+
 // Receive memory with 1,000 connected peers at hints 0, 8K and 64K, with the component's
 // default budget (btl_llrdma_recv_mem_max, 32 MiB per path) and the profiles' windows: the
 // pool posts what the connections' arithmetic says, and every peer gets its whole window.
@@ -512,11 +527,13 @@ BOOST_AUTO_TEST_CASE(rq_thousand_peers_stay_within_the_budget)
             if (0 == pp->max_bytes)
                 continue; // no such path
             llrdma_rq_pool_t p;
-            llrdma_rq_pool_init(&p, 16384, pp->rq_depth, pp->recv_buf_bytes, budget, 1);
+            const uint32_t window =
+                llrdma_rq_window(pp->rq_depth, pp->recv_buf_bytes, budget, 16384, 1);
+            llrdma_rq_pool_init(&p, 16384, window, pp->recv_buf_bytes, budget, 1);
             uint32_t allot = 0, post = 0;
             for (int peer = 0; peer < 1000; ++peer) {
                 BOOST_TEST_REQUIRE(llrdma_rq_allot(&p, &allot, &post) == LLRDMA_OK);
-                BOOST_TEST_REQUIRE(allot == pp->rq_depth);
+                BOOST_TEST_REQUIRE(allot == window);
             }
             while (llrdma_rq_grow(&p) > 0) {
             }
