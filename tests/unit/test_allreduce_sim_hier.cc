@@ -74,9 +74,14 @@ class Nodes
         me_.resize(p_);
         peers_.assign(p_, std::vector<int>(p_, -1));
         shm_.resize(p_);
+        // No Boost assertion here: run_world builds its Nodes on threads of its own, and
+        // Boost.Test is not thread-safe.  The callers check ok().
         for (int r = 0; r < p_; ++r)
-            BOOST_REQUIRE(llrdma_ar_layout(p_, key.data(), r, &topo_, &me_[r], peers_[r].data(),
-                                           p_) == LLRDMA_AR_OK);
+            if (llrdma_ar_layout(p_, key.data(), r, &topo_, &me_[r], peers_[r].data(), p_) !=
+                LLRDMA_AR_OK) {
+                ok_ = false;
+                return;
+            }
         arenas_.resize(topo_.nnodes);
         for (int r = 0; r < p_; ++r) {
             const llrdma_ar_hier_t &h = me_[r];
@@ -94,6 +99,7 @@ class Nodes
         c.hier = &me_[r];
         c.shm = me_[r].local_size > 1 ? &shm_[r] : nullptr;
     }
+    bool ok() const { return ok_; }
     const llrdma_ar_topo_t &topo() const { return topo_; }
     const llrdma_ar_hier_t &me(int r) const { return me_[r]; }
 
@@ -107,6 +113,7 @@ class Nodes
     std::vector<std::vector<int>> peers_;
     std::vector<llrdma_ar_shm_t> shm_;
     std::vector<std::vector<Line>> arenas_;
+    bool ok_ = true;
 };
 
 struct Case {
@@ -228,6 +235,8 @@ std::vector<std::string> run_world(const Layout &l, size_t chunk, const std::vec
     int p = static_cast<int>(l.key.size());
     sim::World w(p, opt);
     Nodes nodes(l.key, chunk);
+    if (!nodes.ok())
+        return {l.name + ": llrdma_ar_layout failed"};
     std::vector<std::string> errs;
     std::mutex em;
     std::vector<std::thread> th;
@@ -272,6 +281,7 @@ BOOST_AUTO_TEST_CASE(every_layout_every_slice_count)
     for (const Layout &l : layouts()) {
         int p = static_cast<int>(l.key.size());
         Nodes probe(l.key, 64);
+        BOOST_REQUIRE(probe.ok());
         const llrdma_ar_topo_t t = probe.topo();
         for (size_t chunk : {size_t(64), size_t(4096)}) {
             std::vector<Case> cases;
@@ -308,6 +318,7 @@ BOOST_AUTO_TEST_CASE(every_op_and_dtype)
     for (const char *name : {"3+1", "2+2+1"}) {
         Layout l = layout_named(name);
         Nodes probe(l.key, 64);
+        BOOST_REQUIRE(probe.ok());
         std::vector<Case> cases;
         size_t i = 0;
         for (int inter : kInter)
@@ -333,6 +344,7 @@ BOOST_AUTO_TEST_CASE(planned_calls_large_vectors)
     // node: both slices busy, the ring's segment from the hint.
     Layout l{"2+2+2", blocks({2, 2, 2})};
     Nodes probe(l.key, 4096);
+    BOOST_REQUIRE(probe.ok());
     llrdma_ar_topo_t t = probe.topo();
     t.arenas = 1;
     std::vector<Case> cases;
@@ -356,6 +368,7 @@ BOOST_AUTO_TEST_CASE(largest_inter_node_message)
          {Layout{"2+2", blocks({2, 2})}, Layout{"2+2+2", blocks({2, 2, 2})},
           Layout{"2+2+2+2", blocks({2, 2, 2, 2})}, Layout{"3+1+2", blocks({3, 1, 2})}}) {
         Nodes probe(l.key, 4096);
+        BOOST_REQUIRE(probe.ok());
         llrdma_ar_topo_t t = probe.topo();
         t.arenas = 1;
         for (int forced : {int(LLRDMA_AR_AUTO), int(LLRDMA_AR_RECURSIVE_DOUBLING),
@@ -369,6 +382,7 @@ BOOST_AUTO_TEST_CASE(largest_inter_node_message)
                     int p = static_cast<int>(l.key.size());
                     sim::World w(p, sim::Options{});
                     Nodes nodes(l.key, 4096);
+                    BOOST_REQUIRE(nodes.ok());
                     std::vector<std::string> errs(static_cast<size_t>(p));
                     std::vector<std::thread> th;
                     for (int r = 0; r < p; ++r)
@@ -426,6 +440,7 @@ BOOST_AUTO_TEST_CASE(transport_failure_ends_every_rank)
             Layout l = layout_named(name);
             int p = static_cast<int>(l.key.size());
             Nodes probe(l.key, 256);
+            BOOST_REQUIRE(probe.ok());
             Case k{c, 1000, 0, hier_plan(inter, probe.topo().min_local, probe.topo().nnodes, 64, 3),
                    5, {},   {}};
             prepare(k, l.key);
@@ -440,6 +455,7 @@ BOOST_AUTO_TEST_CASE(transport_failure_ends_every_rank)
                         opt.timeout = std::chrono::milliseconds(5000);
                         sim::World w(p, opt);
                         Nodes nodes(l.key, 256);
+                        BOOST_REQUIRE(nodes.ok());
                         std::vector<int> rcs(p);
                         std::vector<std::string> errs(p);
                         std::vector<std::thread> th;
@@ -477,6 +493,7 @@ BOOST_AUTO_TEST_CASE(argument_checks)
     Layout l{"2+2", blocks({2, 2})};
     sim::World w(4, sim::Options{});
     Nodes nodes(l.key, 256);
+    BOOST_REQUIRE(nodes.ok());
     llrdma_ar_comm_t comm = w.comm(0);
     nodes.attach(comm, 0);
     double x[8] = {}, y[8];
@@ -515,6 +532,7 @@ BOOST_AUTO_TEST_CASE(a_failure_before_the_call_reaches_every_node)
             Layout l = layout_named(name);
             int p = static_cast<int>(l.key.size());
             Nodes probe(l.key, 256);
+            BOOST_REQUIRE(probe.ok());
             Case k{c, 1000, 0, hier_plan(inter, probe.topo().min_local, probe.topo().nnodes, 64, 3),
                    5, {},   {}};
             prepare(k, l.key);
@@ -524,6 +542,7 @@ BOOST_AUTO_TEST_CASE(a_failure_before_the_call_reaches_every_node)
                 opt.timeout = std::chrono::milliseconds(3000);
                 sim::World w(p, opt);
                 Nodes nodes(l.key, 256);
+                BOOST_REQUIRE(nodes.ok());
                 std::vector<int> rcs(p);
                 std::vector<std::thread> th;
                 for (int r = 0; r < p; ++r)

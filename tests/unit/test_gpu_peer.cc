@@ -133,6 +133,18 @@ struct Rank {
         }
         return LLRDMA_PEER_OK;
     }
+    // Runs on the rank's thread: Boost.Test's assertions are not thread-safe (even one that
+    // passes records its location in shared strings; two threads at once corrupted them:
+    // std::length_error or SIGSEGV in about 1 run of 40 under load), so a failure is
+    // recorded here and reported on the main thread (Node::report).
+    std::mutex err_m;
+    std::vector<std::string> errors;
+    int error(const std::string &what)
+    {
+        std::lock_guard<std::mutex> lk(err_m);
+        errors.push_back("rank " + std::to_string(me) + ": " + what);
+        return -1;
+    }
     static int s_reduce(void *ctx, const llrdma_peer_record_t *const *recs, int n, size_t first,
                         size_t count)
     {
@@ -146,18 +158,19 @@ struct Rank {
         std::vector<unsigned char> acc(bytes), t(bytes);
         for (int q = 0; q < n; ++q) {
             unsigned char *in = r->ptr(q, recs[q]->in);
-            BOOST_REQUIRE_MESSAGE(in, "rank " << r->me << ": rank " << q << "'s input not mapped");
+            if (!in)
+                return r->error("rank " + std::to_string(q) + "'s input not mapped");
             std::memcpy(q == 0 ? acc.data() : t.data(), in + first * es, bytes);
             if (q > 0) { // t = acc OP t: the left fold in rank order
-                BOOST_REQUIRE(llrdma_reduce_local(r->op, r->dtype, acc.data(), t.data(), count) ==
-                              0);
+                if (llrdma_reduce_local(r->op, r->dtype, acc.data(), t.data(), count) != 0)
+                    return r->error("llrdma_reduce_local failed");
                 acc.swap(t);
             }
         }
         for (int q = 0; q < n; ++q) {
             unsigned char *out = r->ptr(q, recs[q]->out);
-            BOOST_REQUIRE_MESSAGE(out,
-                                  "rank " << r->me << ": rank " << q << "'s output not mapped");
+            if (!out)
+                return r->error("rank " + std::to_string(q) + "'s output not mapped");
             std::memcpy(out + first * es, acc.data(), bytes);
         }
         return 0;
@@ -209,8 +222,18 @@ struct Node {
     }
     ~Node()
     {
+        report();
         for (auto &r : ranks)
             llrdma_peer_cache_free(r.cache, nullptr, nullptr);
+    }
+    // What the ranks' threads recorded (Rank::error), on the main thread.
+    void report()
+    {
+        for (auto &r : ranks) {
+            for (auto &e : r.errors)
+                BOOST_ERROR(e);
+            r.errors.clear();
+        }
     }
 
     llrdma_peer_record_t record(int r, const Buf &in, const Buf &out, size_t bytes)
@@ -244,6 +267,7 @@ struct Node {
             });
         for (auto &t : th)
             t.join();
+        report();
         if (reasons)
             *reasons = why;
         if (whos)
