@@ -69,4 +69,5 @@ extern "C" void llrdma_sq_init(llrdma_sq_t *sq, uint32_t depth, uint32_t interva
     sq->posted = 0;
     sq->unsignalled = 0;
     sq->owed = 0;
+    sq->room = nullptr;
 }

@@ -56,7 +56,15 @@ typedef struct {
     uint32_t posted;      /* posted, not retired */
     uint32_t unsignalled; /* posted since the last signalled one */
     int owed;             /* one of those needs a completion */
+    uint32_t *room;       /* entries left in the send CQ that this queue shares with
+                             others (every posted WR may come back with a completion,
+                             flushed if not otherwise); NULL: not shared */
 } llrdma_sq_t;
+
+/* Below this much CQ room every WR is signalled: a WR that is not pins its
+ * room until a later signalled one on its queue completes, so room that ran
+ * out with nothing signalled outstanding would never come back. */
+#define LLRDMA_SQ_ROOM_RESERVE 64u
 
 void llrdma_sq_init(llrdma_sq_t *sq, uint32_t depth, uint32_t interval);
 
@@ -65,7 +73,8 @@ void llrdma_sq_init(llrdma_sq_t *sq, uint32_t depth, uint32_t interval);
  * "Threads", cost). */
 static inline uint32_t llrdma_sq_free_slots(const llrdma_sq_t *sq)
 {
-    return sq->posted >= sq->depth ? 0 : sq->depth - sq->posted;
+    uint32_t own = sq->posted >= sq->depth ? 0 : sq->depth - sq->posted;
+    return NULL != sq->room && *sq->room < own ? *sq->room : own;
 }
 
 /* Account one post and say whether it must be signalled (1) or not (0).
@@ -79,6 +88,10 @@ static inline int llrdma_sq_post(llrdma_sq_t *sq, int needs_completion, int more
     int owed = sq->owed || needs_completion;
     int sig = sq->unsignalled + 1 >= sq->interval || (owed && !more_queued);
     ++sq->posted;
+    if (NULL != sq->room) {
+        --*sq->room;
+        sig = sig || *sq->room < LLRDMA_SQ_ROOM_RESERVE;
+    }
     sq->unsignalled = sig ? 0 : sq->unsignalled + 1;
     sq->owed = sig ? 0 : owed;
     return sig;
@@ -87,7 +100,11 @@ static inline int llrdma_sq_post(llrdma_sq_t *sq, int needs_completion, int more
 /* `n` WRs retired (a signalled completion covering them). */
 static inline void llrdma_sq_retire(llrdma_sq_t *sq, uint32_t n)
 {
-    sq->posted = n > sq->posted ? 0 : sq->posted - n;
+    const uint32_t k = n > sq->posted ? sq->posted : n;
+    sq->posted -= k;
+    if (NULL != sq->room) {
+        *sq->room += k;
+    }
 }
 
 /* ------------------------------------------------------------------ credits

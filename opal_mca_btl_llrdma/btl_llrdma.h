@@ -52,17 +52,10 @@ typedef struct mca_btl_llrdma_port_t {
 
 /* Completion queues are never resized (ibv_resize_cq is optional).  A path
  * has one receive CQ as large as its SRQ (a receive completion needs a
- * posted buffer, so it cannot overrun whatever the windows promise) and
- * send CQs of a fixed size, each shared by the connections whose send
- * queues fit in it. */
-#define MCA_BTL_LLRDMA_MAX_CQS 64
-
-typedef struct mca_btl_llrdma_cq_slab_t {
-    struct ibv_cq *cq;
-    uint32_t cqe;      /* entries */
-    uint32_t reserved; /* promised to connections */
-} mca_btl_llrdma_cq_slab_t;
-
+ * posted buffer, so it cannot overrun whatever the windows promise) and one
+ * send CQ whose room its connections share: a WR is posted only with room
+ * for its completion (llrdma_sq_t.room), so a connection reserves nothing
+ * and the CQs do not grow with peers. */
 typedef struct mca_btl_llrdma_path_t {
     struct ibv_srq *srq;
     mca_btl_llrdma_pool_t recv_pool;
@@ -71,9 +64,11 @@ typedef struct mca_btl_llrdma_path_t {
     llrdma_rq_pool_t rq; /* buffers posted and allotted to connections */
     uint32_t srq_armed;  /* SRQ limit armed now (0: none; the device disarms it on its event) */
     struct ibv_cq *rcq;  /* every receive of the path: srq_depth entries at least */
-    int ncq;
-    mca_btl_llrdma_cq_slab_t cqs[MCA_BTL_LLRDMA_MAX_CQS]; /* send CQs */
-    int cq_moderation; /* -1 not requested, 0 unsupported, 1 applied */
+    struct ibv_cq *scq;  /* every send, put, get and credit write of the path */
+    uint32_t scq_cqe;    /* its entries */
+    uint32_t scq_room;   /* entries no posted WR may still need */
+    int scq_starved;     /* a connection found no room: drain all once some is back */
+    int cq_moderation;   /* -1 not requested, 0 unsupported, 1 applied */
 } mca_btl_llrdma_path_t;
 
 typedef struct mca_btl_llrdma_module_t {
@@ -258,23 +253,34 @@ int mca_btl_llrdma_module_progress(mca_btl_llrdma_module_t *m);
  * and hand it to ob1's error callback. */
 void mca_btl_llrdma_module_fatal(mca_btl_llrdma_module_t *m, opal_proc_t *proc, const char *detail);
 /* Give one more connection on `path` its receive allotment (posting buffers
- * as needed) and room in a completion queue (a new one when all are full).
- * Fills conn->allot and conn->cq_slab; OPAL_ERR_OUT_OF_RESOURCE with `why`
- * when either cannot be had. */
+ * as needed).  Fills conn->allot; OPAL_ERR_OUT_OF_RESOURCE with `why` when
+ * it cannot be had. */
 int mca_btl_llrdma_module_reserve(mca_btl_llrdma_module_t *m, struct mca_btl_llrdma_conn_t *conn,
                                   char *why, size_t whylen);
 /* IBV_EVENT_SRQ_LIMIT_REACHED on `srq`: grow that path's pool toward its
  * budget and re-arm (module lock held). */
 void mca_btl_llrdma_module_srq_low(mca_btl_llrdma_module_t *m, struct ibv_srq *srq);
-/* Return both when the connection goes. */
+/* Return it when the connection goes. */
 void mca_btl_llrdma_module_release(mca_btl_llrdma_module_t *m, struct mca_btl_llrdma_conn_t *conn);
 /* Give n receive buffers back to the path's shared receive queue in one
  * chained post; *posted: how many of them were (all, unless it failed). */
 int mca_btl_llrdma_module_repost(mca_btl_llrdma_module_t *m, int path,
                                  mca_btl_llrdma_frag_t *const *frags, int n, int *posted);
 /* QP attributes for a path (shared by the probe QP and real connections). */
-void mca_btl_llrdma_module_qp_attr(const mca_btl_llrdma_module_t *m, int path, struct ibv_cq *cq,
+void mca_btl_llrdma_module_qp_attr(const mca_btl_llrdma_module_t *m, int path,
                                    struct ibv_qp_init_attr *attr);
+/* Free slots of a connection's send queue, within its path's send-CQ room;
+ * notes a connection held by the room alone, so that the path's next
+ * completions drain every endpoint (module lock held).  Inline: every send
+ * asks. */
+static inline uint32_t mca_btl_llrdma_conn_slots(struct mca_btl_llrdma_conn_t *conn)
+{
+    uint32_t slots = llrdma_sq_free_slots(&conn->sq);
+    if (0 == slots && conn->sq.posted < conn->sq.depth) {
+        conn->endpoint->module->path[conn->path].scq_starved = 1;
+    }
+    return slots;
+}
 
 /* btl_llrdma_progress.c: poll path p's CQs until they are empty (or
  * `rounds` batches); the caller holds the progress token, not the lock.

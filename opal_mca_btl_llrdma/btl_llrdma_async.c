@@ -55,13 +55,8 @@ static mca_btl_llrdma_module_t *target_of(mca_btl_llrdma_module_t *m,
             break;
         case IBV_EVENT_CQ_ERR:
             for (int p = 0; p < LLRDMA_NPATHS; ++p) {
-                if (t->path[p].rcq == ev->element.cq) {
+                if (t->path[p].rcq == ev->element.cq || t->path[p].scq == ev->element.cq) {
                     return t;
-                }
-                for (int k = 0; k < t->path[p].ncq; ++k) {
-                    if (t->path[p].cqs[k].cq == ev->element.cq) {
-                        return t;
-                    }
                 }
             }
             break;

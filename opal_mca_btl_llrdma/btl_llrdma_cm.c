@@ -83,7 +83,7 @@ static int conn_setup_qp(mca_btl_llrdma_conn_t *conn, char *why, size_t whylen)
                  strerror(errno));
         goto fail_release;
     }
-    mca_btl_llrdma_module_qp_attr(m, p, m->path[p].cqs[conn->cq_slab].cq, &attr);
+    mca_btl_llrdma_module_qp_attr(m, p, &attr);
     if (0 != mca_btl_llrdma_verbs.cm_create_qp(conn->id, m->pd, &attr)) {
         snprintf(why, whylen, "rdma_create_qp failed: %s", strerror(errno));
         goto fail_dereg;
@@ -109,6 +109,7 @@ static int conn_setup_qp(mca_btl_llrdma_conn_t *conn, char *why, size_t whylen)
     }
     llrdma_sq_init(&conn->sq, depth,
                    (LLRDMA_PATH_LL == p ? m->profile->ll : m->profile->bw).signal_interval);
+    conn->sq.room = &m->path[p].scq_room;
     conn->ring_head = conn->ring_tail = 0;
     return OPAL_SUCCESS;
 
@@ -493,8 +494,8 @@ static void conn_disconnected(mca_btl_llrdma_conn_t *conn)
         return;
     }
     ep->conn[p] = NULL;
-    /* Its receive allotment is free for the next connection (its CQ room
-     * stays reserved while flushed completions may still arrive). */
+    /* Its receive allotment is free for the next connection (its posted WRs
+     * keep their send-CQ room until their flushed completions arrive). */
     llrdma_rq_release(&ep->module->path[p].rq, conn->allot);
     conn->allot = 0;
     /* WRs the peer never received come back flushed and fail the endpoint;

@@ -31,8 +31,6 @@ static void conn_construct(mca_btl_llrdma_conn_t *c)
     c->ring_head = c->ring_tail = 0;
     c->inline_max = 0;
     c->superseded = 0;
-    c->cq_slab = -1;
-    c->cq_need = 0;
     c->allot = 0;
     c->peer_frag_max = 0;
     c->credit_buf = NULL;
@@ -481,7 +479,7 @@ int mca_btl_llrdma_conn_nudge(mca_btl_llrdma_conn_t *conn)
     mca_btl_llrdma_endpoint_t *ep = conn->endpoint;
 
     if (!mca_btl_llrdma_conn_up(conn) || LLRDMA_EP_FAILED == ep->state ||
-        0 == llrdma_sq_free_slots(&conn->sq)) {
+        0 == mca_btl_llrdma_conn_slots(conn)) {
         return -1;
     }
     return post_credit(ep, conn) < 0 ? -1 : 0;
@@ -579,7 +577,7 @@ void mca_btl_llrdma_endpoint_drain_path(mca_btl_llrdma_endpoint_t *ep, int p)
     }
     /* A credit write that found the send queue full goes first: the peer may
      * be waiting for it. */
-    if (conn->credit_owed && llrdma_sq_free_slots(&conn->sq) > 0) {
+    if (conn->credit_owed && mca_btl_llrdma_conn_slots(conn) > 0) {
         if (OPAL_SUCCESS != post_credit(ep, conn)) {
             return;
         }
@@ -594,7 +592,7 @@ void mca_btl_llrdma_endpoint_drain_path(mca_btl_llrdma_endpoint_t *ep, int p)
     }
     while (mca_btl_llrdma_conn_up(conn) && LLRDMA_EP_FAILED != ep->state &&
            !opal_list_is_empty(&ep->pending[p])) {
-        uint32_t slots = llrdma_sq_free_slots(&conn->sq), credits = conn_credits(conn);
+        uint32_t slots = mca_btl_llrdma_conn_slots(conn), credits = conn_credits(conn);
         mca_btl_llrdma_frag_t *frag;
         int more, rc;
         if (0 == slots || 0 == credits) {
@@ -731,7 +729,7 @@ int mca_btl_llrdma_endpoint_send(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_f
         credits = conn_credits(conn);
         floor = mca_btl_llrdma_conn_pack_floor(conn, mca_btl_llrdma_component.coalesce,
                                                ep->frag_max[p], frag->segment.seg_len);
-        if (opal_list_is_empty(&ep->pending[p]) && llrdma_sq_free_slots(&conn->sq) > 0 &&
+        if (opal_list_is_empty(&ep->pending[p]) && mca_btl_llrdma_conn_slots(conn) > 0 &&
             credits > floor) {
             return post_frag(ep, conn, frag, 0);
         }
@@ -819,7 +817,7 @@ void mca_btl_llrdma_conn_recv_done(mca_btl_llrdma_conn_t *conn)
         return;
     }
     if (mca_btl_llrdma_conn_up(conn) && LLRDMA_EP_FAILED != ep->state &&
-        llrdma_sq_free_slots(&conn->sq) > 0) {
+        mca_btl_llrdma_conn_slots(conn) > 0) {
         (void)post_credit(ep, conn);
     } else {
         conn->credit_owed = 1; /* posted by the next drain of this path */

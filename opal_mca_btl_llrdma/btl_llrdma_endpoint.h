@@ -54,8 +54,6 @@ typedef struct mca_btl_llrdma_conn_t {
     uint32_t inline_max;       /* wire bytes sent inline on this QP */
     mca_btl_llrdma_wr_t *ring; /* sq.depth entries, in post order */
     uint32_t ring_head, ring_tail;
-    int cq_slab;      /* index of the send/receive CQ it was given; -1 none */
-    uint32_t cq_need; /* entries reserved there */
     /* flow control */
     llrdma_credit_t credit;
     uint32_t allot;         /* receive buffers this side allotted to the connection */

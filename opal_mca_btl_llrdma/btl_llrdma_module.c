@@ -90,7 +90,7 @@ int mca_btl_llrdma_module_repost(mca_btl_llrdma_module_t *m, int p,
     return rc;
 }
 
-void mca_btl_llrdma_module_qp_attr(const mca_btl_llrdma_module_t *m, int p, struct ibv_cq *cq,
+void mca_btl_llrdma_module_qp_attr(const mca_btl_llrdma_module_t *m, int p,
                                    struct ibv_qp_init_attr *attr)
 {
     const llrdma_path_profile_t *pp = path_profile(m, p);
@@ -100,7 +100,7 @@ void mca_btl_llrdma_module_qp_attr(const mca_btl_llrdma_module_t *m, int p, stru
         depth = m->port.max_qp_wr;
     }
     memset(attr, 0, sizeof(*attr));
-    attr->send_cq = cq;
+    attr->send_cq = m->path[p].scq;
     attr->recv_cq = m->path[p].rcq;
     attr->srq = m->path[p].srq;
     attr->qp_type = IBV_QPT_RC;
@@ -137,24 +137,6 @@ static struct ibv_cq *cq_create(mca_btl_llrdma_module_t *m, int p, uint32_t cqe,
     }
     mca_btl_llrdma_thread_arm(m, p, cq);
     return cq;
-}
-
-static int cq_add(mca_btl_llrdma_module_t *m, int p)
-{
-    mca_btl_llrdma_path_t *path = &m->path[p];
-    mca_btl_llrdma_cq_slab_t *slab;
-
-    if (path->ncq >= MCA_BTL_LLRDMA_MAX_CQS) {
-        return OPAL_ERR_OUT_OF_RESOURCE;
-    }
-    slab = &path->cqs[path->ncq];
-    slab->cq = cq_create(m, p, LLRDMA_CQ_ENTRIES, &slab->cqe);
-    if (NULL == slab->cq) {
-        return OPAL_ERR_OUT_OF_RESOURCE;
-    }
-    slab->reserved = 0;
-    ++path->ncq;
-    return OPAL_SUCCESS;
 }
 
 /* Post `n` more receive buffers to the path's SRQ. */
@@ -227,8 +209,7 @@ int mca_btl_llrdma_module_reserve(mca_btl_llrdma_module_t *m, mca_btl_llrdma_con
 {
     int p = conn->path;
     mca_btl_llrdma_path_t *path = &m->path[p];
-    uint32_t allot, post, done, need;
-    int slab = -1;
+    uint32_t allot, post, done;
 
     if (LLRDMA_OK != llrdma_rq_allot(&path->rq, &allot, &post)) {
         snprintf(why, whylen,
@@ -245,29 +226,7 @@ int mca_btl_llrdma_module_reserve(mca_btl_llrdma_module_t *m, mca_btl_llrdma_con
                  m->port.port);
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
-    /* Room for every send WR, flushed ones included; receives complete on
-     * the path's receive CQ, which holds the whole SRQ. */
-    need = m->lim.sq_depth[p];
-    for (int i = 0; i < path->ncq && slab < 0; ++i) {
-        if (path->cqs[i].cqe - path->cqs[i].reserved >= need) {
-            slab = i;
-        }
-    }
-    /* A new CQ only helps if one of the device's largest can hold it. */
-    if (slab < 0 && (0 == m->port.max_cqe || need <= m->port.max_cqe) &&
-        OPAL_SUCCESS == cq_add(m, p) && path->cqs[path->ncq - 1].cqe >= need) {
-        slab = path->ncq - 1;
-    }
-    if (slab < 0) {
-        llrdma_rq_release(&path->rq, allot);
-        snprintf(why, whylen, "no completion queue room for %u entries on %s:%d (%d CQs)", need,
-                 m->port.dev, m->port.port, path->ncq);
-        return OPAL_ERR_OUT_OF_RESOURCE;
-    }
-    path->cqs[slab].reserved += need;
     rq_arm(m, p);
-    conn->cq_slab = slab;
-    conn->cq_need = need;
     conn->allot = allot;
     return OPAL_SUCCESS;
 }
@@ -276,11 +235,6 @@ void mca_btl_llrdma_module_release(mca_btl_llrdma_module_t *m, mca_btl_llrdma_co
 {
     mca_btl_llrdma_path_t *path = &m->path[conn->path];
 
-    if (conn->cq_slab >= 0) {
-        path->cqs[conn->cq_slab].reserved -= conn->cq_need;
-        conn->cq_slab = -1;
-        conn->cq_need = 0;
-    }
     if (0 != conn->allot) {
         /* The buffers stay posted for the next connection. */
         llrdma_rq_release(&path->rq, conn->allot);
@@ -302,10 +256,9 @@ static void path_destroy(mca_btl_llrdma_module_t *m, int p)
         (void)mca_btl_llrdma_verbs.destroy_cq(path->rcq);
         path->rcq = NULL;
     }
-    while (path->ncq > 0) {
-        --path->ncq;
-        (void)mca_btl_llrdma_verbs.destroy_cq(path->cqs[path->ncq].cq);
-        path->cqs[path->ncq].cq = NULL;
+    if (NULL != path->scq) {
+        (void)mca_btl_llrdma_verbs.destroy_cq(path->scq);
+        path->scq = NULL;
     }
 }
 
@@ -327,11 +280,13 @@ static int path_create(mca_btl_llrdma_module_t *m, int p)
     mca_btl_llrdma_pool_construct(&path->send_pool, m, p, pp->recv_buf_bytes,
                                   pp->sq_depth < 64 ? pp->sq_depth : 64,
                                   send_frags > 16 ? send_frags : 16);
-    path->ncq = 0;
     path->cq_moderation = -1;
-    if (OPAL_SUCCESS != cq_add(m, p)) {
+    path->scq = cq_create(m, p, LLRDMA_CQ_ENTRIES, &path->scq_cqe);
+    if (NULL == path->scq) {
         goto fail_pools;
     }
+    path->scq_room = path->scq_cqe;
+    path->scq_starved = 0;
 
     memset(&sattr, 0, sizeof(sattr));
     sattr.attr.max_wr = cap;
@@ -369,9 +324,8 @@ fail_srq:
     (void)mca_btl_llrdma_verbs.destroy_srq(path->srq);
     path->srq = NULL;
 fail_cq:
-    (void)mca_btl_llrdma_verbs.destroy_cq(path->cqs[0].cq);
-    path->cqs[0].cq = NULL;
-    path->ncq = 0;
+    (void)mca_btl_llrdma_verbs.destroy_cq(path->scq);
+    path->scq = NULL;
 fail_pools:
     mca_btl_llrdma_pool_destruct(&path->send_pool);
     mca_btl_llrdma_pool_destruct(&path->recv_pool);
@@ -389,7 +343,7 @@ static int probe_path(mca_btl_llrdma_module_t *m, int p)
 
     m->inline_req[p] = path_profile(m, p)->inline_bytes;
     for (;;) {
-        mca_btl_llrdma_module_qp_attr(m, p, m->path[p].cqs[0].cq, &attr);
+        mca_btl_llrdma_module_qp_attr(m, p, &attr);
         qp = mca_btl_llrdma_verbs.create_qp(m->pd, &attr);
         if (NULL != qp || 0 == m->inline_req[p]) {
             break;
@@ -770,7 +724,7 @@ static int llrdma_sendi_locked(struct mca_btl_base_module_t *btl,
     }
     if (NULL == conn || LLRDMA_CONN_ESTABLISHED != conn->state ||
         total > m->super.btl_eager_limit || !opal_list_is_empty(&ep->pending[p]) ||
-        0 == llrdma_sq_free_slots(&conn->sq) ||
+        0 == mca_btl_llrdma_conn_slots(conn) ||
         mca_btl_llrdma_conn_credits(conn) <=
             mca_btl_llrdma_conn_pack_floor(conn, mca_btl_llrdma_component.coalesce, ep->frag_max[p],
                                            total)) {

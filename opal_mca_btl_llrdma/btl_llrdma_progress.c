@@ -135,6 +135,20 @@ static mca_btl_llrdma_frag_t *recv_frag(const struct ibv_wc *wc)
     return (mca_btl_llrdma_frag_t *)(uintptr_t)(wc->wr_id & ~(uint64_t)1);
 }
 
+/* The path's send-CQ room ran out with a connection that had slots of its
+ * own (mca_btl_llrdma_conn_slots): its own completions may never come, so
+ * once room is back every endpoint with work on the path is drained.  Rare
+ * (the CQ is shared by every connection of the path), hence the walk. */
+static void drain_starved(mca_btl_llrdma_module_t *m, int p)
+{
+    mca_btl_llrdma_endpoint_t *ep = NULL;
+
+    m->path[p].scq_starved = 0;
+    while (NULL != (ep = mca_btl_llrdma_endpoint_next(m, ep)) && m->path[p].scq_room > 0) {
+        mca_btl_llrdma_endpoint_drain_path(ep, p);
+    }
+}
+
 /* One batch of one CQ.  Under the lock: poll, retire sends, set failed
  * receives aside.  Unlocked: hand the received buffers to ob1.  Under the
  * lock again: repost them in one chained post and count them towards their
@@ -170,6 +184,9 @@ static int poll_cq(mca_btl_llrdma_module_t *m, int p, struct ibv_cq *cq)
             recv_failed(m, p, &wc[i]);
         }
     }
+    if (m->path[p].scq_starved && m->path[p].scq_room > 0) {
+        drain_starved(m, p);
+    }
     MCA_BTL_LLRDMA_UNLOCK(m);
 
     if (nrx > 0) {
@@ -204,11 +221,7 @@ static int poll_cq(mca_btl_llrdma_module_t *m, int p, struct ibv_cq *cq)
 
 static int poll_path(mca_btl_llrdma_module_t *m, int p)
 {
-    int count = NULL != m->path[p].rcq ? poll_cq(m, p, m->path[p].rcq) : 0;
-    for (int i = 0; i < m->path[p].ncq; ++i) {
-        count += poll_cq(m, p, m->path[p].cqs[i].cq);
-    }
-    return count;
+    return poll_cq(m, p, m->path[p].rcq) + poll_cq(m, p, m->path[p].scq);
 }
 
 int mca_btl_llrdma_module_poll_path(mca_btl_llrdma_module_t *m, int p, int rounds)

@@ -178,7 +178,7 @@ void mca_btl_llrdma_rdma_drain(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_con
 {
     while (conn_up(conn) && LLRDMA_EP_FAILED != ep->state &&
            !opal_list_is_empty(&ep->rdma_pending)) {
-        uint32_t slots = llrdma_sq_free_slots(&conn->sq);
+        uint32_t slots = mca_btl_llrdma_conn_slots(conn);
         mca_btl_llrdma_rdma_op_t *op;
         int more;
         if (0 == slots) {
@@ -239,7 +239,7 @@ static int rdma_start(mca_btl_llrdma_module_t *m, mca_btl_llrdma_endpoint_t *ep,
     }
 
     if (conn_up(conn) && opal_list_is_empty(&ep->rdma_pending) &&
-        llrdma_sq_free_slots(&conn->sq) > 0) {
+        mca_btl_llrdma_conn_slots(conn) > 0) {
         if (OPAL_SUCCESS != post_op(ep, conn, op, 0)) {
             --m->rdma_outstanding;
             opal_list_append(&m->rdma_free, &op->super);

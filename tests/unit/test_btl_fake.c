@@ -258,19 +258,19 @@ static void test_profile_to_qp_attributes(void)
     CHECK(IBV_QPT_RC == fake.last_qp_attr.qp_type);
     CHECK(0 == fake.last_qp_attr.sq_sig_all);
     CHECK(fake.last_qp_attr.srq == m->path[BW].srq);
-    CHECK(fake.last_qp_attr.send_cq == m->path[BW].cqs[0].cq);
-    CHECK(fake.last_qp_attr.recv_cq == m->path[BW].rcq && m->path[BW].rcq != m->path[BW].cqs[0].cq);
+    CHECK(fake.last_qp_attr.send_cq == m->path[BW].scq);
+    CHECK(fake.last_qp_attr.recv_cq == m->path[BW].rcq && m->path[BW].rcq != m->path[BW].scq);
     CHECK(m->granted.inline_bytes[LL] == fw[0].prof.ll.inline_bytes);
     CHECK(m->granted.sq_depth[LL] == fw[0].prof.ll.sq_depth);
     /* Moderation on the BW CQ only; the LL CQ reports every completion. */
-    CHECK(((fake_cq_t *)m->path[BW].cqs[0].cq)->moderated);
-    CHECK(((fake_cq_t *)m->path[BW].cqs[0].cq)->mod_count == fw[0].prof.bw.cq_mod_count);
-    CHECK(!((fake_cq_t *)m->path[LL].cqs[0].cq)->moderated);
+    CHECK(((fake_cq_t *)m->path[BW].scq)->moderated);
+    CHECK(((fake_cq_t *)m->path[BW].scq)->mod_count == fw[0].prof.bw.cq_mod_count);
+    CHECK(!((fake_cq_t *)m->path[LL].scq)->moderated);
     CHECK(((fake_cq_t *)m->path[BW].rcq)->moderated && !((fake_cq_t *)m->path[LL].rcq)->moderated);
     /* Fixed-size CQs and full-capacity SRQs; no receive buffer before a peer. */
     for (int p = 0; p < LLRDMA_NPATHS; ++p) {
-        CHECK(1 == m->path[p].ncq);
-        CHECK(4096 == m->path[p].cqs[0].cqe && 0 == m->path[p].cqs[0].reserved);
+        CHECK(4096 == m->path[p].scq_cqe && 4096 == ((fake_cq_t *)m->path[p].scq)->cap);
+        CHECK(m->path[p].scq_cqe - m->path[p].scq_room <= 1); /* the first send */
         CHECK(4096 == m->path[p].srq_depth && 4096 == m->path[p].rq.cap);
         CHECK(4096 == ((fake_cq_t *)m->path[p].rcq)->cap); /* every posted buffer's completion */
         CHECK(0 == m->path[p].rq.posted && 0 == fake_srq_posted(m->path[p].srq));
@@ -385,7 +385,8 @@ static void test_lazy_connect_and_post_flags(void)
         CHECK(fake_srq_posted(path->srq) == 512);
         CHECK(path->rq.posted == 512 && path->rq.reserved == path->rq.posted);
         CHECK(0 == fake_srq_posted(fw[i].m->path[BW].srq));
-        CHECK(path->cqs[0].reserved == fw[i].m->lim.sq_depth[LL]); /* receives: the receive CQ */
+        /* Room in the shared send CQ for what is posted, nothing reserved. */
+        CHECK(path->scq_cqe - path->scq_room == fw_conn(i, 1 - i, LL)->sq.posted);
     }
     /* RNR timer set after establishment; retry counts from the connect parameters. */
     CHECK(12 == fake_qp(ca->qp)->min_rnr_timer && 12 == fake_qp(cb->qp)->min_rnr_timer);
@@ -990,10 +991,8 @@ static void many_peers(uint64_t hint, int n)
     for (int p = 0; p < LLRDMA_NPATHS; ++p) {
         if (b->path_used[p]) {
             posted_bytes += (size_t)b->path[p].rq.posted * b->path[p].rq.buf_bytes;
-            cqes += ((fake_cq_t *)b->path[p].rcq)->cap;
-            for (int i = 0; i < b->path[p].ncq; ++i) {
-                cqes += b->path[p].cqs[i].cqe;
-            }
+            /* Two CQs per path whatever the peers. */
+            cqes += ((fake_cq_t *)b->path[p].rcq)->cap + b->path[p].scq_cqe;
             /* Every connection has the profile's whole window (overcommitted). */
             CHECK(b->path[p].rq.reserved == (uint32_t)n * b->path[p].rq.want);
         }
@@ -1240,7 +1239,7 @@ static void test_async_events(void)
     fw[1].err_calls = 0;
 
     /* Errors of the module's own queues: the module is reported as a whole. */
-    fake_push_async_cq(IBV_EVENT_CQ_ERR, fw[1].m->path[LL].cqs[0].cq);
+    fake_push_async_cq(IBV_EVENT_CQ_ERR, fw[1].m->path[LL].scq);
     take_async(1);
     CHECK(1 == fw[1].err_calls && NULL == fw[1].err_proc);
     CHECK(NULL != strstr(fw[1].err_text, "completion queue error on fake0:1"));

@@ -150,6 +150,44 @@ BOOST_AUTO_TEST_CASE(interval_clamped_to_depth)
     BOOST_TEST(sq.posted == 0u);
 }
 
+// Send queues sharing one CQ's room: a post takes an entry, a retirement gives back what it
+// retires (never more than was posted), free slots never exceed the room, and below the
+// reserve every post is signalled, so room that runs out always has a signalled WR out.
+BOOST_AUTO_TEST_CASE(shared_cq_room)
+{
+    uint32_t room = 100;
+    llrdma_sq_t a, b;
+    llrdma_sq_init(&a, 64, 16);
+    llrdma_sq_init(&b, 64, 16);
+    a.room = b.room = &room;
+    BOOST_TEST(llrdma_sq_free_slots(&a) == 64u);
+    int sig = 0;
+    for (int i = 0; i < 30; ++i) // room 100 -> 70: the cadence alone
+        sig += llrdma_sq_post(&a, 0, 1);
+    BOOST_TEST(sig == 1);
+    BOOST_TEST(room == 70u);
+    BOOST_TEST(llrdma_sq_free_slots(&b) == 64u);
+    for (int i = 0; i < 40; ++i) // 70 -> 30: below 64 left, each one signalled
+        sig += llrdma_sq_post(&b, 0, 1) ? 0 : 100;
+    BOOST_TEST(sig == 1 + 100 * 6); // the 6 posts that still left 64 or more were not
+    BOOST_TEST(room == 30u);
+    BOOST_TEST(llrdma_sq_free_slots(&a) == 30u); // 34 slots of its own, 30 of room
+    BOOST_TEST(llrdma_sq_free_slots(&b) == 24u);
+    for (int i = 0; i < 24; ++i)
+        BOOST_TEST(llrdma_sq_post(&b, 0, 1) == 1);
+    BOOST_TEST(llrdma_sq_free_slots(&b) == 0u);
+    BOOST_TEST(llrdma_sq_free_slots(&a) == 6u);
+    for (int i = 0; i < 6; ++i)
+        BOOST_TEST(llrdma_sq_post(&a, 0, 1) == 1); // the last entry's WR is signalled
+    BOOST_TEST(room == 0u);
+    BOOST_TEST(llrdma_sq_free_slots(&a) == 0u);
+    llrdma_sq_retire(&b, 100); // clamps at what b posted
+    BOOST_TEST(room == 64u);
+    llrdma_sq_retire(&a, 36);
+    BOOST_TEST(room == 100u);
+    BOOST_TEST((a.posted == 0u && b.posted == 0u));
+}
+
 // ------------------------------------------------------------ GPU registration mode
 
 namespace

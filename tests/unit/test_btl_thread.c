@@ -362,7 +362,7 @@ static void dump_conns(int i, int j)
                (unsigned long long)c->credit_buf[0], c->credit_owed, 0 != c->stall_since,
                NULL != c->qp ? fake_qp_outstanding(c->qp) : 0, fw[i].m->waiting, fw[i].m->ndone);
         printf("#   module %d path %d: srq posted %u, cq waiting %u\n", i, p,
-               fake_srq_posted(fw[i].m->path[p].srq), fake_cq_waiting(fw[i].m->path[p].cqs[0].cq));
+               fake_srq_posted(fw[i].m->path[p].srq), fake_cq_waiting(fw[i].m->path[p].rcq));
     }
 }
 
