@@ -374,6 +374,9 @@ int mca_btl_llrdma_endpoint_path_for(const mca_btl_llrdma_endpoint_t *ep, uint64
 
 #define conn_credits mca_btl_llrdma_conn_credits
 
+/* Most queued fragments a drain posts as one chain of WRs. */
+#define LLRDMA_DRAIN_CHAIN 16
+
 /* Post one work request in the ring slot at ring_head; `frag` or `rdma`
  * (at most one) waits for its completion. */
 static int post_wr_for(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_conn_t *conn,
@@ -493,47 +496,141 @@ enum {
                         * completion returns it to its pool (btl/uct's way) */
 };
 
-/* Post one fragment: one of the above, or an error after failing the
- * endpoint. */
-static int post_frag(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_conn_t *conn,
-                     mca_btl_llrdma_frag_t *frag, int more_queued)
+/* The work request of one fragment (its header filled in); *inl: sent
+ * inline, *copied: ob1 is done with it at the post (btl/uct's way). */
+static void frag_wr(mca_btl_llrdma_conn_t *conn, mca_btl_llrdma_frag_t *frag,
+                    struct ibv_send_wr *wr, struct ibv_sge *sge, int *inl, int *copied)
 {
     uint32_t wire = 0 != frag->wire
                         ? frag->wire
                         : (uint32_t)(sizeof(mca_btl_llrdma_hdr_t) + frag->segment.seg_len);
-    int inl = wire <= conn->inline_max;
-    struct ibv_sge sge = {.addr = (uintptr_t)frag->hdr, .length = wire, .lkey = frag->lkey};
-    struct ibv_send_wr wr;
-    int rc;
-
-    frag->hdr->tag = frag->tag;
-    frag->hdr->flags = 0 != frag->wire ? MCA_BTL_LLRDMA_HDR_PACKED : 0;
-    frag->hdr->magic = MCA_BTL_LLRDMA_HDR_MAGIC;
-    frag->hdr->len = (uint32_t)frag->segment.seg_len;
-
-    memset(&wr, 0, sizeof(wr));
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    wr.opcode = IBV_WR_SEND;
-    wr.send_flags = inl ? IBV_SEND_INLINE : 0;
     /* Every payload was copied into the fragment's own buffer (prepare_src,
      * alloc, sendi), so a fragment the BTL owns needs no callback unless
      * ob1 asked for one: the send is complete for ob1 at post, and the
      * completion only returns the buffer (done_frag).  Others wait. */
     const uint32_t owned = MCA_BTL_DES_FLAGS_BTL_OWNERSHIP | MCA_BTL_DES_SEND_ALWAYS_CALLBACK;
-    int copied = !inl && MCA_BTL_DES_FLAGS_BTL_OWNERSHIP == (frag->base.des_flags & owned);
-    if (!inl && !copied) {
+
+    *inl = wire <= conn->inline_max;
+    *copied = !*inl && MCA_BTL_DES_FLAGS_BTL_OWNERSHIP == (frag->base.des_flags & owned);
+    if (!*inl && !*copied) {
         frag->base.des_flags |= MCA_BTL_DES_SEND_ALWAYS_CALLBACK;
     }
-    rc = post_wr(ep, conn, &wr, frag, inl, more_queued);
-    if (OPAL_SUCCESS != rc) {
-        return rc;
-    }
+    frag->hdr->tag = frag->tag;
+    frag->hdr->flags = 0 != frag->wire ? MCA_BTL_LLRDMA_HDR_PACKED : 0;
+    frag->hdr->magic = MCA_BTL_LLRDMA_HDR_MAGIC;
+    frag->hdr->len = (uint32_t)frag->segment.seg_len;
+    sge->addr = (uintptr_t)frag->hdr;
+    sge->length = wire;
+    sge->lkey = frag->lkey;
+    memset(wr, 0, sizeof(*wr));
+    wr->sg_list = sge;
+    wr->num_sge = 1;
+    wr->opcode = IBV_WR_SEND;
+    wr->send_flags = *inl ? IBV_SEND_INLINE : 0;
+}
+
+/* What a posted fragment costs: a credit, and the done-at-post count. */
+static int frag_posted(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_conn_t *conn, int inl,
+                       int copied)
+{
     llrdma_credit_take(&conn->credit);
     if (!inl) {
         ++ep->module->sends_done_at_post[copied];
     }
     return inl ? POSTED_INLINE : copied ? POSTED_COPIED : POSTED;
+}
+
+/* Post one fragment: one of the above, or an error after failing the
+ * endpoint. */
+static int post_frag(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_conn_t *conn,
+                     mca_btl_llrdma_frag_t *frag, int more_queued)
+{
+    struct ibv_sge sge;
+    struct ibv_send_wr wr;
+    int inl, copied, rc;
+
+    frag_wr(conn, frag, &wr, &sge, &inl, &copied);
+    rc = post_wr(ep, conn, &wr, frag, inl, more_queued);
+    if (OPAL_SUCCESS != rc) {
+        return rc;
+    }
+    return frag_posted(ep, conn, inl, copied);
+}
+
+/* The first `n` (2..LLRDMA_DRAIN_CHAIN) fragments of path p's pending list
+ * as one chain of WRs: one doorbell (on Soft-RoCE one system call) for all.
+ * Each fragment completes towards ob1 as post_frag's caller would complete
+ * it.  A post that fails at WR k leaves the accounting as if WRs 0..k-1 had
+ * been posted alone and WR k had failed alone (post_wr_for), and fails the
+ * fragments from k on. */
+static void post_chain(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_conn_t *conn, int p,
+                       uint32_t n, int more_after)
+{
+    struct ibv_send_wr wr[LLRDMA_DRAIN_CHAIN], *bad = NULL;
+    struct ibv_sge sge[LLRDMA_DRAIN_CHAIN];
+    mca_btl_llrdma_frag_t *f[LLRDMA_DRAIN_CHAIN];
+    int inl[LLRDMA_DRAIN_CHAIN], copied[LLRDMA_DRAIN_CHAIN];
+    const llrdma_sq_t sq0 = conn->sq;
+    const uint32_t room0 = NULL != conn->sq.room ? *conn->sq.room : 0, head0 = conn->ring_head;
+    uint32_t k;
+    int rc;
+
+    for (uint32_t i = 0; i < n; ++i) {
+        mca_btl_llrdma_wr_t *e = &conn->ring[conn->ring_head];
+        f[i] = (mca_btl_llrdma_frag_t *)opal_list_remove_first(&ep->pending[p]);
+        frag_wr(conn, f[i], &wr[i], &sge[i], &inl[i], &copied[i]);
+        wr[i].next = i + 1 < n ? &wr[i + 1] : NULL;
+        wr[i].wr_id = (uintptr_t)e;
+        if (llrdma_sq_post(&conn->sq, !inl[i], i + 1 < n || more_after)) {
+            wr[i].send_flags |= IBV_SEND_SIGNALED;
+        }
+        e->conn = conn;
+        e->frag = inl[i] ? NULL : f[i];
+        e->rdma = NULL;
+        e->send = 1;
+        conn->ring_head = (conn->ring_head + 1) % conn->sq.depth;
+    }
+    rc = mca_btl_llrdma_verbs.post_send(conn->qp, wr, &bad);
+    k = 0 == rc ? n : (NULL != bad && bad >= wr && bad < wr + n ? (uint32_t)(bad - wr) : 0);
+    if (0 != rc) {
+        uint32_t unsignalled;
+        /* Back to before the chain, then WRs 0..k-1 again: the same
+         * decisions, as each was followed by another. */
+        for (uint32_t i = k; i < n; ++i) {
+            conn->ring[(head0 + i) % conn->sq.depth].frag = NULL;
+        }
+        conn->sq = sq0;
+        if (NULL != conn->sq.room) {
+            *conn->sq.room = room0;
+        }
+        conn->ring_head = head0;
+        for (uint32_t i = 0; i < k; ++i) {
+            (void)llrdma_sq_post(&conn->sq, !inl[i], 1);
+            conn->ring_head = (conn->ring_head + 1) % conn->sq.depth;
+        }
+        unsignalled = conn->sq.unsignalled;
+        mca_btl_llrdma_endpoint_fail(ep, "ibv_post_send failed", strerror(rc));
+        /* As post_wr_for: the unsignalled WRs before the failed one wait for
+         * a signal that will not come. */
+        for (uint32_t j = 1; j <= unsignalled && j < conn->sq.depth; ++j) {
+            mca_btl_llrdma_wr_t *o =
+                &conn->ring[(conn->ring_head + conn->sq.depth - j) % conn->sq.depth];
+            mca_btl_llrdma_frag_t *orphan = o->frag;
+            o->frag = NULL;
+            if (NULL != orphan) {
+                mca_btl_llrdma_frag_complete(orphan, OPAL_ERR_UNREACH);
+            }
+        }
+    }
+    for (uint32_t i = 0; i < n; ++i) {
+        if (i < k) {
+            if (POSTED_INLINE == frag_posted(ep, conn, inl[i], copied[i])) {
+                mca_btl_llrdma_frag_complete(f[i], OPAL_SUCCESS);
+            }
+        } else {
+            mca_btl_llrdma_frag_complete(f[i], OPAL_ERR_UNREACH);
+        }
+    }
 }
 
 int mca_btl_llrdma_endpoint_has_waiting(mca_btl_llrdma_endpoint_t *ep, int p)
@@ -592,7 +689,7 @@ void mca_btl_llrdma_endpoint_drain_path(mca_btl_llrdma_endpoint_t *ep, int p)
     }
     while (mca_btl_llrdma_conn_up(conn) && LLRDMA_EP_FAILED != ep->state &&
            !opal_list_is_empty(&ep->pending[p])) {
-        uint32_t slots = mca_btl_llrdma_conn_slots(conn), credits = conn_credits(conn);
+        uint32_t slots = mca_btl_llrdma_conn_slots(conn), credits = conn_credits(conn), n;
         mca_btl_llrdma_frag_t *frag;
         int more, rc;
         if (0 == slots || 0 == credits) {
@@ -600,6 +697,20 @@ void mca_btl_llrdma_endpoint_drain_path(mca_btl_llrdma_endpoint_t *ep, int p)
              * progress: watch for them from progress. */
             set_waiting(ep, p, 0 == credits);
             return;
+        }
+        /* Several at once as one chain of WRs. */
+        n = slots < credits ? slots : credits;
+        if (n > LLRDMA_DRAIN_CHAIN) {
+            n = LLRDMA_DRAIN_CHAIN;
+        }
+        if (n > opal_list_get_size(&ep->pending[p])) {
+            n = (uint32_t)opal_list_get_size(&ep->pending[p]);
+        }
+        if (n > 1) {
+            more = opal_list_get_size(&ep->pending[p]) > n && slots > n && credits > n;
+            post_chain(ep, conn, p, n, more);
+            conn = ep->conn[p];
+            continue;
         }
         frag = (mca_btl_llrdma_frag_t *)opal_list_remove_first(&ep->pending[p]);
         more = !opal_list_is_empty(&ep->pending[p]) && slots > 1 && credits > 1;

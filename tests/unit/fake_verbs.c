@@ -682,6 +682,7 @@ static int f_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_sen
         *bad = wr;
         return fake.post_send_errno;
     }
+    ++fake.nsend_posts;
     for (; NULL != wr; wr = wr->next) {
         fake_wr_t *r;
         int rc = enqueue(fake_qp(qp), wr);

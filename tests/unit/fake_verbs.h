@@ -164,6 +164,7 @@ typedef struct fake_state {
     /* what the BTL did */
     fake_wr_t sends[FAKE_MAX_WR];
     int nsends;
+    int nsend_posts;             /* post_send calls that got through to the wire (a chain is one) */
     uint64_t recvs[FAKE_MAX_WR]; /* wr_ids posted to any SRQ */
     int nrecvs;
     struct ibv_qp_init_attr last_qp_attr;

@@ -631,15 +631,32 @@ static void test_post_failure_reaches_ob1(void)
     fw_end(0);
 }
 
-/* post_send of the real device, failing the Nth call from now. */
-static int post_fail_in;
+/* post_send of the fake device, failing the Nth WR from now, as a device
+ * would: the WRs of a chain before it are posted, *bad names it. */
+static int post_fail_in, post_chains;
 static int post_send_failing(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
-    if (0 < post_fail_in && 0 == --post_fail_in) {
-        *bad = wr;
-        return ENOMEM;
+    struct ibv_send_wr *w = wr, *prev = NULL;
+    post_chains += NULL != wr && NULL != wr->next;
+    for (; NULL != w; prev = w, w = w->next) {
+        if (0 < post_fail_in && 0 == --post_fail_in) {
+            break;
+        }
     }
-    return fake_ops.post_send(qp, wr, bad);
+    if (NULL == w) {
+        return fake_ops.post_send(qp, wr, bad);
+    }
+    if (NULL != prev) { /* the WRs before the failing one go */
+        int rc;
+        prev->next = NULL;
+        rc = fake_ops.post_send(qp, wr, bad);
+        prev->next = w;
+        if (0 != rc) {
+            return rc;
+        }
+    }
+    *bad = w;
+    return ENOMEM;
 }
 
 /* A post that fails in the middle of a burst: the fragments posted before it
@@ -658,12 +675,14 @@ static void test_post_failure_mid_burst(void)
         CHECK(OPAL_SUCCESS == fw_send(0, 1, 1000, 0));
     }
     CHECK(7 == fake.nsends - before); /* the queue is full: the rest wait */
-    /* The completions free slots: the next burst's second post fails. */
+    /* The completions free slots: the drain posts the waiting ones as one
+     * chain, whose second WR fails. */
     post_fail_in = 2;
+    post_chains = 0;
     mca_btl_llrdma_verbs.post_send = post_send_failing;
     fake.wire_hold = 0;
     fw_progress_one(0, 4);
-    CHECK(0 == post_fail_in);
+    CHECK(0 == post_fail_in && 1 <= post_chains);
     CHECK(1 == fw[0].err_calls && NULL != strstr(fw[0].err_text, "ibv_post_send failed"));
     CHECK(fw[0].accepted == fw[0].cb_calls);
     if (fw[0].accepted != fw[0].cb_calls) {
