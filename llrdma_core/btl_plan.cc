@@ -52,15 +52,6 @@ extern "C" int llrdma_btl_plan_limits(const llrdma_profile_t *p, uint32_t hdr_by
     return LLRDMA_OK;
 }
 
-extern "C" int llrdma_btl_path_for(const llrdma_btl_limits_t *l, uint64_t bytes)
-{
-    if (bytes <= l->frag_max[LLRDMA_PATH_LL])
-        return LLRDMA_PATH_LL;
-    if (bytes <= l->frag_max[LLRDMA_PATH_BW])
-        return LLRDMA_PATH_BW;
-    return -1;
-}
-
 extern "C" void llrdma_sq_init(llrdma_sq_t *sq, uint32_t depth, uint32_t interval)
 {
     sq->depth = depth;

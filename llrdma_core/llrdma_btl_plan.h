@@ -45,8 +45,19 @@ typedef struct {
 int llrdma_btl_plan_limits(const llrdma_profile_t *p, uint32_t hdr_bytes,
                            const llrdma_btl_granted_t *granted, llrdma_btl_limits_t *out);
 
-/* LLRDMA_PATH_LL or LLRDMA_PATH_BW for a fragment of `bytes`; -1 if too large. */
-int llrdma_btl_path_for(const llrdma_btl_limits_t *l, uint64_t bytes);
+/* The path chooser: LLRDMA_PATH_LL or LLRDMA_PATH_BW for a fragment of
+ * `bytes` under the largest fragment per path (0: path unused), -1 if none
+ * carries it.  The BTL calls it with each peer's limits (the smaller of the
+ * two sides'), for the route and for the pool a fragment comes from.
+ * Inline: every send asks. */
+static inline int llrdma_btl_path_for(const uint32_t frag_max[LLRDMA_NPATHS], uint64_t bytes)
+{
+    if (0 != frag_max[LLRDMA_PATH_LL] && bytes <= frag_max[LLRDMA_PATH_LL])
+        return LLRDMA_PATH_LL;
+    if (0 != frag_max[LLRDMA_PATH_BW] && bytes <= frag_max[LLRDMA_PATH_BW])
+        return LLRDMA_PATH_BW;
+    return -1;
+}
 
 /* Selective signalling of one send queue.  WRs retire in order: a signalled
  * completion retires it and every unsignalled WR before it. */

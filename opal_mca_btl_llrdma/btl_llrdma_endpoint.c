@@ -361,17 +361,6 @@ uint64_t mca_btl_llrdma_now_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-int mca_btl_llrdma_endpoint_path_for(const mca_btl_llrdma_endpoint_t *ep, uint64_t bytes)
-{
-    if (ep->use_path[LLRDMA_PATH_LL] && bytes <= ep->frag_max[LLRDMA_PATH_LL]) {
-        return LLRDMA_PATH_LL;
-    }
-    if (ep->use_path[LLRDMA_PATH_BW] && bytes <= ep->frag_max[LLRDMA_PATH_BW]) {
-        return LLRDMA_PATH_BW;
-    }
-    return -1;
-}
-
 #define conn_credits mca_btl_llrdma_conn_credits
 
 /* Most queued fragments a drain posts as one chain of WRs. */

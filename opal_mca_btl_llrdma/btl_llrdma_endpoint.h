@@ -182,8 +182,13 @@ int mca_btl_llrdma_endpoint_unstall(struct mca_btl_llrdma_module_t *m);
 /* A receive on `conn` was consumed and its buffer reposted: return credits
  * when enough have accumulated. */
 void mca_btl_llrdma_conn_recv_done(mca_btl_llrdma_conn_t *conn);
-/* The path a fragment of `bytes` takes to this peer; -1 when none can carry it. */
-int mca_btl_llrdma_endpoint_path_for(const mca_btl_llrdma_endpoint_t *ep, uint64_t bytes);
+/* The path a fragment of `bytes` takes to this peer; -1 when none can carry
+ * it (frag_max is 0 on a path the two do not share). */
+static inline int mca_btl_llrdma_endpoint_path_for(const mca_btl_llrdma_endpoint_t *ep,
+                                                   uint64_t bytes)
+{
+    return llrdma_btl_path_for(ep->frag_max, bytes);
+}
 /* Sends the peer's credits allow now.  The peer writes the returned count
  * by RDMA: it is read as memory that changes under us. */
 static inline uint32_t mca_btl_llrdma_conn_credits(mca_btl_llrdma_conn_t *conn)

@@ -540,7 +540,10 @@ static mca_btl_llrdma_frag_t *frag_alloc(mca_btl_llrdma_module_t *m,
                                          struct mca_btl_base_endpoint_t *ep, size_t size,
                                          uint32_t flags)
 {
-    int p = llrdma_btl_path_for(&m->lim, size);
+    /* The path the fragment will take to this peer (the one chooser): its
+     * pool's buffers hold this side's largest fragment on that path, which
+     * is at least the peer's. */
+    int p = NULL != ep ? mca_btl_llrdma_endpoint_path_for(ep, size) : -1;
     mca_btl_llrdma_frag_t *frag;
 
     if (p < 0 || !m->path_used[p]) {

@@ -36,7 +36,8 @@ BOOST_AUTO_TEST_CASE(every_message_up_to_the_hint_is_one_ll_fragment)
         llrdma_profile_t p = profile(hint);
         llrdma_btl_limits_t l = limits(p);
         // ob1's largest header (rendezvous, 40 bytes) plus the payload fits.
-        BOOST_TEST(llrdma_btl_path_for(&l, std::min<uint64_t>(hint, 65536) + 40) == LLRDMA_PATH_LL);
+        BOOST_TEST(llrdma_btl_path_for(l.frag_max, std::min<uint64_t>(hint, 65536) + 40) ==
+                   LLRDMA_PATH_LL);
         BOOST_TEST(l.frag_max[LLRDMA_PATH_LL] + kHdr <= p.ll.recv_buf_bytes);
         BOOST_TEST(l.frag_max[LLRDMA_PATH_BW] + kHdr <= p.bw.recv_buf_bytes);
     }
@@ -47,7 +48,7 @@ BOOST_AUTO_TEST_CASE(no_cliff_right_above_the_hint)
     // 16 KB at hint 8 KB: one eager fragment on the (already connected) BW QP,
     // no rendezvous round trip.
     llrdma_btl_limits_t l = limits(profile(8192));
-    BOOST_TEST(llrdma_btl_path_for(&l, 8192 + 64) == LLRDMA_PATH_BW);
+    BOOST_TEST(llrdma_btl_path_for(l.frag_max, 8192 + 64) == LLRDMA_PATH_BW);
     BOOST_TEST(l.eager_limit >= 2 * 8192u + 64);
     BOOST_TEST(l.rndv_eager_limit == l.eager_limit);
     BOOST_TEST(l.max_send_size == l.frag_max[LLRDMA_PATH_BW]);
@@ -61,12 +62,12 @@ BOOST_AUTO_TEST_CASE(generic_profile_has_only_the_bw_path)
     llrdma_btl_limits_t l = limits(p);
     BOOST_TEST(l.frag_max[LLRDMA_PATH_LL] == 0u);
     BOOST_TEST(l.sq_depth[LLRDMA_PATH_LL] == 0u);
-    BOOST_TEST(llrdma_btl_path_for(&l, 1) == LLRDMA_PATH_BW);
+    BOOST_TEST(llrdma_btl_path_for(l.frag_max, 1) == LLRDMA_PATH_BW);
     // The classic 12K eager limit stays; fragments are bounded by the receive buffers.
     BOOST_TEST(l.eager_limit == 12 * 1024u);
     BOOST_TEST(l.max_send_size ==
                std::min<uint64_t>(p.bw.recv_buf_bytes - kHdr, p.bw.max_send_size));
-    BOOST_TEST(llrdma_btl_path_for(&l, l.max_send_size + 1) == -1);
+    BOOST_TEST(llrdma_btl_path_for(l.frag_max, l.max_send_size + 1) == -1);
 }
 
 BOOST_AUTO_TEST_CASE(granted_values_bound_what_is_used)
