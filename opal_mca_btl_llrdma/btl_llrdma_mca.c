@@ -239,11 +239,13 @@ int mca_btl_llrdma_register_params(void)
     (void)reg_var(
         "recv_mem_max",
         "Bytes of pre-posted receive buffers per path and port, whatever the number of peers. "
-        "With rnr_retry 7 (the default) every peer gets its profile's whole window of credits: "
-        "buffers back the windows one for one up to half of this, then the windows share "
-        "them and the SRQ limit event adds more up to this (a send finding none is retried "
-        "by the NIC). With rnr_retry below 7 each peer is allotted buffers of its own until "
-        "this is reached; later peers get the minimum allotment",
+        "With rnr_retry 7 (the default) every peer gets a burst window of credits (what it may "
+        "send while this process computes: up to 512 buffers or 8 MiB of them, at most half "
+        "of this): buffers back the windows one for one up to half of this, then the windows "
+        "share them and the SRQ limit event adds more up to this (a send finding none is "
+        "retried by the NIC). With rnr_retry below 7 each peer is allotted its profile's "
+        "window of buffers of its own until this is reached; later peers get the minimum "
+        "allotment",
         OPAL_INFO_LVL_5, MCA_BASE_VAR_TYPE_SIZE_T, &c->recv_mem_max);
     (void)reg_int(
         "stall_warn",
