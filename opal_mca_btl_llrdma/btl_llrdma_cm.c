@@ -713,7 +713,7 @@ static const char *reject_text(const mca_btl_llrdma_conn_req_t *rej, int have)
     }
     switch (rej->reason) {
     case MCA_BTL_LLRDMA_REJ_NORES:
-        return "the peer has no receive buffers or completion queue room left for this "
+        return "the peer has no receive buffers, memory or queue pair left for this "
                "connection (see btl_llrdma_recv_mem_max and its verbose output)";
     case MCA_BTL_LLRDMA_REJ_NOPATH:
         return "the peer has no such path (inconsistent modex records)";

@@ -366,6 +366,30 @@ uint64_t mca_btl_llrdma_now_ms(void)
 /* Most queued fragments a drain posts as one chain of WRs. */
 #define LLRDMA_DRAIN_CHAIN 16
 
+/* A post failed at the WR that was to take the ring slot at ring_head, with
+ * `unsignalled` WRs before it waiting for its signal: the endpoint fails,
+ * and those WRs' fragments and operations complete now, since no
+ * completion will retire them. */
+static void post_failed(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_conn_t *conn, int rc,
+                        uint32_t unsignalled)
+{
+    mca_btl_llrdma_endpoint_fail(ep, "ibv_post_send failed", strerror(rc));
+    for (uint32_t k = 1; k <= unsignalled && k < conn->sq.depth; ++k) {
+        mca_btl_llrdma_wr_t *o =
+            &conn->ring[(conn->ring_head + conn->sq.depth - k) % conn->sq.depth];
+        mca_btl_llrdma_frag_t *orphan = o->frag;
+        struct mca_btl_llrdma_rdma_op_t *orphan_op = o->rdma;
+        o->frag = NULL;
+        o->rdma = NULL;
+        if (NULL != orphan) {
+            mca_btl_llrdma_frag_complete(orphan, OPAL_ERR_UNREACH);
+        }
+        if (NULL != orphan_op) {
+            mca_btl_llrdma_rdma_complete(orphan_op, OPAL_ERR_UNREACH);
+        }
+    }
+}
+
 /* Post one work request in the ring slot at ring_head; `frag` or `rdma`
  * (at most one) waits for its completion. */
 static int post_wr_for(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_conn_t *conn,
@@ -390,24 +414,7 @@ static int post_wr_for(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_conn_t *con
         e->frag = NULL;
         e->rdma = NULL;
         llrdma_sq_retire(&conn->sq, 1);
-        mca_btl_llrdma_endpoint_fail(ep, "ibv_post_send failed", strerror(rc));
-        /* The unsignalled WRs since the last signalled one waited for this
-         * WR (or a later one) to be signalled: no completion will retire
-         * them, so their fragments complete now. */
-        for (uint32_t k = 1; k <= unsignalled && k < conn->sq.depth; ++k) {
-            mca_btl_llrdma_wr_t *o =
-                &conn->ring[(conn->ring_head + conn->sq.depth - k) % conn->sq.depth];
-            mca_btl_llrdma_frag_t *orphan = o->frag;
-            struct mca_btl_llrdma_rdma_op_t *orphan_op = o->rdma;
-            o->frag = NULL;
-            o->rdma = NULL;
-            if (NULL != orphan) {
-                mca_btl_llrdma_frag_complete(orphan, OPAL_ERR_UNREACH);
-            }
-            if (NULL != orphan_op) {
-                mca_btl_llrdma_rdma_complete(orphan_op, OPAL_ERR_UNREACH);
-            }
-        }
+        post_failed(ep, conn, rc, unsignalled);
         return OPAL_ERR_UNREACH;
     }
     conn->ring_head = (conn->ring_head + 1) % conn->sq.depth;
@@ -582,7 +589,6 @@ static void post_chain(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_conn_t *con
     rc = mca_btl_llrdma_verbs.post_send(conn->qp, wr, &bad);
     k = 0 == rc ? n : (NULL != bad && bad >= wr && bad < wr + n ? (uint32_t)(bad - wr) : 0);
     if (0 != rc) {
-        uint32_t unsignalled;
         /* Back to before the chain, then WRs 0..k-1 again: the same
          * decisions, as each was followed by another. */
         for (uint32_t i = k; i < n; ++i) {
@@ -597,19 +603,7 @@ static void post_chain(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_conn_t *con
             (void)llrdma_sq_post(&conn->sq, !inl[i], 1);
             conn->ring_head = (conn->ring_head + 1) % conn->sq.depth;
         }
-        unsignalled = conn->sq.unsignalled;
-        mca_btl_llrdma_endpoint_fail(ep, "ibv_post_send failed", strerror(rc));
-        /* As post_wr_for: the unsignalled WRs before the failed one wait for
-         * a signal that will not come. */
-        for (uint32_t j = 1; j <= unsignalled && j < conn->sq.depth; ++j) {
-            mca_btl_llrdma_wr_t *o =
-                &conn->ring[(conn->ring_head + conn->sq.depth - j) % conn->sq.depth];
-            mca_btl_llrdma_frag_t *orphan = o->frag;
-            o->frag = NULL;
-            if (NULL != orphan) {
-                mca_btl_llrdma_frag_complete(orphan, OPAL_ERR_UNREACH);
-            }
-        }
+        post_failed(ep, conn, rc, conn->sq.unsignalled);
     }
     for (uint32_t i = 0; i < n; ++i) {
         if (i < k) {
@@ -782,10 +776,9 @@ static mca_btl_llrdma_frag_t *queue_copy(mca_btl_llrdma_endpoint_t *ep, mca_btl_
     int p = frag_path(ep, frag);
     mca_btl_llrdma_frag_t *c;
 
-    /* Only messages of which at least four share a buffer: for larger ones
-     * copying buys little, and ob1 keeps them as before. */
-    if (!mca_btl_llrdma_component.coalesce || !mca_btl_llrdma_conn_up(ep->conn[p]) ||
-        frag->segment.seg_len > ep->frag_max[p] / 4) {
+    if (!mca_btl_llrdma_conn_up(ep->conn[p]) ||
+        !mca_btl_llrdma_packs(mca_btl_llrdma_component.coalesce, ep->frag_max[p],
+                              frag->segment.seg_len)) {
         return NULL;
     }
     c = mca_btl_llrdma_pool_get(frag->pool);

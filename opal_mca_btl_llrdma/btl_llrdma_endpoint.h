@@ -197,16 +197,23 @@ static inline uint32_t mca_btl_llrdma_conn_credits(mca_btl_llrdma_conn_t *conn)
                                __atomic_load_n(&conn->credit_buf[0], __ATOMIC_ACQUIRE));
 }
 
-/* Credits a message of `bytes` leaves untouched: one that packs (coalescing
- * on, at most a quarter of the peer's buffer) is posted alone only while less
- * than half the peer's window is in use; beyond that it waits in the pending
- * list and later ones pack behind it, so a burst into a busy receiver takes
- * a receive buffer per several messages instead of one each
- * (docs/btl-design.md, "Coalescing"). */
+/* Whether a message of `bytes` is packed with others when it waits: with
+ * coalescing on, one of which at least four share the peer's buffer (for
+ * larger ones copying buys little, and ob1 keeps them as its own). */
+static inline int mca_btl_llrdma_packs(int coalesce, uint32_t frag_max, size_t bytes)
+{
+    return coalesce && bytes <= frag_max / 4;
+}
+
+/* Credits a message of `bytes` leaves untouched: one that packs is posted
+ * alone only while less than half the peer's window is in use; beyond that
+ * it waits in the pending list and later ones pack behind it, so a burst
+ * into a busy receiver takes a receive buffer per several messages instead
+ * of one each (docs/btl-design.md, "Coalescing"). */
 static inline uint32_t mca_btl_llrdma_conn_pack_floor(const mca_btl_llrdma_conn_t *conn,
                                                       int coalesce, uint32_t frag_max, size_t bytes)
 {
-    return coalesce && bytes <= frag_max / 4 ? conn->credit.granted / 2 : 0;
+    return mca_btl_llrdma_packs(coalesce, frag_max, bytes) ? conn->credit.granted / 2 : 0;
 }
 
 /* Milliseconds of a monotonic clock. */
