@@ -947,9 +947,9 @@ static void many_peers(uint64_t hint, int n)
     size_t posted_bytes = 0;
 
     fw_begin();
-    /* rxe's CQ size limit (the world's 4096 exercises slabs elsewhere): a
-     * connection reserves CQ room for its send queue and its window, and a
-     * module has at most MCA_BTL_LLRDMA_MAX_CQS CQs per path. */
+    /* rxe's CQ size limit (the world's 4096 elsewhere): each path keeps one
+     * receive and one send CQ of it, whatever the peers (test_cq_room in
+     * test_btl_flow runs the send CQ's room out). */
     fw_port_max_cqe = fake.max_cqe = 32767;
     CHECK(0 == fw_add(hint, 0, 0) && 1 == fw_add(hint, 0, 0));
     b = fw[1].m;
