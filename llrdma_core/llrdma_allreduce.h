@@ -281,7 +281,27 @@ typedef struct llrdma_ar_shm {
     size_t lines_max;
     /* Rounds this rank ran in the lines (tests, the dump). */
     uint64_t line_rounds;
+    /* Where this rank's rounds through the slots spend their time: set
+     * time_phases and every such round adds its nanoseconds per phase (two
+     * clock reads per phase, so off unless asked for; the glue sets it at
+     * coll_llrdma_verbose 5 and says the means when the arena goes). */
+    int time_phases;
+    uint64_t phase_rounds;
+    uint64_t phase_ns[5]; /* llrdma_ar_phase_t */
 } llrdma_ar_shm_t;
+
+/* The phases of a round through the arena's slots (llrdma_ar_shm_t.phase_ns). */
+typedef enum {
+    LLRDMA_AR_PHASE_COPY_IN,  /* this rank's input into its slot */
+    LLRDMA_AR_PHASE_WAIT_IN,  /* until every rank's input is there */
+    LLRDMA_AR_PHASE_FOLD,     /* the fold: this rank's slice, or all of it */
+    LLRDMA_AR_PHASE_WAIT_RED, /* until the other ranks' slices are reduced */
+    LLRDMA_AR_PHASE_COPY_OUT, /* the result out (shm_split) */
+    LLRDMA_AR_PHASES
+} llrdma_ar_phase_t;
+
+/* The phase's name as the verbose line says it ("copy in", ...). */
+const char *llrdma_ar_phase_name(int phase);
 
 /* The largest vector the arena's lines hold (llrdma_ar_shm_t.lines_max). */
 #define LLRDMA_AR_SHM_LINES_MAX 1024

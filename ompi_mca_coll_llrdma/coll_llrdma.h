@@ -116,6 +116,7 @@ typedef struct mca_coll_llrdma_module_t {
     int gpu_shared_said;
     int shm_pinned; /* GPU path: 0 not tried, 1 pinned and mapped, 2 pinned, -1 failed */
     int shm_ranks;  /* the arena's communicator size (liveness checks) */
+    int shm_rank;   /* this rank's index in the arena (the verbose lines) */
     int gone_said;  /* a dead rank was reported */
     int msg_gone;   /* a rank found gone by a message wait (-1: none): every call fails */
     /* The last call, when the planned path ran it as shm_direct from host

@@ -288,7 +288,12 @@ static int finish_setup(mca_coll_llrdma_module_t *m, struct ompi_communicator_t 
     m->shm.alive_ctx = m;
     m->shm.liveness_ns = (uint64_t)c->shm_liveness_ms * 1000000u;
     m->shm.wait = c->wait;
+    /* Phase times cost two clock reads per phase: only when they are said. */
+    m->shm.time_phases = opal_output_get_verbosity(c->output) >= 5 ? 1 : 0;
+    m->shm.phase_rounds = 0;
+    memset(m->shm.phase_ns, 0, sizeof(m->shm.phase_ns));
     m->shm_ranks = nranks;
+    m->shm_rank = me;
     m->shm_bytes = bytes;
     opal_output_verbose(5, c->output,
                         "coll:llrdma: %s: shared-memory arena of %lu bytes, chunk %lu (%s), "
@@ -384,6 +389,28 @@ int mca_coll_llrdma_shm_setup_node(mca_coll_llrdma_module_t *m, struct ompi_comm
                         bytes, why);
 }
 
+/* Where this rank's rounds through the slots went (verbose 5): the mean of
+ * each phase per round, so a slow call can be told apart into copying,
+ * folding and waiting for the others. */
+static void report_phases(const mca_coll_llrdma_module_t *m)
+{
+    char text[256];
+    size_t used = 0;
+    if (0 == m->shm.phase_rounds) {
+        return;
+    }
+    for (int i = 0; i < LLRDMA_AR_PHASES && used < sizeof(text); ++i) {
+        int n = snprintf(text + used, sizeof(text) - used, "%s%s %.2f", i ? ", " : "",
+                         llrdma_ar_phase_name(i),
+                         (double)m->shm.phase_ns[i] / 1e3 / (double)m->shm.phase_rounds);
+        used += n > 0 ? (size_t)n : 0;
+    }
+    opal_output_verbose(5, mca_coll_llrdma_component.output,
+                        "coll:llrdma: arena rank %d: %llu rounds through the slots, us per "
+                        "round: %s",
+                        m->shm_rank, (unsigned long long)m->shm.phase_rounds, text);
+}
+
 void mca_coll_llrdma_shm_release(mca_coll_llrdma_module_t *m)
 {
     if (NULL != m->shm.base) {
@@ -394,6 +421,7 @@ void mca_coll_llrdma_shm_release(mca_coll_llrdma_module_t *m)
                             m->shm_ranks, (unsigned long long)m->shm.gen,
                             (unsigned long long)m->shm.line_rounds,
                             (unsigned long long)m->fast_calls);
+        report_phases(m);
         mca_coll_llrdma_gpu_unregister(m);
         munmap(m->shm.base, m->shm_bytes);
         m->shm.base = NULL;

@@ -241,6 +241,11 @@ class Arena
     bool broken() const; // failure() != LLRDMA_AR_OK
     uint64_t next_round() { return ++s_->gen; }
     size_t chunk() const { return s_->chunk_bytes; }
+    // Phase timing (llrdma_ar_shm_t.time_phases): start() at a round's
+    // beginning, lap(phase) at the end of each phase adds the time since the
+    // last mark to it.  Nothing while timing is off.
+    void phase_start();
+    void lap(llrdma_ar_phase_t phase);
 
   private:
     uint64_t *flag(int r, int which) const;
@@ -257,6 +262,7 @@ class Arena
     llrdma_ar_shm_t *s_;
     unsigned char *base_;
     int rank_, size_;
+    uint64_t mark_ns_ = 0;
 };
 
 // Non-power-of-two fold (recursive_doubling.cc): fold_in leaves the odd rank of
@@ -283,7 +289,11 @@ size_t shm_round_elems(const Args &a);
 class ShmInput
 {
   public:
-    ShmInput(const Args &a, Arena &ar) : a_(a), ar_(ar) {}
+    // skip_own: this rank's own block of each round (block_start/block_len
+    // of the round over the ranks) stays out of its slot, on host buffers:
+    // shm_split's folder of that block reads it from the input itself, and
+    // nobody else reads it.
+    ShmInput(const Args &a, Arena &ar, bool skip_own) : a_(a), ar_(ar), skip_own_(skip_own) {}
     // Round g covers elements [off, off + n); `next` elements follow in round
     // g + 1 (0: last round).  Returns LLRDMA_AR_OK or an error (arena broken).
     int round(uint64_t g, size_t off, size_t n, size_t next);
@@ -291,6 +301,7 @@ class ShmInput
   private:
     const Args &a_;
     Arena &ar_;
+    bool skip_own_;
     bool prefetched_ = false;
 };
 size_t scratch_shm_split(const llrdma_ar_plan_t *plan, size_t count, size_t esize, int size);
@@ -298,16 +309,17 @@ size_t scratch_shm_split(const llrdma_ar_plan_t *plan, size_t count, size_t esiz
 // The round loop both shm algorithms share: cuts the vector into rounds of
 // shm_round_elems(), runs the input side of each, then body(g, off, n) for
 // what follows it; stops at the first error (the arena is then broken).
-template <typename Body> int shm_rounds(const Args &a, Arena &ar, Body body)
+template <typename Body> int shm_rounds(const Args &a, Arena &ar, Body body, bool skip_own = false)
 {
     if (ar.broken())
         return LLRDMA_AR_ERR_TRANSPORT;
-    ShmInput in(a, ar);
+    ShmInput in(a, ar, skip_own);
     const size_t per = shm_round_elems(a);
     for (size_t off = 0; off < a.count; off += per) {
         size_t n = a.count - off < per ? a.count - off : per;
         size_t rest = a.count - off - n;
         uint64_t g = ar.next_round();
+        ar.phase_start();
         int rc = in.round(g, off, n, rest < per ? rest : per);
         if (rc == LLRDMA_AR_OK)
             rc = body(g, off, n);
@@ -317,7 +329,11 @@ template <typename Body> int shm_rounds(const Args &a, Arena &ar, Body body)
     return LLRDMA_AR_OK;
 }
 // out = v0 OP v1 OP ... OP v(p-1), elements [s, s + n) of the slots of round g.
-void shm_fold_slots(const Args &a, const Arena &ar, uint64_t g, size_t s, size_t n, void *out);
+// mine (optional): this rank's input for those elements, read instead of its
+// slot; also (optional): a second place each finished piece of out is
+// written to while it is still in L1.
+void shm_fold_slots(const Args &a, const Arena &ar, uint64_t g, size_t s, size_t n, void *out,
+                    const void *mine = nullptr, void *also = nullptr);
 
 size_t scratch_recursive_doubling(size_t count, size_t esize, int size);
 size_t scratch_rabenseifner(size_t count, size_t esize, int size);

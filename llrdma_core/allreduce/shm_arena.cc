@@ -114,6 +114,23 @@ Arena::Arena(llrdma_ar_shm_t *s, int rank, int size)
 {
 }
 
+void Arena::phase_start()
+{
+    if (s_->time_phases) {
+        mark_ns_ = now_ns();
+        ++s_->phase_rounds;
+    }
+}
+
+void Arena::lap(llrdma_ar_phase_t phase)
+{
+    if (s_->time_phases && phase >= 0 && phase < LLRDMA_AR_PHASES) {
+        uint64_t t = now_ns();
+        s_->phase_ns[phase] += t - mark_ns_;
+        mark_ns_ = t;
+    }
+}
+
 unsigned char *Arena::slot(uint64_t g, int r) const
 {
     size_t i = static_cast<size_t>(g % 2) * static_cast<size_t>(size_) + static_cast<size_t>(r);
@@ -310,15 +327,25 @@ int ShmInput::round(uint64_t g, size_t off, size_t n, size_t next)
     const bool hooked = t.hooked();
     auto src = static_cast<unsigned char *>(const_cast<void *>(a_.sendbuf ? a_.sendbuf : a_.buf));
     int rc = LLRDMA_AR_OK;
-    if (!prefetched_)
+    if (skip_own_ && !hooked) {
+        // Around the own block: the bytes before it and after it.
+        const size_t s = block_start(n, t.size(), t.rank()), len = block_len(n, t.size(), t.rank());
+        const size_t es = a_.esize;
+        std::memcpy(ar_.slot(g, t.rank()), src + off * es, s * es);
+        std::memcpy(ar_.slot(g, t.rank()) + (s + len) * es, src + (off + s + len) * es,
+                    (n - s - len) * es);
+    } else if (!prefetched_) {
         rc = t.copy(ar_.slot(g, t.rank()), src + off * a_.esize, n * a_.esize);
+    }
     if (rc == LLRDMA_AR_OK && hooked)
         rc = t.sync(); // the copy in, and whatever this rank enqueued before
     if (rc != LLRDMA_AR_OK)
         return ar_.fail(rc);
+    ar_.lap(LLRDMA_AR_PHASE_COPY_IN);
     ar_.post_in(g);
     if ((rc = ar_.wait_in(g)) != LLRDMA_AR_OK)
         return rc;
+    ar_.lap(LLRDMA_AR_PHASE_WAIT_IN);
     // Every rank finished round g - 1, so nobody reads the slots of g + 1's
     // parity any more: enqueue the next copy in now.
     prefetched_ = hooked && next > 0;
@@ -341,6 +368,13 @@ size_t shm_round_elems(const Args &a)
 } // namespace llrdma
 
 using namespace llrdma::ar;
+
+extern "C" const char *llrdma_ar_phase_name(int phase)
+{
+    static const char *const names[LLRDMA_AR_PHASES] = {"copy in", "wait for every input", "fold",
+                                                        "wait for the other slices", "copy out"};
+    return phase >= 0 && phase < LLRDMA_AR_PHASES ? names[phase] : "?";
+}
 
 extern "C" void llrdma_ar_wait_idle(const llrdma_ar_wait_policy_t *p, llrdma_ar_wait_t *w,
                                     void (*progress)(void *ctx), void *ctx)

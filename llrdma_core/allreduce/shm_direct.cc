@@ -122,6 +122,7 @@ int run_shm_direct(const Args &a)
             return t.copy(out, ar.own(g), n * a.esize);
         }
         shm_fold_slots(a, ar, g, 0, n, out);
+        ar.lap(LLRDMA_AR_PHASE_FOLD);
         return LLRDMA_AR_OK;
     });
 }

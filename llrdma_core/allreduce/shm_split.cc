@@ -23,6 +23,8 @@
 // 181 with the CPU's).
 #include "internal.h"
 
+#include <cstring>
+
 namespace llrdma
 {
 namespace ar
@@ -33,18 +35,24 @@ namespace ar
 // into it, so each slot is read once and out written once (p - 1 passes
 // over the whole slice read and wrote out p - 1 times).  Each element's
 // order is unchanged: bitwise the same.
-void shm_fold_slots(const Args &a, const Arena &ar, uint64_t g, size_t s, size_t n, void *out)
+void shm_fold_slots(const Args &a, const Arena &ar, uint64_t g, size_t s, size_t n, void *out,
+                    const void *mine, void *also)
 {
     constexpr size_t kTileBytes = 4096;
-    const int p = a.t->size();
+    const int p = a.t->size(), me = a.t->rank();
     const size_t tile = kTileBytes / a.esize > 0 ? kTileBytes / a.esize : 1;
+    auto in = [&](int r, size_t i) -> void * {
+        return r == me && mine ? at(const_cast<void *>(mine), i, a.esize)
+                               : at(ar.slot(g, r), s + i, a.esize);
+    };
     for (size_t i = 0; i < n; i += tile) {
         const size_t m = n - i < tile ? n - i : tile;
         void *o = at(out, i, a.esize);
-        reduce3(a.op, a.dtype, at(ar.slot(g, 0), s + i, a.esize), at(ar.slot(g, 1), s + i, a.esize),
-                o, m);
+        reduce3(a.op, a.dtype, in(0, i), in(1, i), o, m);
         for (int r = 2; r < p; ++r)
-            reduce3(a.op, a.dtype, o, at(ar.slot(g, r), s + i, a.esize), o, m);
+            reduce3(a.op, a.dtype, o, in(r, i), o, m);
+        if (also)
+            std::memcpy(at(also, i, a.esize), o, m * a.esize);
     }
 }
 
@@ -84,39 +92,57 @@ int run_shm_split(const Args &a)
     const bool device = t.hooked() && a.shm->device_fold;
     if (device && a.scratch_bytes < scratch_shm_split(a.plan, a.count, a.esize, t.size()))
         return ar.fail(LLRDMA_AR_ERR_INVALID);
-    return shm_rounds(a, ar, [&](uint64_t g, size_t off, size_t n) {
-        size_t s = block_start(n, t.size(), t.rank()), len = block_len(n, t.size(), t.rank());
-        int rc = LLRDMA_AR_OK;
-        if (len > 0 && device && len * a.esize >= a.shm->device_fold_min)
-            rc = fold_on_device(a, ar, g, s, len);
-        else if (len > 0)
-            shm_fold_slots(a, ar, g, s, len, at(ar.result(g), s, a.esize));
-        if (rc != LLRDMA_AR_OK)
+    const void *src = a.sendbuf ? a.sendbuf : a.buf;
+    return shm_rounds(
+        a, ar,
+        [&](uint64_t g, size_t off, size_t n) {
+            size_t s = block_start(n, t.size(), t.rank()), len = block_len(n, t.size(), t.rank());
+            int rc = LLRDMA_AR_OK;
+            if (len > 0 && device && len * a.esize >= a.shm->device_fold_min)
+                rc = fold_on_device(a, ar, g, s, len);
+            else if (len > 0 && !t.hooked())
+                // The own block straight from the input (ShmInput left it out of
+                // the slot) and straight into the output: 2/p of the vector's
+                // bytes not copied through the arena.  In place, each piece of
+                // the input is read before the same piece of the output is
+                // written.
+                shm_fold_slots(a, ar, g, s, len, at(ar.result(g), s, a.esize),
+                               at(const_cast<void *>(src), off + s, a.esize),
+                               at(a.buf, off + s, a.esize));
+            else if (len > 0)
+                shm_fold_slots(a, ar, g, s, len, at(ar.result(g), s, a.esize));
+            if (rc != LLRDMA_AR_OK)
+                return rc;
+            ar.lap(LLRDMA_AR_PHASE_FOLD);
+            ar.post_red(g);
+            if (t.hooked()) {
+                // One copy of the whole chunk (a stream operation each: fewer is
+                // better).  Asynchronous: the next round's sync (before its
+                // post) covers it, and the result chunk is only rewritten once
+                // every rank has posted round g + 2.
+                rc = ar.wait_red(g);
+                return rc == LLRDMA_AR_OK
+                           ? t.copy(at(a.buf, off, a.esize), ar.result(g), n * a.esize)
+                           : rc;
+            }
+            // Host: each slice out as soon as its rank has reduced it (its own
+            // first), so copying out overlaps the slower ranks' folds instead
+            // of waiting for all of them.
+            for (int k = 0; k < t.size() && rc == LLRDMA_AR_OK; ++k) {
+                int q = (t.rank() + k) % t.size();
+                size_t qs = block_start(n, t.size(), q), ql = block_len(n, t.size(), q);
+                if (q != t.rank()) {
+                    rc = ar.wait_red_of(q, g);
+                    ar.lap(LLRDMA_AR_PHASE_WAIT_RED);
+                }
+                if (rc == LLRDMA_AR_OK && ql > 0 && q != t.rank())
+                    rc = t.copy(at(a.buf, off + qs, a.esize), at(ar.result(g), qs, a.esize),
+                                ql * a.esize);
+                ar.lap(LLRDMA_AR_PHASE_COPY_OUT);
+            }
             return rc;
-        ar.post_red(g);
-        if (t.hooked()) {
-            // One copy of the whole chunk (a stream operation each: fewer is
-            // better).  Asynchronous: the next round's sync (before its
-            // post) covers it, and the result chunk is only rewritten once
-            // every rank has posted round g + 2.
-            rc = ar.wait_red(g);
-            return rc == LLRDMA_AR_OK ? t.copy(at(a.buf, off, a.esize), ar.result(g), n * a.esize)
-                                      : rc;
-        }
-        // Host: each slice out as soon as its rank has reduced it (its own
-        // first), so copying out overlaps the slower ranks' folds instead
-        // of waiting for all of them.
-        for (int k = 0; k < t.size() && rc == LLRDMA_AR_OK; ++k) {
-            int q = (t.rank() + k) % t.size();
-            size_t qs = block_start(n, t.size(), q), ql = block_len(n, t.size(), q);
-            if (q != t.rank())
-                rc = ar.wait_red_of(q, g);
-            if (rc == LLRDMA_AR_OK && ql > 0)
-                rc = t.copy(at(a.buf, off + qs, a.esize), at(ar.result(g), qs, a.esize),
-                            ql * a.esize);
-        }
-        return rc;
-    });
+        },
+        true);
 }
 
 } // namespace ar

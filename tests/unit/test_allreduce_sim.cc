@@ -476,6 +476,74 @@ BOOST_AUTO_TEST_CASE(shm_direct_host_same_rounds_as_the_plan)
     BOOST_CHECK(llrdma_ar_lines_fit(comm.shm, 2, 1024));
 }
 
+// shm_split on host buffers: a rank's own block of each round never goes
+// through its slot (it folds that block from its input), the results are
+// still right, and with time_phases every round is timed, phase by phase.
+BOOST_AUTO_TEST_CASE(shm_split_own_block_stays_out_of_the_slot)
+{
+    Combo c{LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM};
+    for (int p : {2, 3, 5})
+        for (int inplace : {0, 1, 2}) {
+            sim::Options opt;
+            opt.time_phases = true;
+            sim::World w(p, opt);
+            const size_t chunk_elems = opt.shm_chunk / sizeof(double);
+            // One round first (the poisoned arena is inspected after it), then
+            // three and a bit.
+            for (size_t count : {chunk_elems - 3, 3 * chunk_elems + 5}) {
+                Case k{LLRDMA_AR_SHM_SPLIT, c, count, inplace, 0, 1, false, 7, {}, {}};
+                prepare(k, p);
+                const bool first = count < chunk_elems;
+                for (int r = 0; first && r < p; ++r) { // the slots only, not the flags
+                    size_t off[4], len[4];
+                    BOOST_REQUIRE_EQUAL(llrdma_ar_shm_rank_ranges(p, opt.shm_chunk, r, off, len, 4),
+                                        4);
+                    std::memset(w.arena_data() + off[1], 0xEE, len[1]);
+                }
+                std::vector<std::string> errs(p);
+                std::vector<std::thread> th;
+                for (int r = 0; r < p; ++r)
+                    th.emplace_back([&, r] { errs[r] = run_rank(w, r, p, k); });
+                for (auto &t : th)
+                    t.join();
+                for (int r = 0; r < p; ++r)
+                    BOOST_CHECK_MESSAGE(errs[r].empty(), describe(k, p) << ": " << errs[r]);
+                if (!first)
+                    continue;
+                // Round 1 used slot generation 1 (the second of each rank's
+                // slot ranges): the own block still poison, the rest the input.
+                for (int r = 0; r < p; ++r) {
+                    size_t off[4], len[4];
+                    BOOST_REQUIRE_EQUAL(llrdma_ar_shm_rank_ranges(p, opt.shm_chunk, r, off, len, 4),
+                                        4);
+                    const unsigned char *slot = w.arena_data() + off[1];
+                    Bytes in = input(c, k.seed, r, p, count);
+                    size_t s = (count / p) * r + std::min<size_t>(r, count % p);
+                    size_t n = count / p + (static_cast<size_t>(r) < count % p ? 1 : 0);
+                    size_t own_b = s * sizeof(double), own_e = (s + n) * sizeof(double);
+                    size_t wrong = 0;
+                    for (size_t b = 0; b < count * sizeof(double); ++b) {
+                        bool own = b >= own_b && b < own_e;
+                        wrong += own ? slot[b] != 0xEE : slot[b] != in[b];
+                    }
+                    BOOST_CHECK_MESSAGE(wrong == 0, "p=" << p << " rank " << r << ": " << wrong
+                                                         << " slot bytes not as expected");
+                }
+            }
+            for (int r = 0; r < p; ++r) {
+                const llrdma_ar_shm_t &sh = w.shm(r);
+                BOOST_CHECK_EQUAL(sh.phase_rounds, 1u + 4u);
+                for (int ph :
+                     {LLRDMA_AR_PHASE_COPY_IN, LLRDMA_AR_PHASE_FOLD, LLRDMA_AR_PHASE_COPY_OUT})
+                    BOOST_CHECK_MESSAGE(sh.phase_ns[ph] > 0, "rank " << r << ": no time in "
+                                                                     << llrdma_ar_phase_name(ph));
+            }
+        }
+    BOOST_CHECK_EQUAL(std::string(llrdma_ar_phase_name(LLRDMA_AR_PHASE_WAIT_IN)),
+                      "wait for every input");
+    BOOST_CHECK_EQUAL(std::string(llrdma_ar_phase_name(LLRDMA_AR_PHASES)), "?");
+}
+
 BOOST_AUTO_TEST_CASE(transport_failure_propagates)
 {
     // Break the transport at many points; no rank may hang, leak a request or

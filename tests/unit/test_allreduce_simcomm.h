@@ -41,7 +41,8 @@ struct Options {
     std::chrono::milliseconds timeout{20000};
     size_t shm_chunk = 4096; // the shared arena every comm() carries (shm_* algorithms)
     size_t shm_lines_max = LLRDMA_AR_SHM_LINES_MAX; // llrdma_ar_shm_t.lines_max
-    bool sizes = false; // comm() offers waitall_sizes (failures carried in messages)
+    bool sizes = false;       // comm() offers waitall_sizes (failures carried in messages)
+    bool time_phases = false; // llrdma_ar_shm_t.time_phases on every rank
 };
 
 struct Req {
@@ -82,8 +83,12 @@ class World
             shm_[r].base = arena_.data();
             shm_[r].chunk_bytes = o.shm_chunk;
             shm_[r].lines_max = o.shm_lines_max;
+            shm_[r].time_phases = o.time_phases ? 1 : 0;
         }
     }
+    // The arena itself (a test poisons it to see what a call wrote).
+    unsigned char *arena_data() { return reinterpret_cast<unsigned char *>(arena_.data()); }
+    const llrdma_ar_shm_t &shm(int rank) const { return shm_[rank]; }
     // The arena as seen by the threads: [arena_begin(), arena_end()).
     const unsigned char *arena_begin() const
     {
