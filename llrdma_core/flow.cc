@@ -14,6 +14,7 @@ extern "C" void llrdma_credit_init(llrdma_credit_t *c, uint32_t peer_granted, ui
     // A quarter of the allotment: the sender never waits for a whole window to drain, and
     // the receiver writes once per several messages, not per message.
     c->threshold = std::max<uint32_t>(1, my_allotment / 4);
+    c->piggy = my_allotment <= LLRDMA_CREDIT_PIGGY_ALLOT_MAX ? 1 : 0;
 }
 
 extern "C" void llrdma_credit_connect(llrdma_credit_t *c, uint32_t peer_granted,

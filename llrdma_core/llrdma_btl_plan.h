@@ -134,7 +134,43 @@ typedef struct {
     uint64_t seen;      /* the peer's latest valid cumulative return */
     uint64_t consumed;  /* the peer's sends we received and reposted */
     uint64_t returned;  /* the cumulative count last written to the peer */
+    uint32_t piggy;     /* 1: returns may ride in our sends' headers */
 } llrdma_credit_t;
+
+/* Credits also return in the headers of reverse traffic, as UCX's RC
+ * transport and openib return them: a send to the peer carries the low 16
+ * bits of `consumed` when some are unreturned, so a pair that talks both
+ * ways needs no credit writes at all.  The peer rebuilds the full count from
+ * what it has seen, which is exact while fewer than 65536 of its sends can
+ * be unreturned, that is, while our allotment for it is below that
+ * (llrdma_credit_init sets `piggy`). */
+#define LLRDMA_CREDIT_PIGGY_ALLOT_MAX 65535u
+
+/* The count a header posted now should carry, or 0 for none. */
+static inline uint64_t llrdma_credit_stamp(const llrdma_credit_t *c)
+{
+    return c->piggy && c->consumed > c->returned ? c->consumed : 0;
+}
+
+/* A send carrying `stamp` (llrdma_credit_stamp) was posted: those returns
+ * are on their way, and no write is owed for them. */
+static inline void llrdma_credit_stamped(llrdma_credit_t *c, uint64_t stamp)
+{
+    if (stamp > c->returned && stamp <= c->consumed) {
+        c->returned = stamp;
+    }
+}
+
+/* A header of the peer carried `low`, the low 16 bits of its cumulative
+ * return count: rebuilt from `seen`, taken when it is one that can be true
+ * (more than seen, no more than was sent). */
+static inline void llrdma_credit_piggyback(llrdma_credit_t *c, uint16_t low)
+{
+    uint64_t full = c->seen + (uint16_t)(low - (uint16_t)c->seen);
+    if (full > c->seen && full <= c->sent) {
+        c->seen = full;
+    }
+}
 
 /* my_allotment: buffers this side posted for the peer (sets the threshold). */
 void llrdma_credit_init(llrdma_credit_t *c, uint32_t peer_granted, uint32_t my_allotment);

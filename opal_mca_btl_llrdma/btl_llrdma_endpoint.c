@@ -458,17 +458,31 @@ static int post_credit(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_conn_t *con
     return post_wr(ep, conn, &wr, NULL, 1, 0);
 }
 
+/* Returned credits into a header about to be posted (the first record of a
+ * buffer); the stamp to confirm once the post went through. */
+static inline uint64_t stamp_credit(mca_btl_llrdma_conn_t *conn, mca_btl_llrdma_hdr_t *h)
+{
+    uint64_t stamp = llrdma_credit_stamp(&conn->credit);
+    if (0 != stamp) {
+        h->flags |= MCA_BTL_LLRDMA_HDR_CREDIT;
+        h->credit = (uint16_t)stamp;
+    }
+    return stamp;
+}
+
 int mca_btl_llrdma_conn_post_inline(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_conn_t *conn,
-                                    const mca_btl_llrdma_hdr_t *wire, uint32_t len)
+                                    mca_btl_llrdma_hdr_t *wire, uint32_t len)
 {
     /* Inline: the device copies the bytes at the post, no key is read. */
     struct ibv_sge sge = {.addr = (uintptr_t)wire, .length = len, .lkey = 0};
     struct ibv_send_wr wr = {
         .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_INLINE};
+    uint64_t stamp = stamp_credit(conn, wire);
     int rc = post_wr(ep, conn, &wr, NULL, 1, 0);
 
     if (OPAL_SUCCESS == rc) {
         llrdma_credit_take(&conn->credit);
+        llrdma_credit_stamped(&conn->credit, stamp);
     }
     return rc;
 }
@@ -495,7 +509,8 @@ enum {
 /* The work request of one fragment (its header filled in); *inl: sent
  * inline, *copied: ob1 is done with it at the post (btl/uct's way). */
 static void frag_wr(mca_btl_llrdma_conn_t *conn, mca_btl_llrdma_frag_t *frag,
-                    struct ibv_send_wr *wr, struct ibv_sge *sge, int *inl, int *copied)
+                    struct ibv_send_wr *wr, struct ibv_sge *sge, int *inl, int *copied,
+                    uint64_t *stamp)
 {
     uint32_t wire = 0 != frag->wire
                         ? frag->wire
@@ -513,8 +528,9 @@ static void frag_wr(mca_btl_llrdma_conn_t *conn, mca_btl_llrdma_frag_t *frag,
     }
     frag->hdr->tag = frag->tag;
     frag->hdr->flags = 0 != frag->wire ? MCA_BTL_LLRDMA_HDR_PACKED : 0;
-    frag->hdr->magic = MCA_BTL_LLRDMA_HDR_MAGIC;
-    frag->hdr->len = (uint32_t)frag->segment.seg_len;
+    frag->hdr->credit = 0;
+    frag->hdr->len = MCA_BTL_LLRDMA_HDR_WORD(frag->segment.seg_len);
+    *stamp = stamp_credit(conn, frag->hdr);
     sge->addr = (uintptr_t)frag->hdr;
     sge->length = wire;
     sge->lkey = frag->lkey;
@@ -525,11 +541,13 @@ static void frag_wr(mca_btl_llrdma_conn_t *conn, mca_btl_llrdma_frag_t *frag,
     wr->send_flags = *inl ? IBV_SEND_INLINE : 0;
 }
 
-/* What a posted fragment costs: a credit, and the done-at-post count. */
+/* What a posted fragment costs: a credit, and the done-at-post count; what
+ * it carried: the returns in its header. */
 static int frag_posted(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_conn_t *conn, int inl,
-                       int copied)
+                       int copied, uint64_t stamp)
 {
     llrdma_credit_take(&conn->credit);
+    llrdma_credit_stamped(&conn->credit, stamp);
     if (!inl) {
         ++ep->module->sends_done_at_post[copied];
     }
@@ -543,14 +561,15 @@ static int post_frag(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_conn_t *conn,
 {
     struct ibv_sge sge;
     struct ibv_send_wr wr;
+    uint64_t stamp;
     int inl, copied, rc;
 
-    frag_wr(conn, frag, &wr, &sge, &inl, &copied);
+    frag_wr(conn, frag, &wr, &sge, &inl, &copied, &stamp);
     rc = post_wr(ep, conn, &wr, frag, inl, more_queued);
     if (OPAL_SUCCESS != rc) {
         return rc;
     }
-    return frag_posted(ep, conn, inl, copied);
+    return frag_posted(ep, conn, inl, copied, stamp);
 }
 
 /* The first `n` (2..LLRDMA_DRAIN_CHAIN) fragments of path p's pending list
@@ -566,6 +585,7 @@ static void post_chain(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_conn_t *con
     struct ibv_sge sge[LLRDMA_DRAIN_CHAIN];
     mca_btl_llrdma_frag_t *f[LLRDMA_DRAIN_CHAIN];
     int inl[LLRDMA_DRAIN_CHAIN], copied[LLRDMA_DRAIN_CHAIN];
+    uint64_t stamp[LLRDMA_DRAIN_CHAIN];
     const llrdma_sq_t sq0 = conn->sq;
     const uint32_t room0 = NULL != conn->sq.room ? *conn->sq.room : 0, head0 = conn->ring_head;
     uint32_t k;
@@ -574,7 +594,7 @@ static void post_chain(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_conn_t *con
     for (uint32_t i = 0; i < n; ++i) {
         mca_btl_llrdma_wr_t *e = &conn->ring[conn->ring_head];
         f[i] = (mca_btl_llrdma_frag_t *)opal_list_remove_first(&ep->pending[p]);
-        frag_wr(conn, f[i], &wr[i], &sge[i], &inl[i], &copied[i]);
+        frag_wr(conn, f[i], &wr[i], &sge[i], &inl[i], &copied[i], &stamp[i]);
         wr[i].next = i + 1 < n ? &wr[i + 1] : NULL;
         wr[i].wr_id = (uintptr_t)e;
         if (llrdma_sq_post(&conn->sq, !inl[i], i + 1 < n || more_after)) {
@@ -607,7 +627,7 @@ static void post_chain(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_conn_t *con
     }
     for (uint32_t i = 0; i < n; ++i) {
         if (i < k) {
-            if (POSTED_INLINE == frag_posted(ep, conn, inl[i], copied[i])) {
+            if (POSTED_INLINE == frag_posted(ep, conn, inl[i], copied[i], stamp[i])) {
                 mca_btl_llrdma_frag_complete(f[i], OPAL_SUCCESS);
             }
         } else {
@@ -657,6 +677,9 @@ void mca_btl_llrdma_endpoint_drain_path(mca_btl_llrdma_endpoint_t *ep, int p)
     }
     /* A credit write that found the send queue full goes first: the peer may
      * be waiting for it. */
+    if (conn->credit_owed && !llrdma_credit_owed(&conn->credit)) {
+        conn->credit_owed = 0; /* returned in a header meanwhile */
+    }
     if (conn->credit_owed && mca_btl_llrdma_conn_slots(conn) > 0) {
         if (OPAL_SUCCESS != post_credit(ep, conn)) {
             return;
@@ -756,8 +779,8 @@ void mca_btl_llrdma_endpoint_pack_commit(mca_btl_llrdma_endpoint_t *ep, int p, u
 
     rec->tag = tag;
     rec->flags = 0;
-    rec->magic = MCA_BTL_LLRDMA_HDR_MAGIC;
-    rec->len = (uint32_t)bytes;
+    rec->credit = 0;
+    rec->len = MCA_BTL_LLRDMA_HDR_WORD(bytes);
     tail->wire = off + (uint32_t)sizeof(*rec) + (uint32_t)bytes;
 }
 

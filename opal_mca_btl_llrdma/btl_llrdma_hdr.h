@@ -11,16 +11,28 @@
 
 /* In front of every fragment.  8 bytes keep the payload 8-byte aligned. */
 typedef struct mca_btl_llrdma_hdr_t {
-    uint8_t tag;    /* ob1 active-message tag */
-    uint8_t flags;  /* MCA_BTL_LLRDMA_HDR_PACKED on the first record, else 0 */
-    uint16_t magic; /* MCA_BTL_LLRDMA_HDR_MAGIC: a corrupt or foreign buffer */
-    uint32_t len;   /* payload bytes, checked against the completion's byte_len */
+    uint8_t tag;   /* ob1 active-message tag */
+    uint8_t flags; /* MCA_BTL_LLRDMA_HDR_* (first record of a buffer only) */
+    /* With MCA_BTL_LLRDMA_HDR_CREDIT: the low 16 bits of the sender's
+     * cumulative count of our buffers it received and reposted (credits
+     * returned in the header of reverse traffic; docs/btl-design.md). */
+    uint16_t credit;
+    /* Payload bytes in the low 24 bits, checked against the completion's
+     * byte_len; MCA_BTL_LLRDMA_HDR_MAGIC in the high 8 (a corrupt or foreign
+     * buffer).  Fragments are at most 1 MiB. */
+    uint32_t len;
 } mca_btl_llrdma_hdr_t;
 
-#define MCA_BTL_LLRDMA_HDR_MAGIC 0x4c4cu /* "LL" */
+#define MCA_BTL_LLRDMA_HDR_MAGIC 0x4cu /* "L" */
+#define MCA_BTL_LLRDMA_HDR_LEN_MAX 0xffffffu
+#define MCA_BTL_LLRDMA_HDR_WORD(len) ((uint32_t)(len) | (MCA_BTL_LLRDMA_HDR_MAGIC << 24))
+#define MCA_BTL_LLRDMA_HDR_LEN(h) ((h)->len & MCA_BTL_LLRDMA_HDR_LEN_MAX)
+#define MCA_BTL_LLRDMA_HDR_MAGIC_OK(h) (MCA_BTL_LLRDMA_HDR_MAGIC == (h)->len >> 24)
 /* The buffer holds several records (header + payload), each starting at a
  * multiple of 8 bytes; the last one ends where the received bytes end. */
 #define MCA_BTL_LLRDMA_HDR_PACKED 0x01u
+/* `credit` carries a return count. */
+#define MCA_BTL_LLRDMA_HDR_CREDIT 0x02u
 #define MCA_BTL_LLRDMA_REC_ALIGN(x) (((x) + 7u) & ~7u)
 
 #define MCA_BTL_LLRDMA_CONN_MAGIC 0x6c6c7264u /* "llrd" */

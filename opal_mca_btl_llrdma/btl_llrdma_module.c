@@ -747,8 +747,8 @@ static int llrdma_sendi_locked(struct mca_btl_base_module_t *btl,
         } w;
         w.h.tag = tag;
         w.h.flags = 0;
-        w.h.magic = MCA_BTL_LLRDMA_HDR_MAGIC;
-        w.h.len = (uint32_t)total;
+        w.h.credit = 0;
+        w.h.len = MCA_BTL_LLRDMA_HDR_WORD(total);
         memcpy(&w.h + 1, header, header_size);
         if (0 != payload_size && !opal_convertor_need_buffers(conv)) {
             /* Contiguous data (the usual small message): a copy, not the

@@ -47,21 +47,21 @@ static int records_ok(const char *buf, uint32_t byte_len)
     const mca_btl_llrdma_hdr_t *h = (const mca_btl_llrdma_hdr_t *)buf;
     uint32_t off = 0;
 
-    if (byte_len < hdr || MCA_BTL_LLRDMA_HDR_MAGIC != h->magic) {
+    if (byte_len < hdr || !MCA_BTL_LLRDMA_HDR_MAGIC_OK(h)) {
         return 0;
     }
     if (!(h->flags & MCA_BTL_LLRDMA_HDR_PACKED)) {
-        return h->len == byte_len - hdr;
+        return MCA_BTL_LLRDMA_HDR_LEN(h) == byte_len - hdr;
     }
     while (byte_len - off >= hdr) {
         h = (const mca_btl_llrdma_hdr_t *)(buf + off);
-        if (MCA_BTL_LLRDMA_HDR_MAGIC != h->magic || h->len > byte_len - off - hdr) {
+        if (!MCA_BTL_LLRDMA_HDR_MAGIC_OK(h) || MCA_BTL_LLRDMA_HDR_LEN(h) > byte_len - off - hdr) {
             return 0;
         }
-        if (off + hdr + h->len == byte_len) {
+        if (off + hdr + MCA_BTL_LLRDMA_HDR_LEN(h) == byte_len) {
             return 1;
         }
-        off = MCA_BTL_LLRDMA_REC_ALIGN(off + hdr + h->len);
+        off = MCA_BTL_LLRDMA_REC_ALIGN(off + hdr + MCA_BTL_LLRDMA_HDR_LEN(h));
         if (off >= byte_len) {
             return 0;
         }
@@ -115,14 +115,14 @@ static void deliver(mca_btl_llrdma_module_t *m, mca_btl_llrdma_frag_t *frag, uin
         const mca_btl_active_message_callback_t *reg =
             mca_btl_base_active_message_trigger + rec->tag;
         frag->segment.seg_addr.pval = rec + 1;
-        frag->segment.seg_len = rec->len;
+        frag->segment.seg_len = MCA_BTL_LLRDMA_HDR_LEN(rec);
         frag->base.des_segments = &frag->segment;
         frag->base.des_segment_count = 1;
         if (NULL != reg->cbfunc) {
             /* Endpoint unknown here (a shared receive queue): NULL is allowed. */
             llrdma_btl_upcall(&m->super, reg, rec->tag, NULL, &frag->base);
         }
-        off += (uint32_t)sizeof(*rec) + rec->len;
+        off += (uint32_t)sizeof(*rec) + MCA_BTL_LLRDMA_HDR_LEN(rec);
         if (off >= byte_len) {
             break;
         }
@@ -177,6 +177,14 @@ static int poll_cq(mca_btl_llrdma_module_t *m, int p, struct ibv_cq *cq)
                                           wc[i].status);
         } else if (IBV_WC_SUCCESS == wc[i].status &&
                    records_ok((const char *)recv_frag(&wc[i])->hdr, wc[i].byte_len)) {
+            const mca_btl_llrdma_hdr_t *h = recv_frag(&wc[i])->hdr;
+            if (h->flags & MCA_BTL_LLRDMA_HDR_CREDIT) {
+                /* Our credits, returned in the peer's header. */
+                mca_btl_llrdma_conn_t *conn = conn_by_qp_num(m, wc[i].qp_num);
+                if (NULL != conn) {
+                    llrdma_credit_piggyback(&conn->credit, h->credit);
+                }
+            }
             rx[nrx] = recv_frag(&wc[i]);
             rx_len[nrx] = wc[i].byte_len;
             rx_qp[nrx++] = wc[i].qp_num;

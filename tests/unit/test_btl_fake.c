@@ -460,7 +460,7 @@ static int pair_ll(uint64_t hint, uint32_t sq)
 static void test_receive_dispatch(void)
 {
     unsigned char wire[HDR + sizeof(fw_msg_t) + 4];
-    mca_btl_llrdma_hdr_t h = {.tag = FW_TAG, .magic = MCA_BTL_LLRDMA_HDR_MAGIC};
+    mca_btl_llrdma_hdr_t h = {.tag = FW_TAG};
     mca_btl_llrdma_conn_t *cb;
     uint32_t posted;
 
@@ -469,7 +469,7 @@ static void test_receive_dispatch(void)
     posted = fake_srq_posted(fw[1].m->path[LL].srq);
     /* A well-formed fragment on B's QP (from a raw peer): dispatched to the
      * tag's callback, the buffer reposted. */
-    h.len = sizeof(fw_msg_t) + 4;
+    h.len = MCA_BTL_LLRDMA_HDR_WORD(sizeof(fw_msg_t) + 4);
     memcpy(wire, &h, HDR);
     fw_fill(0, 1, wire + HDR, sizeof(fw_msg_t) + 4, 1);
     CHECK(0 == fake_inject_recv(cb->qp, wire, sizeof(wire)));
@@ -480,7 +480,7 @@ static void test_receive_dispatch(void)
     CHECK(posted == fake_srq_posted(fw[1].m->path[LL].srq));
     CHECK(2 == cb->credit.consumed);
     /* A length that disagrees with the header is a fatal error, not data. */
-    h.len = 9;
+    h.len = MCA_BTL_LLRDMA_HDR_WORD(9);
     memcpy(wire, &h, HDR);
     CHECK(0 == fake_inject_recv(cb->qp, wire, sizeof(wire)));
     fw_progress_one(1, 1);
@@ -497,8 +497,7 @@ static size_t pack_rec(unsigned char *wire, size_t off, int first, size_t len, i
 {
     mca_btl_llrdma_hdr_t h = {.tag = FW_TAG,
                               .flags = first ? MCA_BTL_LLRDMA_HDR_PACKED : 0,
-                              .magic = MCA_BTL_LLRDMA_HDR_MAGIC,
-                              .len = (uint32_t)len};
+                              .len = MCA_BTL_LLRDMA_HDR_WORD(len)};
     off = MCA_BTL_LLRDMA_REC_ALIGN(off);
     memcpy(wire + off, &h, HDR);
     if (fill) {
@@ -535,7 +534,7 @@ static void test_packed_dispatch(void)
         } else if (2 == k) {
             size_t off = MCA_BTL_LLRDMA_REC_ALIGN(len);
             len = pack_rec(wire, len, 0, 24, 0);
-            wire[off + 2] ^= 0xff;
+            wire[off + 7] ^= 0xff; /* the magic: the length word's high byte */
         } else {
             len += 8;
         }

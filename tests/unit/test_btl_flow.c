@@ -244,6 +244,64 @@ static void credit_round(int p, size_t size)
     CHECK(0 == opal_list_get_size(&fw[0].ep[1]->pending[p]));
 }
 
+/* Credit writes posted on qp since *scanned (the post log is a ring). */
+static int count_writes(int *scanned, struct ibv_qp *qp)
+{
+    int n = 0;
+    for (; *scanned < fake.nsends; ++*scanned) {
+        const fake_wr_t *w = &fake.sends[*scanned % FAKE_MAX_WR];
+        n += w->qp == qp && IBV_WR_RDMA_WRITE == w->opcode;
+    }
+    return n;
+}
+
+/* Credits ride in the headers of reverse traffic: a ping-pong of three
+ * windows needs no credit write at all, every message arrives; a one-way
+ * stream afterwards still gets its credits back by RDMA write. */
+static void test_credits_in_headers(void)
+{
+    mca_btl_llrdma_conn_t *ca, *cb;
+    uint32_t n;
+    int scanned, writes = 0;
+    uint64_t seen0;
+
+    CHECK(0 == pair(8192, 64, 0));
+    ca = fw_conn(0, 1, LL);
+    cb = fw_conn(1, 0, LL);
+    n = 3 * cb->allot;
+    seen0 = ca->credit.seen;
+    for (uint32_t i = 0; i < n; ++i) {
+        scanned = fake.nsends;
+        CHECK(fw_send(0, 1, 100, 1) >= 0);
+        fw_progress_one(1, 1);
+        writes += count_writes(&scanned, cb->qp);
+        scanned = fake.nsends;
+        CHECK(fw_send(1, 0, 100, 1) >= 0);
+        fw_progress_one(0, 1);
+        writes += count_writes(&scanned, ca->qp);
+    }
+    fw_settle(200);
+    CHECK(0 == writes);
+    /* The sender saw more returns than one window: they came in headers. */
+    CHECK(ca->credit.seen - seen0 >= n - 1);
+    CHECK(ca->credit.sent - ca->credit.seen <= 1);
+    check_all_arrived();
+    /* One way only: the returns need writes again. */
+    scanned = fake.nsends;
+    writes = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+        (void)fw_send(0, 1, 100, 1);
+        fw_progress_one(1, 1);
+        writes += count_writes(&scanned, cb->qp);
+        fw_progress_one(0, 1);
+        scanned = fake.nsends;
+    }
+    fw_settle(200);
+    CHECK(writes > 0);
+    check_all_arrived();
+    fw_end(0);
+}
+
 static void test_credits_by_rdma_write(void)
 {
     mca_btl_llrdma_conn_t *ca;
@@ -1274,6 +1332,7 @@ int main(int argc, char **argv)
     }
     test_full_send_queue();
     test_receiver_never_runs_dry();
+    test_credits_in_headers();
     test_credits_by_rdma_write();
     test_stall_reported();
     test_credits_landing_mid_send();
