@@ -70,35 +70,35 @@ static inline void llrdma_hist_wait(llrdma_hist_t *h, int path)
     h->waits[path] += 1;
 }
 
-/* The same for a histogram several threads update at once, each under its
- * own lock (btl/llrdma: one per port, the histogram per process): relaxed
- * atomic adds when `shared`, the plain ones otherwise. */
-static inline void llrdma_hist_add_mt(llrdma_hist_t *h, int path, uint64_t frag_bytes,
-                                      uint64_t counted_bytes, int shared)
+/* A histogram one writer updates at a time (btl/llrdma: each module's, under
+ * that module's lock) while any thread may read it (MPI_T, the dump):
+ * relaxed atomic loads and stores, plain moves on common machines, so no
+ * read-modify-write and no cache line shared with another module's writer. */
+static inline void llrdma_hist_bump(uint64_t *x, uint64_t by)
 {
-    unsigned b = llrdma_hist_bucket(frag_bytes);
-    if (shared) {
-        __atomic_fetch_add(&h->count[path][b], 1, __ATOMIC_RELAXED);
-        __atomic_fetch_add(&h->bytes[path][b], counted_bytes, __ATOMIC_RELAXED);
-    } else {
-        h->count[path][b] += 1;
-        h->bytes[path][b] += counted_bytes;
-    }
+    __atomic_store_n(x, __atomic_load_n(x, __ATOMIC_RELAXED) + by, __ATOMIC_RELAXED);
 }
 
-static inline void llrdma_hist_wait_mt(llrdma_hist_t *h, int path, int shared)
+static inline void llrdma_hist_add_sw(llrdma_hist_t *h, int path, uint64_t frag_bytes,
+                                      uint64_t counted_bytes)
 {
-    if (shared) {
-        __atomic_fetch_add(&h->waits[path], 1, __ATOMIC_RELAXED);
-    } else {
-        h->waits[path] += 1;
-    }
+    unsigned b = llrdma_hist_bucket(frag_bytes);
+    llrdma_hist_bump(&h->count[path][b], 1);
+    llrdma_hist_bump(&h->bytes[path][b], counted_bytes);
+}
+
+static inline void llrdma_hist_wait_sw(llrdma_hist_t *h, int path)
+{
+    llrdma_hist_bump(&h->waits[path], 1);
 }
 
 /* Largest payload of bucket b (2^b; bucket 0: 1); UINT64_MAX for the last. */
 uint64_t llrdma_hist_bucket_max(unsigned b);
 /* dst += src. */
 void llrdma_hist_merge(llrdma_hist_t *dst, const llrdma_hist_t *src);
+/* dst += src, read with relaxed atomic loads: src may be written meanwhile
+ * by its one writer (llrdma_hist_add_sw); each counter is read whole. */
+void llrdma_hist_merge_live(llrdma_hist_t *dst, const llrdma_hist_t *src);
 /* Fragments of every path per bucket (counts[LLRDMA_HIST_BUCKETS]); returns the total. */
 uint64_t llrdma_hist_totals(const llrdma_hist_t *h, uint64_t *counts);
 /* Nearest-rank percentile over all paths: the bucket holding fragment number

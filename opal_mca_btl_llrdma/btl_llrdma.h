@@ -154,7 +154,12 @@ typedef struct mca_btl_llrdma_module_t {
     uint64_t thread_seen;  /* app_progress at the thread's last look */
     uint64_t thread_completions[LLRDMA_NPATHS]; /* of completions[]: taken by the thread */
     uint64_t thread_cpu_us;                     /* the thread's CPU time, when it ended */
-    int failed;                                 /* a module-wide fatal error was reported */
+    /* This module's fragment sizes and send waits, written under its lock
+     * only (llrdma_hist_add_sw: no atomic read-modify-write, no line shared
+     * with another port's threads); read live by MPI_T
+     * (mca_btl_llrdma_hist_read), merged into the component's at destroy. */
+    llrdma_hist_t hist;
+    int failed; /* a module-wide fatal error was reported */
     /* Asynchronous events (btl_llrdma_async.c) */
     unsigned async_polls;  /* progress calls since the last look */
     uint64_t async_events; /* events handled */
@@ -202,7 +207,9 @@ typedef struct mca_btl_llrdma_component_t {
 
     int output;                  /* opal_output stream for verbose messages */
     llrdma_rank_config_t config; /* what took effect on this rank */
-    llrdma_hist_t hist; /* fragment sizes and send waits (llrdma_hist.h): MPI_T, final dump */
+    /* Fragment sizes, send waits and CQ counts of the modules already
+     * destroyed (llrdma_hist.h): the final dump; MPI_T adds the live ones. */
+    llrdma_hist_t hist;
 
     int nports;
     mca_btl_llrdma_port_t ports[MCA_BTL_LLRDMA_MAX_PORTS];
@@ -211,6 +218,9 @@ typedef struct mca_btl_llrdma_component_t {
 } mca_btl_llrdma_component_t;
 
 LLRDMA_MODULE_DECLSPEC extern mca_btl_llrdma_component_t mca_btl_llrdma_component;
+
+/* The counts so far: destroyed modules' and the live ones' (MPI_T). */
+void mca_btl_llrdma_hist_read(llrdma_hist_t *out);
 
 #define MCA_BTL_LLRDMA_LOCK(m) OPAL_THREAD_LOCK(&(m)->lock)
 #define MCA_BTL_LLRDMA_UNLOCK(m) OPAL_THREAD_UNLOCK(&(m)->lock)

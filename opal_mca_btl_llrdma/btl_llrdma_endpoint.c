@@ -834,9 +834,8 @@ int mca_btl_llrdma_endpoint_send(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_f
         return OPAL_ERR_BAD_PARAM; /* larger than the peer receives: ob1 never asks this */
     }
     frag->endpoint = ep;
-    llrdma_hist_add_mt(&mca_btl_llrdma_component.hist, p,
-                       sizeof(mca_btl_llrdma_hdr_t) + frag->segment.seg_len,
-                       sizeof(mca_btl_llrdma_hdr_t) + frag->segment.seg_len, opal_using_threads());
+    llrdma_hist_add_sw(&ep->module->hist, p, sizeof(mca_btl_llrdma_hdr_t) + frag->segment.seg_len,
+                       sizeof(mca_btl_llrdma_hdr_t) + frag->segment.seg_len);
     conn = ep->conn[p];
     if (mca_btl_llrdma_conn_up(conn)) {
         /* Read once: the peer's write may land at any moment, and a second
@@ -849,8 +848,7 @@ int mca_btl_llrdma_endpoint_send(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_f
             credits > floor) {
             return post_frag(ep, conn, frag, 0);
         }
-        llrdma_hist_wait_mt(&mca_btl_llrdma_component.hist, p,
-                            opal_using_threads()); /* no slot or credit, or behind one */
+        llrdma_hist_wait_sw(&ep->module->hist, p); /* no slot or credit, or behind one */
     }
     /* Queue full, no credit, not connected yet, or older fragments waiting:
      * keep the order, by packing behind the last one when it has room. */

@@ -45,10 +45,12 @@ static int reg_int(const char *name, const char *help, int level, int *storage, 
     return reg_var(name, help, level, MCA_BASE_VAR_TYPE_INT, storage);
 }
 
-/* MPI_T performance variables over the component's histogram (llrdma_hist.h):
+/* MPI_T performance variables over the histograms (llrdma_hist.h):
  * btl_llrdma_{ll,bw,rdma}_frag_count and _frag_bytes, arrays of
- * LLRDMA_HIST_BUCKETS log2 buckets, and _send_waits, one count.  ctx points at
- * the counters themselves; reads copy them (the BTL is single-threaded). */
+ * LLRDMA_HIST_BUCKETS log2 buckets, and _send_waits, one count.  Each module
+ * counts its own sends under its lock; a read sums the destroyed modules'
+ * counts (the component's) and every live module's, read as they are now.
+ * ctx encodes which variable: path * 3 + kind. */
 static int pvar_bind_array(struct mca_base_pvar_t *pvar, mca_base_pvar_event_t event, void *obj,
                            int *count)
 {
@@ -71,30 +73,41 @@ static int pvar_bind_one(struct mca_base_pvar_t *pvar, mca_base_pvar_event_t eve
     return OPAL_SUCCESS;
 }
 
-static int pvar_read_array(const struct mca_base_pvar_t *pvar, void *value, void *obj)
+void mca_btl_llrdma_hist_read(llrdma_hist_t *out)
 {
-    (void)obj;
-    memcpy(value, pvar->ctx, LLRDMA_HIST_BUCKETS * sizeof(uint64_t));
-    return OPAL_SUCCESS;
+    mca_btl_llrdma_component_t *c = &mca_btl_llrdma_component;
+
+    *out = c->hist;
+    for (int i = 0; i < c->nmodules && NULL != c->modules; ++i) {
+        if (NULL != c->modules[i]) {
+            llrdma_hist_merge_live(out, &c->modules[i]->hist);
+        }
+    }
 }
 
-static int pvar_read_one(const struct mca_base_pvar_t *pvar, void *value, void *obj)
+static int pvar_read(const struct mca_base_pvar_t *pvar, void *value, void *obj)
 {
+    const int which = (int)(intptr_t)pvar->ctx, p = which / 3, kind = which % 3;
+    llrdma_hist_t h;
+
     (void)obj;
-    memcpy(value, pvar->ctx, sizeof(uint64_t));
+    mca_btl_llrdma_hist_read(&h);
+    if (2 == kind) {
+        memcpy(value, &h.waits[p], sizeof(uint64_t));
+    } else {
+        memcpy(value, 0 == kind ? h.count[p] : h.bytes[p], LLRDMA_HIST_BUCKETS * sizeof(uint64_t));
+    }
     return OPAL_SUCCESS;
 }
 
 static void register_pvars(void)
 {
     static const char *const path[LLRDMA_HIST_NPATHS] = {"ll", "bw", "rdma"};
-    llrdma_hist_t *h = &mca_btl_llrdma_component.hist;
     char name[64], help[512];
 
     for (int p = 0; p < LLRDMA_HIST_NPATHS; ++p) {
         for (int k = 0; k < 3; ++k) {
             static const char *const what[] = {"frag_count", "frag_bytes", "send_waits"};
-            void *ctx = 0 == k ? (void *)h->count[p] : 1 == k ? (void *)h->bytes[p] : &h->waits[p];
             snprintf(name, sizeof(name), "%s_%s", path[p], what[k]);
             snprintf(help, sizeof(help),
                      2 == k ? "Sends on the %s path that waited for a send-queue slot or a "
@@ -107,9 +120,8 @@ static void register_pvars(void)
                 &mca_btl_llrdma_component.super.btl_version, name, help, OPAL_INFO_LVL_4,
                 MCA_BASE_PVAR_CLASS_COUNTER, MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG, NULL,
                 MCA_BASE_VAR_BIND_NO_OBJECT,
-                MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS,
-                2 == k ? pvar_read_one : pvar_read_array, NULL,
-                2 == k ? pvar_bind_one : pvar_bind_array, ctx);
+                MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS, pvar_read, NULL,
+                2 == k ? pvar_bind_one : pvar_bind_array, (void *)(intptr_t)(p * 3 + k));
         }
     }
 }

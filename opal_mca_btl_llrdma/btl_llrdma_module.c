@@ -718,10 +718,9 @@ static int llrdma_sendi_locked(struct mca_btl_base_module_t *btl,
             }
             mca_btl_llrdma_endpoint_pack_commit(ep, p, tag, total);
             /* Bypasses endpoint_send, which counts every other message. */
-            llrdma_hist_add_mt(&mca_btl_llrdma_component.hist, p,
-                               sizeof(mca_btl_llrdma_hdr_t) + total,
-                               sizeof(mca_btl_llrdma_hdr_t) + total, opal_using_threads());
-            llrdma_hist_wait_mt(&mca_btl_llrdma_component.hist, p, opal_using_threads());
+            llrdma_hist_add_sw(&m->hist, p, sizeof(mca_btl_llrdma_hdr_t) + total,
+                               sizeof(mca_btl_llrdma_hdr_t) + total);
+            llrdma_hist_wait_sw(&m->hist, p);
             return OPAL_SUCCESS;
         }
     }
@@ -766,8 +765,8 @@ static int llrdma_sendi_locked(struct mca_btl_base_module_t *btl,
                 return OPAL_ERROR;
             }
         }
-        llrdma_hist_add_mt(&mca_btl_llrdma_component.hist, p, sizeof(mca_btl_llrdma_hdr_t) + total,
-                           sizeof(mca_btl_llrdma_hdr_t) + total, opal_using_threads());
+        llrdma_hist_add_sw(&m->hist, p, sizeof(mca_btl_llrdma_hdr_t) + total,
+                           sizeof(mca_btl_llrdma_hdr_t) + total);
         return mca_btl_llrdma_conn_post_inline(ep, conn, &w.h,
                                                (uint32_t)(sizeof(mca_btl_llrdma_hdr_t) + total));
     }
@@ -816,6 +815,8 @@ static void module_destroy(mca_btl_llrdma_module_t *m)
         h->thread_completions[p] += m->thread_completions[p];
     }
     h->thread_cpu_us += m->thread_cpu_us;
+    llrdma_hist_merge(h, &m->hist);
+    memset(&m->hist, 0, sizeof(m->hist));
 
     /* ob1 is finalizing: what it was never told stays untold. */
     mca_btl_llrdma_done_drop(m);

@@ -233,9 +233,7 @@ static int rdma_start(mca_btl_llrdma_module_t *m, mca_btl_llrdma_endpoint_t *ep,
     ++m->rdma_outstanding;
     {
         /* Counted by payload: no BTL header travels with a put or get. */
-        llrdma_hist_t *h = &mca_btl_llrdma_component.hist;
-        llrdma_hist_add_mt(h, LLRDMA_HIST_RDMA, size + LLRDMA_HIST_HDR_ALLOWANCE, size,
-                           opal_using_threads());
+        llrdma_hist_add_sw(&m->hist, LLRDMA_HIST_RDMA, size + LLRDMA_HIST_HDR_ALLOWANCE, size);
     }
 
     if (conn_up(conn) && opal_list_is_empty(&ep->rdma_pending) &&
