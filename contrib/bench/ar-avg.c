@@ -97,8 +97,8 @@ int main(int argc, char **argv)
         for (int i = 0; i < count; ++i)
             if (r[i] != ranks_sum * (i % 1000 + 1)) {
                 if (!bad)
-                    fprintf(stderr, "ar-avg: rank %d, %zu bytes: element %d is %g, want %g\n",
-                            rank, bytes, i, r[i], ranks_sum * (i % 1000 + 1));
+                    fprintf(stderr, "ar-avg: rank %d, %zu bytes: element %d is %g, want %g\n", rank,
+                            bytes, i, r[i], ranks_sum * (i % 1000 + 1));
                 bad = 1;
                 break;
             }
