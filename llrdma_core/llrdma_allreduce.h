@@ -627,7 +627,13 @@ enum {
     LLRDMA_NP_ERR_PEER = 2,  /* the other side reported a failure */
     LLRDMA_NP_ERR_SIZE = 3,  /* send and receive sizes differ (an empty send matches any:
                                 a failure carried, waitall_sizes) */
-    LLRDMA_NP_CANCELLED = 4
+    LLRDMA_NP_CANCELLED = 4,
+    /* READY only: the receiver carries a failure and takes no data (it has
+     * no buffer for it: llrdma_ar_comm_t.failed without scratch).  The send
+     * completes without puts and without DONE, not as an error: the sender
+     * learns of the failure from the receiver's own (empty) sends, as over
+     * the PML.  The receive completes at once with 0 bytes. */
+    LLRDMA_NP_SUNK = 5
 };
 typedef struct {
     int send, state, status, cancelled;

@@ -289,6 +289,10 @@ int mca_coll_llrdma_btlnet_irecv(void *ctx, void *buf, size_t bytes, int peer, i
 int mca_coll_llrdma_btlnet_waitall(void *ctx, int n, void **reqs);
 int mca_coll_llrdma_btlnet_waitall_sizes(void *ctx, int n, void **reqs, size_t *bytes);
 int mca_coll_llrdma_btlnet_cancel(void *ctx, void *req);
+/* For the rest of this call (until the next begin), every receive takes no
+ * data: READY says LLRDMA_NP_SUNK, nothing is registered.  A rank carrying
+ * a failure without buffers for the data (run_sunk). */
+void mca_coll_llrdma_btlnet_sink(void *ctx);
 
 /* coll_llrdma_allreduce.c */
 int mca_coll_llrdma_allreduce(const void *sbuf, void *rbuf, int count,

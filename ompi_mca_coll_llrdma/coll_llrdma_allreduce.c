@@ -626,10 +626,12 @@ static int run_plan(const llrdma_ar_plan_t *plan, const void *sbuf, void *rbuf, 
 
 /* Runs a call's schedule carrying a failure, without scratch: over the PML
  * every receive lands in `sink` (host memory of the call's vector size, its
- * contents undefined after the failed call), sends are empty, and the core
- * does no local work, so it touches neither the scratch it is told it has
- * nor its buffers.  OMPI_ERROR, or OMPI_ERR_NOT_SUPPORTED when the transport
- * cannot (the BTL's inter-node step, the GPU staging transport). */
+ * contents undefined after the failed call), over the BTL's inter-node step
+ * every receive takes nothing (READY says SUNK: no registration, no put),
+ * sends are empty, and the core does no local work, so it touches neither
+ * the scratch it is told it has nor its buffers.  OMPI_ERROR, or
+ * OMPI_ERR_NOT_SUPPORTED when the transport cannot (the GPU staging
+ * transport). */
 static int run_sunk(const llrdma_ar_plan_t *plan, llrdma_ar_comm_t *tc,
                     mca_coll_llrdma_pml_ctx_t *ctx, void *sink, int count, int dt, int lop,
                     size_t esize, struct ompi_communicator_t *comm, mca_coll_llrdma_module_t *m)
@@ -637,11 +639,14 @@ static int run_sunk(const llrdma_ar_plan_t *plan, llrdma_ar_comm_t *tc,
     static unsigned char untouched[64];
     int rc;
 
-    if (tc->irecv != mca_coll_llrdma_pml_irecv || tc->ctx != (void *)ctx) {
+    if (tc->irecv == mca_coll_llrdma_btlnet_irecv) {
+        mca_coll_llrdma_btlnet_sink(tc->ctx);
+    } else if (tc->irecv != mca_coll_llrdma_pml_irecv || tc->ctx != (void *)ctx) {
         return OMPI_ERR_NOT_SUPPORTED;
+    } else {
+        ctx->sink = sink;
+        ctx->sink_bytes = (size_t)count * esize;
     }
-    ctx->sink = sink;
-    ctx->sink_bytes = (size_t)count * esize;
     tc->failed = 1;
     rc = llrdma_ar_run(plan, tc, NULL, sink, (size_t)count, dt, lop, untouched,
                        llrdma_ar_scratch_bytes(plan, (size_t)count, dt, tc->size));

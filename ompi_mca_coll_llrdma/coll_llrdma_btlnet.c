@@ -108,6 +108,9 @@ struct mca_coll_llrdma_btlnet {
     int *slot_of; /* communicator rank -> peers index, -1 */
     req_t *live, *free;
     int broken; /* requests were leaked (a dead rank): never freed */
+    /* This call carries a failure without buffers: every receive is
+     * answered READY(SUNK), nothing registered (mca_coll_llrdma_btlnet_sink). */
+    int sink;
     /* LLRDMA_TEST_BTLNET_FAIL=reg|put:RANK:N (tests only) */
     int fail_kind, fail_rank;
     long fail_at, fail_count;
@@ -241,7 +244,13 @@ void mca_coll_llrdma_btlnet_free(mca_coll_llrdma_btlnet_t *net)
 void *mca_coll_llrdma_btlnet_begin(mca_coll_llrdma_btlnet_t *net, mca_coll_llrdma_pml_ctx_t *pml)
 {
     net->pml = pml;
+    net->sink = 0;
     return net;
+}
+
+void mca_coll_llrdma_btlnet_sink(void *ctx)
+{
+    ((mca_coll_llrdma_btlnet_t *)ctx)->sink = 1;
 }
 
 /* ------------------------------------------------------------- requests */
@@ -534,14 +543,18 @@ int mca_coll_llrdma_btlnet_irecv(void *ctx, void *buf, size_t bytes, int peer, i
     }
     p = &net->peers[slot];
     btl = p->bb->btl;
-    r->reg = injected(net, 1)
+    r->reg = net->sink || injected(net, 1)
                  ? NULL
                  : btl->btl_register_mem(btl, p->bb->btl_endpoint, buf, bytes, REG_FLAGS);
     memset(&r->out, 0, sizeof(r->out));
     r->out.type = CTL_READY;
     r->out.addr = (uint64_t)(uintptr_t)buf;
     r->out.bytes = bytes;
-    if (NULL != r->reg) {
+    if (net->sink) {
+        /* No buffer behind it: the sender puts nothing, sends no DONE, and
+         * learns of the failure from this rank's own (empty) sends. */
+        r->out.status = LLRDMA_NP_SUNK;
+    } else if (NULL != r->reg) {
         memcpy(r->out.handle, r->reg, btl->btl_registration_handle_size);
     } else {
         /* The sender is told, sends no DONE, and both requests fail. */

@@ -30,8 +30,10 @@ void llrdma_np_recv_init(llrdma_np_msg_t *m, size_t bytes, int ready_status)
 {
     *m = llrdma_np_msg_t{};
     m->bytes = bytes;
-    m->status = ready_status;
     // A READY without a registration is not answered: nothing to wait for.
+    // A sunk receive is complete, not failed: no byte came (the Transport
+    // reads 0 received bytes as the failure it carries).
+    m->status = LLRDMA_NP_SUNK == ready_status ? LLRDMA_NP_OK : ready_status;
     m->state = LLRDMA_NP_OK == ready_status ? LLRDMA_NP_WAIT_DONE : LLRDMA_NP_COMPLETE;
 }
 
@@ -47,6 +49,10 @@ void llrdma_np_on_ready(llrdma_np_msg_t *m, size_t peer_bytes, int peer_status)
 {
     if (!m->send || LLRDMA_NP_WAIT_READY != m->state)
         return;
+    if (LLRDMA_NP_SUNK == peer_status) {
+        m->state = LLRDMA_NP_COMPLETE; // nothing to put, no DONE expected
+        return;
+    }
     if (LLRDMA_NP_OK != peer_status) {
         m->status = LLRDMA_NP_ERR_PEER; // the receiver expects no DONE
         m->state = LLRDMA_NP_COMPLETE;

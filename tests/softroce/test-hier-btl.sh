@@ -96,4 +96,18 @@ for f in put:0:2 reg:2:3 reg:0:4; do
   check_pass "injected $f: call 2 and later fail on every rank, no hang" t_allreduce 4
   check_run "injected $f: it was injected" has "injected btl_"
 done
+# A rank without the call's scratch (an allocation failing, injected): it
+# still runs the schedule, its sends empty and its receives sunk (READY says
+# SUNK: nothing registered, nothing put, no DONE), so its partner on the other
+# node fails the call from its empty messages and breaks that node's arena.
+# Every rank fails call 3 and the later ones, none waits for good (before:
+# over this transport the other node waited until the launcher ended it).
+launch -np 4 "${B[@]}" --mca coll_llrdma_verbose 1 "${BTL[@]}" --mca coll_llrdma_node_split 2 \
+  -x LLRDMA_TEST_ALLOC_FAIL=1:3 "$T" --fault-stays 3 1048576
+check_pass "2+2 over btl, rank 1 has no scratch in call 3: every rank fails it and the later ones" \
+  t_allreduce 4
+check_run "over btl: the rank without scratch ran its schedule empty" \
+  has "no memory for its scratch; the call ran its schedule empty"
+check_run "over btl: node 1 learned it from the inter-node step's messages" \
+  has "another rank failed in this call (its messages said so)"
 finish

@@ -111,6 +111,30 @@ BOOST_AUTO_TEST_CASE(receive_that_could_not_register_expects_nothing)
     BOOST_CHECK_EQUAL(s.status, LLRDMA_NP_ERR_PEER);
 }
 
+BOOST_AUTO_TEST_CASE(sunk_receive_takes_nothing_and_fails_nobody)
+{
+    // A rank carrying a failure without buffers: its receive completes at
+    // once, OK with nothing in it (0 bytes: the failure the Transport
+    // carries); the sender puts nothing, sends no DONE and is not failed.
+    llrdma_np_msg_t r, s;
+    llrdma_np_recv_init(&r, 4096, LLRDMA_NP_SUNK);
+    BOOST_TEST(r.state == LLRDMA_NP_COMPLETE);
+    BOOST_TEST(r.status == LLRDMA_NP_OK);
+    BOOST_TEST(!llrdma_np_expects_ctl(&r));
+    BOOST_TEST(llrdma_np_may_release(&r));
+    for (size_t bytes : {size_t(4096), size_t(0)}) {
+        llrdma_np_send_init(&s, bytes);
+        BOOST_TEST(llrdma_np_expects_ctl(&s));
+        llrdma_np_on_ready(&s, 4096, LLRDMA_NP_SUNK);
+        size_t off, len;
+        BOOST_TEST(!llrdma_np_next_piece(&s, 0, 0, &off, &len));
+        BOOST_TEST(s.state == LLRDMA_NP_COMPLETE); // not SEND_DONE: no DONE
+        BOOST_TEST(s.status == LLRDMA_NP_OK);
+        BOOST_TEST(!llrdma_np_expects_ctl(&s));
+        BOOST_TEST(llrdma_np_may_release(&s));
+    }
+}
+
 BOOST_AUTO_TEST_CASE(failed_put_waits_for_the_others_then_reports_in_done)
 {
     llrdma_np_msg_t m;
