@@ -48,6 +48,11 @@ static void conn_construct(mca_btl_llrdma_conn_t *c)
     c->last_wqe = 0;
     memset(&c->sq, 0, sizeof(c->sq));
     memset(&c->credit, 0, sizeof(c->credit));
+    memset(&c->inl_wr, 0, sizeof(c->inl_wr));
+    memset(&c->inl_sge, 0, sizeof(c->inl_sge));
+    c->inl_wr.sg_list = &c->inl_sge;
+    c->inl_wr.num_sge = 1;
+    c->inl_wr.opcode = IBV_WR_SEND;
 }
 
 static void conn_destruct(mca_btl_llrdma_conn_t *c)
@@ -473,12 +478,16 @@ static inline uint64_t stamp_credit(mca_btl_llrdma_conn_t *conn, mca_btl_llrdma_
 int mca_btl_llrdma_conn_post_inline(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_conn_t *conn,
                                     mca_btl_llrdma_hdr_t *wire, uint32_t len)
 {
-    /* Inline: the device copies the bytes at the post, no key is read. */
-    struct ibv_sge sge = {.addr = (uintptr_t)wire, .length = len, .lkey = 0};
-    struct ibv_send_wr wr = {
-        .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_INLINE};
+    /* Inline: the device copies the bytes at the post, no key is read.  The
+     * connection's prepared work request, patched (the post reads it, and
+     * every post on this connection is under the module lock). */
     uint64_t stamp = stamp_credit(conn, wire);
-    int rc = post_wr(ep, conn, &wr, NULL, 1, 0);
+    int rc;
+
+    conn->inl_sge.addr = (uintptr_t)wire;
+    conn->inl_sge.length = len;
+    conn->inl_wr.send_flags = IBV_SEND_INLINE;
+    rc = post_wr(ep, conn, &conn->inl_wr, NULL, 1, 0);
 
     if (OPAL_SUCCESS == rc) {
         llrdma_credit_take(&conn->credit);
@@ -534,11 +543,14 @@ static void frag_wr(mca_btl_llrdma_conn_t *conn, mca_btl_llrdma_frag_t *frag,
     sge->addr = (uintptr_t)frag->hdr;
     sge->length = wire;
     sge->lkey = frag->lkey;
-    memset(wr, 0, sizeof(*wr));
+    /* Every field a SEND without immediate data reads; the rest (RDMA,
+     * atomic, UD, bind and TSO unions) only other opcodes read. */
+    wr->next = NULL;
     wr->sg_list = sge;
     wr->num_sge = 1;
     wr->opcode = IBV_WR_SEND;
     wr->send_flags = *inl ? IBV_SEND_INLINE : 0;
+    wr->imm_data = 0;
 }
 
 /* What a posted fragment costs: a credit, and the done-at-post count; what

@@ -53,6 +53,11 @@ typedef struct mca_btl_llrdma_conn_t {
     llrdma_sq_t sq;
     uint32_t inline_max;       /* wire bytes sent inline on this QP */
     mca_btl_llrdma_wr_t *ring; /* sq.depth entries, in post order */
+    /* The inline SEND of sendi, prepared once (conn_construct): a post
+     * patches its address, length and flags (no work request built and
+     * zeroed per message). */
+    struct ibv_send_wr inl_wr;
+    struct ibv_sge inl_sge;
     uint32_t ring_head, ring_tail;
     /* flow control */
     llrdma_credit_t credit;
