@@ -112,10 +112,6 @@ const char *llrdma_ar_op_name(int op);       /* "sum", "maxloc", ...; "?" */
  * Buffers need no particular alignment.  Returns LLRDMA_AR_ERR_UNSUPPORTED for
  * a pair llrdma_ar_supported() rejects. */
 int llrdma_reduce_local(int op, int dtype, const void *in, void *inout, size_t count);
-/* out = in[0] OP in[1] OP ... OP in[k-1] per element, left to right (the
- * bits of llrdma_reduce_local applied k - 1 times), in one pass over the
- * inputs, all read in step (the arena's fold).  out may alias in[0] only. */
-int llrdma_reduce_many(int op, int dtype, const void *const *in, int k, void *out, size_t count);
 
 /* ------------------------------------------------------------- algorithms */
 

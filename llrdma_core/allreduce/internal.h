@@ -29,11 +29,6 @@ enum Tag : int {
 // out[i] = a[i] OP b[i]; out may alias a or b.  `a` is the left operand.
 // Returns false for an unsupported pair.
 bool reduce3(int op, int dtype, const void *a, const void *b, void *out, size_t count);
-// out = in[0] OP in[1] OP ... OP in[k-1], left to right per element (the
-// same bits as reduce3 chained), in one pass: every input is read once, in
-// step with the others, cache line by cache line, so the loads of all k
-// streams are in flight together.  out may alias in[0] (only).  k >= 1.
-bool reduce_n(int op, int dtype, const void *const *in, int k, void *out, size_t count);
 size_t dtype_size(int dtype); // 0 for an unknown dtype
 
 // Element range of block i when `count` elements are split into `nblocks`

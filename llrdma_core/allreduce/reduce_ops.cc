@@ -30,37 +30,10 @@ template <typename Op, typename T> void kernel(const void *a, const void *b, voi
     }
 }
 
-// k inputs in one pass, a cache line of elements at a time: the line's
-// accumulators stay in registers while the same line of every input is
-// folded in, in input order.
-template <typename Op, typename T> void kernel_n(const void *const *in, int k, void *out, size_t n)
-{
-    constexpr size_t kLine = 64 / sizeof(T) > 0 ? 64 / sizeof(T) : 1;
-    unsigned char *po = static_cast<unsigned char *>(out);
-    for (size_t i = 0; i < n; i += kLine) {
-        const size_t m = n - i < kLine ? n - i : kLine;
-        T acc[kLine];
-        std::memcpy(acc, static_cast<const unsigned char *>(in[0]) + i * sizeof(T), m * sizeof(T));
-        for (int r = 1; r < k; ++r) {
-            const unsigned char *pr = static_cast<const unsigned char *>(in[r]) + i * sizeof(T);
-            for (size_t j = 0; j < m; ++j) {
-                T y;
-                std::memcpy(&y, pr + j * sizeof(T), sizeof(T));
-                acc[j] = Op::apply(acc[j], y);
-            }
-        }
-        std::memcpy(po + i * sizeof(T), acc, m * sizeof(T));
-    }
-}
-
-// The table's Makers: each pair becomes the kernel instantiation.
+// The table's Maker: each pair becomes the kernel instantiation.
 struct HostKernels {
     using Fn = void (*)(const void *, const void *, void *, size_t);
     template <typename Op, typename T> static Fn make() { return kernel<Op, T>; }
-};
-struct HostKernelsN {
-    using Fn = void (*)(const void *const *, int, void *, size_t);
-    template <typename Op, typename T> static Fn make() { return kernel_n<Op, T>; }
 };
 
 HostKernels::Fn lookup(int op, int dtype)
@@ -77,16 +50,6 @@ bool reduce3(int op, int dtype, const void *a, const void *b, void *out, size_t 
         return false;
     if (count > 0)
         fn(a, b, out, count);
-    return true;
-}
-
-bool reduce_n(int op, int dtype, const void *const *in, int k, void *out, size_t count)
-{
-    HostKernelsN::Fn fn = ops::lookup<HostKernelsN>(op, dtype);
-    if (!fn || k < 1)
-        return false;
-    if (count > 0)
-        fn(in, k, out, count);
     return true;
 }
 
@@ -114,16 +77,4 @@ extern "C" int llrdma_reduce_local(int op, int dtype, const void *in, void *inou
         return LLRDMA_AR_ERR_INVALID;
     return llrdma::ar::reduce3(op, dtype, in, inout, inout, count) ? LLRDMA_AR_OK
                                                                    : LLRDMA_AR_ERR_UNSUPPORTED;
-}
-
-extern "C" int llrdma_reduce_many(int op, int dtype, const void *const *in, int k, void *out,
-                                  size_t count)
-{
-    if (k < 1 || (count > 0 && (!in || !out)))
-        return LLRDMA_AR_ERR_INVALID;
-    for (int r = 0; count > 0 && r < k; ++r)
-        if (!in[r])
-            return LLRDMA_AR_ERR_INVALID;
-    return llrdma::ar::reduce_n(op, dtype, in, k, out, count) ? LLRDMA_AR_OK
-                                                              : LLRDMA_AR_ERR_UNSUPPORTED;
 }

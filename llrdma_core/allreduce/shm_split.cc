@@ -31,35 +31,26 @@ namespace ar
 {
 
 // out = v0 OP v1 OP ... in rank order, elements [s, s + n) of round g.
-// One pass over all inputs (reduce_n), 4 KB of out at a time: every slot is
-// read once, all of them in step, so the loads from the other ranks' caches
-// overlap instead of one slot's stream at a time (the fold was the longest
-// phase at 8 ranks: docs/benchmarks-h200.md).  Inputs go in groups of at
-// most kGroup, each group after the first continuing from out; each
-// element's order is unchanged: bitwise the same.
+// Tile by tile: a tile of out stays in L1 while every slot's tile is folded
+// into it, so each slot is read once and out written once (p - 1 passes
+// over the whole slice read and wrote out p - 1 times).  Each element's
+// order is unchanged: bitwise the same.
 void shm_fold_slots(const Args &a, const Arena &ar, uint64_t g, size_t s, size_t n, void *out,
                     const void *mine, void *also)
 {
     constexpr size_t kTileBytes = 4096;
-    constexpr int kGroup = 32;
     const int p = a.t->size(), me = a.t->rank();
     const size_t tile = kTileBytes / a.esize > 0 ? kTileBytes / a.esize : 1;
-    auto in = [&](int r, size_t i) -> const void * {
+    auto in = [&](int r, size_t i) -> void * {
         return r == me && mine ? at(const_cast<void *>(mine), i, a.esize)
                                : at(ar.slot(g, r), s + i, a.esize);
     };
-    const void *ins[kGroup];
     for (size_t i = 0; i < n; i += tile) {
         const size_t m = n - i < tile ? n - i : tile;
         void *o = at(out, i, a.esize);
-        for (int r0 = 0; r0 < p;) {
-            int k = 0;
-            if (r0 > 0)
-                ins[k++] = o; // the groups before, folded
-            while (k < kGroup && r0 < p)
-                ins[k++] = in(r0++, i);
-            reduce_n(a.op, a.dtype, ins, k, o, m);
-        }
+        reduce3(a.op, a.dtype, in(0, i), in(1, i), o, m);
+        for (int r = 2; r < p; ++r)
+            reduce3(a.op, a.dtype, o, in(r, i), o, m);
         if (also)
             std::memcpy(at(also, i, a.esize), o, m * a.esize);
     }

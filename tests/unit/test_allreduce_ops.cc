@@ -3,7 +3,6 @@
 #include <boost/test/unit_test.hpp>
 
 #include "llrdma_allreduce.h"
-#include "test_allreduce_ref.h"
 
 #include <cmath>
 #include <complex>
@@ -225,97 +224,6 @@ BOOST_AUTO_TEST_CASE(support_matrix)
             int rc = llrdma_reduce_local(op, dt, a, b, 1);
             BOOST_CHECK_EQUAL(rc, want ? LLRDMA_AR_OK : LLRDMA_AR_ERR_UNSUPPORTED);
         }
-}
-
-// The one-pass fold of k inputs gives the bits of k - 1 chained
-// llrdma_reduce_local calls, for every supported pair, k = 1..40 (past the
-// arena's groups of 32), counts across the 64-byte line, inputs unaligned;
-// out may be in[0].
-BOOST_AUTO_TEST_CASE(reduce_many_equals_the_chain)
-{
-    uint64_t x = 88172645463325252ull;
-    auto next = [&x] {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        return x;
-    };
-    int pairs = 0;
-    for (int dt = 0; dt < LLRDMA_DT_COUNT; ++dt)
-        for (int op = 0; op < LLRDMA_OP_COUNT; ++op) {
-            if (!llrdma_ar_supported(dt, op))
-                continue;
-            ++pairs;
-            const size_t es = llrdma_ar_dtype_size(dt);
-            for (int k : {1, 2, 3, 8, 33, 40})
-                for (size_t count : {size_t(1), size_t(7), size_t(64 / es + 3), size_t(129)}) {
-                    BOOST_TEST_CONTEXT("dtype " << dt << " op " << op << " k " << k << " count "
-                                                << count)
-                    {
-                        std::vector<std::vector<unsigned char>> in(k);
-                        std::vector<const void *> ptr(k);
-                        for (int r = 0; r < k; ++r) {
-                            in[r].resize(count * es + 1);
-                            for (auto &b : in[r])
-                                b = static_cast<unsigned char>(next());
-                            // Small values keep float sums and products finite.
-                            const bool fp = kind_of(dt) == kFloat || kind_of(dt) == kComplex;
-                            const size_t part =
-                                dt == LLRDMA_DT_FLOAT || dt == LLRDMA_DT_FLOAT_COMPLEX
-                                    ? sizeof(float)
-                                    : sizeof(double);
-                            for (size_t off = 0; fp && off + part <= count * es; off += part) {
-                                double v = static_cast<double>(next() % 2001) / 100.0 - 10.0;
-                                float f = static_cast<float>(v);
-                                std::memcpy(&in[r][1 + off],
-                                            part == sizeof(float) ? static_cast<const void *>(&f)
-                                                                  : static_cast<const void *>(&v),
-                                            part);
-                            }
-                            ptr[r] = in[r].data() + 1; // unaligned on purpose
-                        }
-                        std::vector<unsigned char> chain(in[0].begin() + 1, in[0].end());
-                        for (int r = 1; r < k; ++r) {
-                            // acc = acc OP in[r]: llrdma_reduce_local computes
-                            // inout = in OP inout, so the left operand is copied.
-                            std::vector<unsigned char> left = chain;
-                            std::memcpy(chain.data(), ptr[r], count * es);
-                            BOOST_REQUIRE_EQUAL(
-                                llrdma_reduce_local(op, dt, left.data(), chain.data(), count),
-                                LLRDMA_AR_OK);
-                        }
-                        std::vector<unsigned char> out(count * es, 0xA5);
-                        BOOST_REQUIRE_EQUAL(
-                            llrdma_reduce_many(op, dt, ptr.data(), k, out.data(), count),
-                            LLRDMA_AR_OK);
-                        // Value bytes only: a pair struct's padding is not data.
-                        auto equal = [&](const std::vector<unsigned char> &v) {
-                            for (size_t e = 0; e < count; ++e)
-                                if (!simref::same(dt, &v[e * es], &chain[e * es]))
-                                    return false;
-                            return true;
-                        };
-                        BOOST_CHECK(equal(out));
-                        // In place over in[0].
-                        std::vector<unsigned char> first(in[0].begin() + 1, in[0].end());
-                        ptr[0] = first.data();
-                        BOOST_REQUIRE_EQUAL(
-                            llrdma_reduce_many(op, dt, ptr.data(), k, first.data(), count),
-                            LLRDMA_AR_OK);
-                        BOOST_CHECK(equal(first));
-                    }
-                }
-        }
-    BOOST_TEST(pairs > 50);
-    const void *none[1] = {nullptr};
-    double d = 0;
-    BOOST_CHECK_EQUAL(llrdma_reduce_many(LLRDMA_OP_SUM, LLRDMA_DT_DOUBLE, none, 0, &d, 1),
-                      LLRDMA_AR_ERR_INVALID);
-    BOOST_CHECK_EQUAL(llrdma_reduce_many(LLRDMA_OP_SUM, LLRDMA_DT_DOUBLE, none, 1, &d, 1),
-                      LLRDMA_AR_ERR_INVALID);
-    const void *one[1] = {&d};
-    BOOST_CHECK_EQUAL(llrdma_reduce_many(LLRDMA_OP_SUM, LLRDMA_DT_BOOL, one, 1, &d, 1),
-                      LLRDMA_AR_ERR_UNSUPPORTED);
 }
 
 BOOST_AUTO_TEST_CASE(integers_every_op)
