@@ -36,7 +36,10 @@ typedef struct mca_btl_llrdma_hdr_t {
 #define MCA_BTL_LLRDMA_REC_ALIGN(x) (((x) + 7u) & ~7u)
 
 #define MCA_BTL_LLRDMA_CONN_MAGIC 0x6c6c7264u /* "llrd" */
-#define MCA_BTL_LLRDMA_CONN_VERSION 4         /* 4: the listener's secret */
+/* 4: the listener's secret; 5: returned credits in the send header (an
+ * older peer is told "another llrdma version" at connect time instead of
+ * reading the new header as a malformed fragment). */
+#define MCA_BTL_LLRDMA_CONN_VERSION 5
 
 /* Why a connection request was rejected (conn_req_t.reason). */
 enum {
