@@ -183,43 +183,21 @@ extern "C" uint64_t llrdma_hist_bucket_max(unsigned b)
     return uint64_t(1) << b;
 }
 
-namespace
-{
-uint64_t plain(const uint64_t &x)
-{
-    return x;
-}
-uint64_t live(const uint64_t &x)
-{
-    return __atomic_load_n(&x, __ATOMIC_RELAXED);
-}
-template <uint64_t (*Read)(const uint64_t &)>
-void merge(llrdma_hist_t *dst, const llrdma_hist_t *src)
+extern "C" void llrdma_hist_merge(llrdma_hist_t *dst, const llrdma_hist_t *src)
 {
     for (int p = 0; p < LLRDMA_HIST_NPATHS; ++p) {
         for (unsigned b = 0; b < LLRDMA_HIST_BUCKETS; ++b) {
-            dst->count[p][b] += Read(src->count[p][b]);
-            dst->bytes[p][b] += Read(src->bytes[p][b]);
+            dst->count[p][b] += src->count[p][b];
+            dst->bytes[p][b] += src->bytes[p][b];
         }
-        dst->waits[p] += Read(src->waits[p]);
+        dst->waits[p] += src->waits[p];
     }
     for (int p = 0; p < 2; ++p) {
-        dst->cq_completions[p] += Read(src->cq_completions[p]);
-        dst->cq_events[p] += Read(src->cq_events[p]);
-        dst->thread_completions[p] += Read(src->thread_completions[p]);
+        dst->cq_completions[p] += src->cq_completions[p];
+        dst->cq_events[p] += src->cq_events[p];
+        dst->thread_completions[p] += src->thread_completions[p];
     }
-    dst->thread_cpu_us += Read(src->thread_cpu_us);
-}
-} // namespace
-
-extern "C" void llrdma_hist_merge_live(llrdma_hist_t *dst, const llrdma_hist_t *src)
-{
-    merge<live>(dst, src);
-}
-
-extern "C" void llrdma_hist_merge(llrdma_hist_t *dst, const llrdma_hist_t *src)
-{
-    merge<plain>(dst, src);
+    dst->thread_cpu_us += src->thread_cpu_us;
 }
 
 extern "C" uint64_t llrdma_hist_totals(const llrdma_hist_t *h, uint64_t *counts)

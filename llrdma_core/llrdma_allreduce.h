@@ -260,6 +260,16 @@ typedef struct {
     uint64_t sleep_ns;
 } llrdma_ar_wait_policy_t;
 
+/* The phases of a round through the arena's slots (llrdma_ar_shm_t.phase_ns). */
+typedef enum {
+    LLRDMA_AR_PHASE_COPY_IN,  /* this rank's input into its slot */
+    LLRDMA_AR_PHASE_WAIT_IN,  /* until every rank's input is there */
+    LLRDMA_AR_PHASE_FOLD,     /* the fold: this rank's slice, or all of it */
+    LLRDMA_AR_PHASE_WAIT_RED, /* until the other ranks' slices are reduced */
+    LLRDMA_AR_PHASE_COPY_OUT, /* the result out (shm_split) */
+    LLRDMA_AR_PHASES
+} llrdma_ar_phase_t;
+
 typedef struct llrdma_ar_shm {
     void *base;
     size_t chunk_bytes;
@@ -287,18 +297,8 @@ typedef struct llrdma_ar_shm {
      * coll_llrdma_verbose 5 and says the means when the arena goes). */
     int time_phases;
     uint64_t phase_rounds;
-    uint64_t phase_ns[5]; /* llrdma_ar_phase_t */
+    uint64_t phase_ns[LLRDMA_AR_PHASES];
 } llrdma_ar_shm_t;
-
-/* The phases of a round through the arena's slots (llrdma_ar_shm_t.phase_ns). */
-typedef enum {
-    LLRDMA_AR_PHASE_COPY_IN,  /* this rank's input into its slot */
-    LLRDMA_AR_PHASE_WAIT_IN,  /* until every rank's input is there */
-    LLRDMA_AR_PHASE_FOLD,     /* the fold: this rank's slice, or all of it */
-    LLRDMA_AR_PHASE_WAIT_RED, /* until the other ranks' slices are reduced */
-    LLRDMA_AR_PHASE_COPY_OUT, /* the result out (shm_split) */
-    LLRDMA_AR_PHASES
-} llrdma_ar_phase_t;
 
 /* The phase's name as the verbose line says it ("copy in", ...). */
 const char *llrdma_ar_phase_name(int phase);

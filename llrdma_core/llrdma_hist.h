@@ -96,9 +96,21 @@ static inline void llrdma_hist_wait_sw(llrdma_hist_t *h, int path)
 uint64_t llrdma_hist_bucket_max(unsigned b);
 /* dst += src. */
 void llrdma_hist_merge(llrdma_hist_t *dst, const llrdma_hist_t *src);
-/* dst += src, read with relaxed atomic loads: src may be written meanwhile
- * by its one writer (llrdma_hist_add_sw); each counter is read whole. */
-void llrdma_hist_merge_live(llrdma_hist_t *dst, const llrdma_hist_t *src);
+/* dst += the send-side counts of src (fragments, bytes, waits), read with
+ * relaxed atomic loads: src may be written meanwhile by its one writer
+ * (llrdma_hist_add_sw); each counter is read whole.  Inline beside the
+ * writer, so both sides are compiled (and sanitised) where they are used.
+ * The CQ and thread counts are merged when a module is destroyed. */
+static inline void llrdma_hist_merge_live(llrdma_hist_t *dst, const llrdma_hist_t *src)
+{
+    for (int p = 0; p < LLRDMA_HIST_NPATHS; ++p) {
+        for (unsigned b = 0; b < LLRDMA_HIST_BUCKETS; ++b) {
+            dst->count[p][b] += __atomic_load_n(&src->count[p][b], __ATOMIC_RELAXED);
+            dst->bytes[p][b] += __atomic_load_n(&src->bytes[p][b], __ATOMIC_RELAXED);
+        }
+        dst->waits[p] += __atomic_load_n(&src->waits[p], __ATOMIC_RELAXED);
+    }
+}
 /* Fragments of every path per bucket (counts[LLRDMA_HIST_BUCKETS]); returns the total. */
 uint64_t llrdma_hist_totals(const llrdma_hist_t *h, uint64_t *counts);
 /* Nearest-rank percentile over all paths: the bucket holding fragment number

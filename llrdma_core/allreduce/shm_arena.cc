@@ -331,9 +331,10 @@ int ShmInput::round(uint64_t g, size_t off, size_t n, size_t next)
         // Around the own block: the bytes before it and after it.
         const size_t s = block_start(n, t.size(), t.rank()), len = block_len(n, t.size(), t.rank());
         const size_t es = a_.esize;
-        std::memcpy(ar_.slot(g, t.rank()), src + off * es, s * es);
-        std::memcpy(ar_.slot(g, t.rank()) + (s + len) * es, src + (off + s + len) * es,
-                    (n - s - len) * es);
+        rc = t.copy(ar_.slot(g, t.rank()), src + off * es, s * es);
+        if (rc == LLRDMA_AR_OK)
+            rc = t.copy(ar_.slot(g, t.rank()) + (s + len) * es, src + (off + s + len) * es,
+                        (n - s - len) * es);
     } else if (!prefetched_) {
         rc = t.copy(ar_.slot(g, t.rank()), src + off * a_.esize, n * a_.esize);
     }

@@ -121,9 +121,11 @@ int run_shm_split(const Args &a)
                 // post) covers it, and the result chunk is only rewritten once
                 // every rank has posted round g + 2.
                 rc = ar.wait_red(g);
-                return rc == LLRDMA_AR_OK
-                           ? t.copy(at(a.buf, off, a.esize), ar.result(g), n * a.esize)
-                           : rc;
+                ar.lap(LLRDMA_AR_PHASE_WAIT_RED);
+                if (rc == LLRDMA_AR_OK)
+                    rc = t.copy(at(a.buf, off, a.esize), ar.result(g), n * a.esize);
+                ar.lap(LLRDMA_AR_PHASE_COPY_OUT);
+                return rc;
             }
             // Host: each slice out as soon as its rank has reduced it (its own
             // first), so copying out overlaps the slower ranks' folds instead

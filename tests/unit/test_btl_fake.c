@@ -457,50 +457,6 @@ static int pair_ll(uint64_t hint, uint32_t sq)
                : -1;
 }
 
-static uint64_t ll_frags(const llrdma_hist_t *h)
-{
-    uint64_t n = 0;
-    for (int b = 0; b < LLRDMA_HIST_BUCKETS; ++b) {
-        n += h->count[LLRDMA_HIST_LL][b];
-    }
-    return n;
-}
-
-/* Each module counts its own sends (under its lock: no atomic, no line
- * shared between ports); a read (MPI_T) sums the live modules and the
- * destroyed ones; destroying a module merges its counts. */
-static void test_counts_per_module(void)
-{
-    mca_btl_llrdma_component_t *c = &mca_btl_llrdma_component;
-    mca_btl_llrdma_module_t *mods[2];
-    llrdma_hist_t h;
-
-    memset(&c->hist, 0, sizeof(c->hist));
-    CHECK(0 == pair_ll(8192, 0)); /* one message 0 -> 1 */
-    for (int i = 0; i < 10; ++i) {
-        (void)fw_send(0, 1, 100, 1);
-    }
-    for (int i = 0; i < 3; ++i) {
-        (void)fw_send(1, 0, 100, 1);
-    }
-    fw_settle(100);
-    CHECK(11 == ll_frags(&fw[0].m->hist));
-    CHECK(3 == ll_frags(&fw[1].m->hist));
-    mods[0] = fw[0].m;
-    mods[1] = fw[1].m;
-    c->modules = mods;
-    c->nmodules = 2;
-    c->hist.waits[LLRDMA_HIST_BW] = 5; /* as if a destroyed module had counted */
-    mca_btl_llrdma_hist_read(&h);
-    CHECK(14 == ll_frags(&h));
-    CHECK(5 == h.waits[LLRDMA_HIST_BW]);
-    c->modules = NULL;
-    c->nmodules = 0;
-    fw_end(0);
-    CHECK(14 == ll_frags(&c->hist));
-    memset(&c->hist, 0, sizeof(c->hist));
-}
-
 static void test_receive_dispatch(void)
 {
     unsigned char wire[HDR + sizeof(fw_msg_t) + 4];
@@ -1485,7 +1441,6 @@ int main(int argc, char **argv)
     test_granted_less_is_reported();
     test_lazy_connect_and_post_flags();
     test_receive_dispatch();
-    test_counts_per_module();
     test_packed_dispatch();
     test_completion_error_reaches_ob1();
     test_copied_send_done_at_post();

@@ -15,7 +15,8 @@
  *   sender thread, bytes intact.  Built twice: with AddressSanitizer
  *   (test_btl_thread) and with ThreadSanitizer (test_btl_thread_tsan),
  *   which fails the program on any data race or lock-order inversion it
- *   sees;
+ *   sees; meanwhile an MPI_T reader sums the modules' size histograms, and
+ *   every message is counted once, by its sender's module;
  * - every seam call failing in turn while a module with the progress thread
  *   is created and finalized: nothing leaks, the channel goes after its
  *   CQs.
@@ -366,11 +367,48 @@ static void dump_conns(int i, int j)
     }
 }
 
+/* Fragments counted on every path. */
+static uint64_t frag_total(const llrdma_hist_t *h)
+{
+    uint64_t n = 0;
+    for (int p = 0; p < LLRDMA_HIST_NPATHS; ++p) {
+        for (int b = 0; b < LLRDMA_HIST_BUCKETS; ++b) {
+            n += h->count[p][b];
+        }
+    }
+    return n;
+}
+
+/* An MPI_T reader while the senders run: each read sums every module's
+ * counts as they stand (each module's writer holds only its own lock; under
+ * ThreadSanitizer a read racing a write fails the program), and the total
+ * never goes down. */
+static volatile int stop_reader;
+static int reader_reads, reader_decreased;
+
+static void *reader_main(void *arg)
+{
+    uint64_t last = 0;
+    (void)arg;
+    while (!__atomic_load_n(&stop_reader, __ATOMIC_ACQUIRE)) {
+        llrdma_hist_t h;
+        mca_btl_llrdma_hist_read(&h);
+        reader_decreased += frag_total(&h) < last;
+        last = frag_total(&h);
+        ++reader_reads;
+        usleep(50);
+    }
+    return NULL;
+}
+
 static void threads_case(int with_progress_thread)
 {
-    pthread_t st[2 * NT], pt[2];
+    mca_btl_llrdma_component_t *c = &mca_btl_llrdma_component;
+    mca_btl_llrdma_module_t *mods[2];
+    pthread_t st[2 * NT], pt[2], rt;
     sender_t s[2 * NT];
     int total_fails = 0;
+    llrdma_hist_t h;
 
     fw_begin();
     fake_lock_install();
@@ -381,6 +419,15 @@ static void threads_case(int with_progress_thread)
     CHECK(1 == fw_add(4096, 16, 16));
     fw_mesh();
     __atomic_store_n(&stop_progress, 0, __ATOMIC_RELEASE);
+    /* The component lists the modules only for the reader (the two
+     * processes' modules live in one here). */
+    mods[0] = fw[0].m;
+    mods[1] = fw[1].m;
+    c->modules = mods;
+    c->nmodules = 2;
+    __atomic_store_n(&stop_reader, 0, __ATOMIC_RELEASE);
+    reader_reads = reader_decreased = 0;
+    pthread_create(&rt, NULL, reader_main, NULL);
     /* No connection yet: the senders' first messages set up both paths from
      * both sides at once. */
     for (int t = 0; t < 2 * NT; ++t) {
@@ -403,6 +450,18 @@ static void threads_case(int with_progress_thread)
     for (int i = 0; i < 2; ++i) {
         pthread_join(pt[i], NULL);
     }
+    __atomic_store_n(&stop_reader, 1, __ATOMIC_RELEASE);
+    pthread_join(rt, NULL);
+    /* Every message counted once, by the module that sent it; a read adds
+     * what destroyed modules left in the component's histogram. */
+    c->hist.count[LLRDMA_HIST_RDMA][0] = 5;
+    mca_btl_llrdma_hist_read(&h);
+    c->hist.count[LLRDMA_HIST_RDMA][0] = 0;
+    CHECK(2 * NT * NMSG + 5 == frag_total(&h));
+    CHECK(NT * NMSG == frag_total(&fw[0].m->hist) && NT * NMSG == frag_total(&fw[1].m->hist));
+    CHECK(reader_reads > 0 && 0 == reader_decreased);
+    c->modules = NULL;
+    c->nmodules = 0;
     CHECK(0 == total_fails);
     CHECK(NT * NMSG == received_locked(1, 0));
     CHECK(NT * NMSG == received_locked(0, 1));
@@ -430,6 +489,8 @@ static void threads_case(int with_progress_thread)
            (unsigned long long)fw[0].m->completions[BW]);
     MCA_BTL_LLRDMA_UNLOCK(fw[0].m);
     fw_end(0);
+    /* Destroying the modules merged their counts into the component's. */
+    CHECK(2 * NT * NMSG == frag_total(&c->hist));
     opal_set_using_threads(false);
     memset(&mca_btl_llrdma_component.hist, 0, sizeof(mca_btl_llrdma_component.hist));
 }
