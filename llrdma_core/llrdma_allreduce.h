@@ -549,8 +549,10 @@ typedef struct llrdma_ar_comm {
     int (*sync)(void *ctx);
 
     /* LLRDMA_AR_HIER plans only: this rank's place in the node layout (shm is
-     * then its node's arena, when it has more than one rank).  The hooks
-     * above must be NULL (host buffers). */
+     * then its node's arena, when it has more than one rank).  With the
+     * hooks above (device vectors) the arena must be memory the hooks can
+     * address (pinned; shm->device_fold as for shm_split) and isend/irecv
+     * take device memory: the GPU-direct inter-node step. */
     const llrdma_ar_hier_t *hier;
 
     /* 1: this rank failed before the call (its input could not be staged):

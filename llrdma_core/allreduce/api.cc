@@ -46,13 +46,14 @@ struct ScratchOnExit {
     }
 };
 
-// A LLRDMA_AR_HIER run needs the layout, host buffers (no hooks: the glue
-// stages device vectors whole), the node's arena when the node has several
-// ranks, and an inter-node plan the layout can carry.
+// A LLRDMA_AR_HIER run needs the layout, the node's arena when the node has
+// several ranks, and an inter-node plan the layout can carry.  Hooks are
+// allowed (device vectors, GPU-direct inter-node step): the arena must then
+// be memory the hooks address and the transport must take device memory.
 bool hier_args_ok(const llrdma_ar_plan_t *plan, const llrdma_ar_comm_t *comm)
 {
     const llrdma_ar_hier_t *h = comm->hier;
-    if (!h || comm->copy || comm->reduce || comm->alloc || h->nnodes < 1 || h->node < 0 ||
+    if (!h || h->nnodes < 1 || h->node < 0 ||
         h->node >= h->nnodes || h->local_size < 1 || h->local_rank < 0 ||
         h->local_rank >= h->local_size || plan->slices < 1 || plan->slices > h->local_size ||
         plan->nodes != h->nnodes || plan->segment_bytes == 0 || plan->nsegments_in_flight < 1 ||

@@ -36,6 +36,16 @@
 // Ranks with local rank >= U (nodes with more ranks than the smallest one)
 // only copy in and out.  A node of one rank has no arena: phases 1 and 3 are
 // a copy of its input into its receive buffer (U is then 1).
+//
+// Device vectors (copy/reduce hooks; the GPU-direct inter-node step,
+// docs/allreduce.md): the same schedule and order.  Phases 1 and 3 copy
+// between the vectors and the arena through the hooks and sync before each
+// post (the hooks may be asynchronous, the other ranks read the arena); the
+// holder folds on the device straight from the arena when the arena is
+// mapped for it (shm.device_fold, slices of at least device_fold_min bytes),
+// else on the CPU into its private chunk, copied to its slice by the hook.
+// Phase 2 runs on device memory: the transport hands the slice and the
+// scratch to the NIC, the reduce hook folds what arrives.
 #include "internal.h"
 
 #include <algorithm>
@@ -85,6 +95,25 @@ int sub_cancel(void *ctx, void *req)
     return s->outer->cancel ? s->outer->cancel(s->outer->ctx, req) : 0;
 }
 
+// The memory hooks, for device vectors: the outer comm's, with its context.
+int sub_copy(void *ctx, void *dst, const void *src, size_t bytes)
+{
+    auto *s = static_cast<SubComm *>(ctx);
+    return s->outer->copy(s->outer->ctx, dst, src, bytes);
+}
+
+int sub_reduce(void *ctx, int op, int dtype, const void *a, const void *b, void *out, size_t n)
+{
+    auto *s = static_cast<SubComm *>(ctx);
+    return s->outer->reduce(s->outer->ctx, op, dtype, a, b, out, n);
+}
+
+int sub_sync(void *ctx)
+{
+    auto *s = static_cast<SubComm *>(ctx);
+    return s->outer->sync(s->outer->ctx);
+}
+
 // Elements of slice j in the round starting `off` elements into every slice
 // (0 for j >= slices: a rank that holds no slice).
 size_t piece_len(size_t count, int slices, int j, size_t off, size_t piece)
@@ -115,6 +144,11 @@ int inter_node(const Args &a, const llrdma_ar_comm_t *outer, size_t start, size_
     sub.waitall = sub_waitall;
     sub.waitall_sizes = outer->waitall_sizes ? sub_waitall_sizes : nullptr;
     sub.cancel = sub_cancel;
+    if (outer->copy) { // scratch is the caller's: no alloc hook needed
+        sub.copy = sub_copy;
+        sub.reduce = sub_reduce;
+        sub.sync = outer->sync ? sub_sync : nullptr;
+    }
     llrdma_ar_plan_t inner = hier_inner_plan(a.plan);
     Transport t2(&sub);
     t2.carry(true); // only where sub.waitall_sizes is set (Transport::carry)
@@ -211,15 +245,20 @@ int run_hier(const Args &a)
         return ar.fail(LLRDMA_AR_ERR_INVALID);
 
     // 1. Reduce-scatter through the arena.
+    const bool hooked = t.hooked();
     for (size_t off = 0; off < longest; off += piece) {
         uint64_t g = ar.next_round();
         unsigned char *slot = ar.slot(g, me);
-        for (int j = 0; j < U; ++j) {
+        for (int j = 0; j < U && rc == LLRDMA_AR_OK; ++j) {
             size_t n = piece_len(count, U, j, off, piece);
             if (n > 0)
-                (void)t.copy(slot + j * piece * es, src + (block_start(count, U, j) + off) * es,
-                             n * es); // host memcpy: cannot fail
+                rc = t.copy(slot + j * piece * es, src + (block_start(count, U, j) + off) * es,
+                            n * es);
         }
+        if (rc == LLRDMA_AR_OK && hooked)
+            rc = t.sync(); // the copies in (and the last round's fold) before the post
+        if (rc != LLRDMA_AR_OK)
+            return carry_out(ar.fail(rc));
         ar.post_in(g);
         if ((rc = ar.wait_in(g)) != LLRDMA_AR_OK)
             return carry_out(ar.fail(rc));
@@ -228,9 +267,25 @@ int run_hier(const Args &a)
             continue;
         size_t o = static_cast<size_t>(me) * piece * es;
         void *out = at(a.buf, start + off, es);
-        reduce3(a.op, a.dtype, ar.slot(g, 0) + o, ar.slot(g, 1) + o, out, n);
-        for (int r = 2; r < L; ++r)
-            reduce3(a.op, a.dtype, out, ar.slot(g, r) + o, out, n);
+        if (hooked && a.shm->device_fold && n * es >= a.shm->device_fold_min) {
+            // The GPU reads the pinned slots; the next round's sync (or the
+            // transport, before the slice leaves) orders it.
+            rc = t.reduce(a.op, a.dtype, ar.slot(g, 0) + o, ar.slot(g, 1) + o, out, n);
+            for (int r = 2; r < L && rc == LLRDMA_AR_OK; ++r)
+                rc = t.reduce(a.op, a.dtype, out, ar.slot(g, r) + o, out, n);
+        } else {
+            // Host fold; with hooks into the private chunk, then to the slice
+            // (the chunk is next written in round g + 2, after this round's
+            // copy was synced in round g + 1).
+            void *acc = hooked ? static_cast<void *>(ar.own(g)) : out;
+            reduce3(a.op, a.dtype, ar.slot(g, 0) + o, ar.slot(g, 1) + o, acc, n);
+            for (int r = 2; r < L; ++r)
+                reduce3(a.op, a.dtype, acc, ar.slot(g, r) + o, acc, n);
+            if (hooked)
+                rc = t.copy(out, acc, n * es);
+        }
+        if (rc != LLRDMA_AR_OK)
+            return carry_out(ar.fail(rc));
     }
 
     // 2. The slice across nodes.  A failure here must not leave the node's
@@ -244,18 +299,27 @@ int run_hier(const Args &a)
         unsigned char *res = ar.result(g);
         size_t n = piece_len(count, U, me, off, piece);
         if (n > 0)
-            (void)t.copy(res + static_cast<size_t>(me) * piece * es, at(a.buf, start + off, es),
-                         n * es);
+            rc = t.copy(res + static_cast<size_t>(me) * piece * es, at(a.buf, start + off, es),
+                        n * es);
+        if (rc == LLRDMA_AR_OK && hooked)
+            rc = t.sync(); // the piece (and the last round's copies out) before the post
+        if (rc != LLRDMA_AR_OK)
+            return ar.fail(rc);
         ar.post_in(g);
         if ((rc = ar.wait_in(g)) != LLRDMA_AR_OK)
             return ar.fail(rc);
-        for (int j = 0; j < U; ++j) {
+        for (int j = 0; j < U && rc == LLRDMA_AR_OK; ++j) {
             size_t nj = piece_len(count, U, j, off, piece);
             if (j != me && nj > 0)
-                (void)t.copy(at(a.buf, block_start(count, U, j) + off, es),
-                             res + static_cast<size_t>(j) * piece * es, nj * es);
+                rc = t.copy(at(a.buf, block_start(count, U, j) + off, es),
+                            res + static_cast<size_t>(j) * piece * es, nj * es);
         }
+        if (rc != LLRDMA_AR_OK)
+            return ar.fail(rc);
     }
+    // Hooked: the last copies out may still be queued; the caller's end of
+    // the call (the stream's) waits for them, and the result chunk they read
+    // is next written two rounds on, after every rank synced again.
     return LLRDMA_AR_OK;
 }
 

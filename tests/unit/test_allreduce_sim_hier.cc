@@ -11,6 +11,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "llrdma_allreduce.h"
+#include "test_allreduce_devheap.h"
 #include "test_allreduce_ref.h"
 #include "test_allreduce_simcomm.h"
 
@@ -102,6 +103,13 @@ class Nodes
     bool ok() const { return ok_; }
     const llrdma_ar_topo_t &topo() const { return topo_; }
     const llrdma_ar_hier_t &me(int r) const { return me_[r]; }
+    // Rank r's node arena (empty for a node of one rank).
+    std::pair<const unsigned char *, const unsigned char *> arena_of(int r) const
+    {
+        const auto &a = arenas_[me_[r].node];
+        auto b = reinterpret_cast<const unsigned char *>(a.data());
+        return {b, b + a.size() * sizeof(Line)};
+    }
 
   private:
     struct alignas(64) Line {
@@ -511,6 +519,7 @@ BOOST_AUTO_TEST_CASE(argument_checks)
     BOOST_CHECK_EQUAL(run(hier_plan(LLRDMA_AR_RING, 2, 3, 64, 2), comm), LLRDMA_AR_ERR_INVALID);
     BOOST_CHECK_EQUAL(run(hier_plan(LLRDMA_AR_SHM_SPLIT, 2, 2, 64, 2), comm),
                       LLRDMA_AR_ERR_INVALID);
+    // Hooks (device vectors) without device scratch: the core may not use host memory.
     llrdma_ar_comm_t hooked = comm;
     hooked.copy = [](void *, void *, const void *, size_t) { return 0; };
     hooked.reduce = [](void *, int, int, const void *, const void *, void *, size_t) { return 0; };
@@ -570,4 +579,270 @@ BOOST_AUTO_TEST_CASE(a_failure_before_the_call_reaches_every_node)
             }
         }
     BOOST_TEST_MESSAGE(runs << " runs");
+}
+
+namespace
+{
+
+// One rank of a GPU-direct run: its vectors and scratch in fake device
+// memory (a CPU access faults), hooks that queue like a stream, and the NIC
+// model of test_allreduce_devheap.h (device memory only, one registration
+// per allocation).  The vectors and the scratch are allocated once and used
+// by every call, as an application reuses its buffers.
+struct DevRank {
+    devsim::Hooked h;
+    void *recv = nullptr, *send = nullptr, *scratch = nullptr;
+    size_t scratch_bytes = 0;
+};
+
+std::string run_rank_device(sim::World &w, Nodes &nodes, DevRank &d, int r, int p, const Case &k,
+                            int device_fold)
+{
+    llrdma_ar_comm_t comm = d.h.comm(false);
+    nodes.attach(comm, r);
+    if (comm.shm) {
+        comm.shm->device_fold = device_fold;
+        comm.shm->device_fold_min = device_fold ? 16 : 0;
+    }
+    size_t es = llrdma_ar_dtype_size(k.c.dt), bytes = k.count * es;
+    Bytes in = input(k.c, k.seed, r, p, k.count);
+    std::memcpy(d.h.heap->real(k.inplace ? d.recv : d.send, bytes), in.data(), bytes);
+    if (!k.inplace)
+        std::memset(d.h.heap->real(d.recv, bytes), 0xA5, bytes);
+    const void *sb = k.inplace == 1 ? nullptr : k.inplace == 2 ? d.recv : d.send;
+    size_t need = llrdma_ar_scratch_bytes(&k.plan, k.count, k.c.dt, p);
+    std::ostringstream e;
+    if (need > d.scratch_bytes)
+        e << "scratch of " << need << " bytes, " << d.scratch_bytes << " allocated";
+    int rc = e.str().empty() ? llrdma_ar_run(&k.plan, &comm, sb, d.recv, k.count, k.c.dt, k.c.op,
+                                             need ? d.scratch : nullptr, need ? need : 0)
+                             : 0;
+    if (!d.h.flush()) // the end of the call waits for the stream
+        e << "a queued operation failed";
+    if (rc != LLRDMA_AR_OK)
+        e << "rc " << rc;
+    else if (w.live(r) != 0)
+        e << w.live(r) << " requests left";
+    else if (!k.inplace && std::memcmp(d.h.heap->real(d.send, bytes), in.data(), bytes) != 0)
+        e << "sendbuf modified";
+    const unsigned char *got = d.h.heap->real(d.recv, bytes);
+    for (size_t i = 0; e.str().empty() && i < k.count; ++i)
+        if (!same(k.c.dt, got + i * es, &k.exact[i * es]))
+            e << "element " << i << " differs from the documented order";
+    for (const std::string &s : d.h.problems)
+        e << "; " << s;
+    d.h.problems.clear();
+    return e.str().empty() ? "" : "rank " + std::to_string(r) + ": " + e.str();
+}
+
+struct DevOutcome {
+    std::vector<std::string> errs;
+    std::vector<long> nreg, reused, nsend, nrecv;
+};
+
+DevOutcome run_world_device(const Layout &l, size_t chunk, const std::vector<Case> &cases,
+                            int device_fold)
+{
+    int p = static_cast<int>(l.key.size());
+    sim::Options opt;
+    opt.single_tag = true;
+    opt.sizes = true; // the put transport reports received sizes
+    sim::World w(p, opt);
+    Nodes nodes(l.key, chunk);
+    DevOutcome out;
+    if (!nodes.ok()) {
+        out.errs.push_back(l.name + ": llrdma_ar_layout failed");
+        return out;
+    }
+    devsim::DeviceHeap heap;
+    std::vector<DevRank> d(p);
+    size_t vec = 0, scr = 0;
+    for (const Case &k : cases) {
+        vec = std::max(vec, k.count * llrdma_ar_dtype_size(k.c.dt));
+        scr = std::max(scr, llrdma_ar_scratch_bytes(&k.plan, k.count, k.c.dt, p));
+    }
+    for (int r = 0; r < p; ++r) {
+        d[r].h.inner = w.comm(r);
+        d[r].h.heap = &heap;
+        d[r].h.deferred = true;
+        d[r].h.nic = true;
+        auto ar = nodes.arena_of(r);
+        d[r].h.host_lo = ar.first;
+        d[r].h.host_hi = ar.second;
+        d[r].recv = heap.alloc(vec, static_cast<size_t>(r % 3));
+        d[r].send = heap.alloc(vec, 1);
+        d[r].scratch_bytes = scr;
+        d[r].scratch = scr ? heap.alloc(scr, 5) : nullptr;
+    }
+    std::mutex em;
+    std::vector<std::thread> th;
+    for (int r = 0; r < p; ++r)
+        th.emplace_back([&, r] {
+            for (const Case &k : cases) {
+                std::string s = run_rank_device(w, nodes, d[r], r, p, k, device_fold);
+                if (!s.empty()) {
+                    std::lock_guard<std::mutex> g(em);
+                    out.errs.push_back(describe(k, l.name, chunk) + " device_fold " +
+                                       std::to_string(device_fold) + ": " + s);
+                }
+            }
+        });
+    for (auto &t : th)
+        t.join();
+    if (!w.quiescent())
+        out.errs.push_back(l.name + ": unmatched messages left");
+    for (const std::string &s : w.problems())
+        out.errs.push_back(l.name + ": " + s);
+    for (int r = 0; r < p; ++r) {
+        out.nreg.push_back(d[r].h.nreg);
+        out.reused.push_back(d[r].h.nreg_reused);
+        out.nsend.push_back(d[r].h.nsend);
+        out.nrecv.push_back(d[r].h.nrecv);
+    }
+    return out;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(gpu_direct_every_op_and_dtype)
+{
+    // The GPU-direct inter-node step (docs/allreduce.md): device vectors on
+    // 2 and 4 simulated nodes (and an irregular 3+1), every op x datatype x
+    // inter-node algorithm, folds on the device and on the CPU, chunks that
+    // make many rounds.  The core may touch device memory only through the
+    // hooks (anything else faults), the hooks run late as on a stream, every
+    // message is device memory handed to the NIC model, and each rank
+    // registers at most its receive vector and its scratch: once, for every
+    // call after the first.  Results bitwise in the documented order.
+    for (const char *name : {"2+2", "2+2+2+2", "3+1"}) {
+        Layout l = layout_named(name);
+        Nodes probe(l.key, 64);
+        BOOST_REQUIRE(probe.ok());
+        const llrdma_ar_topo_t t = probe.topo();
+        for (int device_fold : {0, 1}) {
+            std::vector<Case> cases;
+            size_t i = 0;
+            for (int inter : kInter)
+                for (const Combo &c : all_combos()) {
+                    size_t es = llrdma_ar_dtype_size(c.dt);
+                    Case k{c,
+                           i % 4 == 0 ? size_t(1001) : size_t(37),
+                           static_cast<int>(i % 3),
+                           hier_plan(inter, 1 + static_cast<int>(i % t.min_local), t.nnodes,
+                                     (i % 2 ? 3 : 64) * es, 1 + static_cast<int>(i % 3)),
+                           mix(900 + i),
+                           {},
+                           {}};
+                    ++i;
+                    prepare(k, l.key);
+                    cases.push_back(k);
+                }
+            DevOutcome o = run_world_device(l, 256, cases, device_fold);
+            report(o.errs);
+            const int p = static_cast<int>(l.key.size());
+            long messages = 0;
+            for (int r = 0; r < p; ++r) {
+                messages += o.nsend[r] + o.nrecv[r];
+                BOOST_CHECK_MESSAGE(o.nreg[r] <= 2, name << " rank " << r << ": " << o.nreg[r]
+                                                         << " registrations (at most the receive "
+                                                            "vector and the scratch)");
+                if (o.nreg[r] > 0)
+                    BOOST_CHECK_MESSAGE(o.reused[r] > static_cast<long>(cases.size()),
+                                        name << " rank " << r << ": registrations reused only "
+                                             << o.reused[r] << " times in " << cases.size()
+                                             << " calls");
+            }
+            BOOST_CHECK_MESSAGE(messages > static_cast<long>(cases.size()),
+                                name << ": the inter-node step sent no messages");
+        }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(gpu_direct_hook_failure_ends_every_rank)
+{
+    // A hook that fails on one rank (a CUDA error) in the node phases or the
+    // inter-node step: every rank of every node fails the call, none waits
+    // for good, nothing is left over.
+    Combo c{LLRDMA_DT_FLOAT, LLRDMA_OP_SUM};
+    int fired = 0, runs = 0;
+    for (const char *name : {"2+2", "3+1"})
+        for (int inter : kInter)
+            for (int kind : {devsim::kCopy, devsim::kReduce, devsim::kSync})
+                for (long at : {1L, 2L, 4L, 9L}) {
+                    Layout l = layout_named(name);
+                    int p = static_cast<int>(l.key.size());
+                    Nodes nodes(l.key, 256);
+                    BOOST_REQUIRE(nodes.ok());
+                    Case k{c, 1000,
+                           0, hier_plan(inter, nodes.topo().min_local, nodes.topo().nnodes, 64, 2),
+                           7, {},
+                           {}};
+                    prepare(k, l.key);
+                    sim::Options opt;
+                    opt.single_tag = true;
+                    opt.sizes = true;
+                    opt.timeout = std::chrono::milliseconds(5000);
+                    sim::World w(p, opt);
+                    devsim::DeviceHeap heap;
+                    std::vector<DevRank> d(p);
+                    std::vector<int> rcs(p);
+                    size_t bytes = k.count * 4,
+                           scr = llrdma_ar_scratch_bytes(&k.plan, k.count, c.dt, p);
+                    for (int r = 0; r < p; ++r) {
+                        d[r].h.inner = w.comm(r);
+                        d[r].h.heap = &heap;
+                        d[r].h.deferred = true;
+                        d[r].h.nic = true;
+                        auto ar = nodes.arena_of(r);
+                        d[r].h.host_lo = ar.first;
+                        d[r].h.host_hi = ar.second;
+                        d[r].recv = heap.alloc(bytes);
+                        d[r].send = heap.alloc(bytes);
+                        d[r].scratch = scr ? heap.alloc(scr) : nullptr;
+                        if (r == p - 1) {
+                            d[r].h.fail_kind = kind;
+                            d[r].h.fail_at = at;
+                        }
+                    }
+                    std::vector<std::thread> th;
+                    for (int r = 0; r < p; ++r)
+                        th.emplace_back([&, r] {
+                            llrdma_ar_comm_t comm = d[r].h.comm(false);
+                            nodes.attach(comm, r);
+                            Bytes in = input(c, k.seed, r, p, k.count);
+                            std::memcpy(heap.real(d[r].send, bytes), in.data(), bytes);
+                            rcs[r] = llrdma_ar_run(&k.plan, &comm, d[r].send, d[r].recv, k.count,
+                                                   c.dt, c.op, d[r].scratch, scr);
+                            d[r].h.flush();
+                        });
+                    for (auto &x : th)
+                        x.join();
+                    ++runs;
+                    std::string ctx = describe(k, l.name, 256) + " hook " + std::to_string(kind) +
+                                      " fails at " + std::to_string(at);
+                    for (const std::string &s : w.problems())
+                        BOOST_ERROR(ctx << ": " << s);
+                    BOOST_CHECK_MESSAGE(w.quiescent(), ctx << ": unmatched messages left");
+                    bool failed = rcs[p - 1] != LLRDMA_AR_OK;
+                    fired += failed;
+                    const int fnode = nodes.me(p - 1).node;
+                    for (int r = 0; r < p; ++r) {
+                        BOOST_CHECK_MESSAGE(w.live(r) == 0,
+                                            ctx << ": rank " << r << " left requests");
+                        // The failing rank's node fails through the arena; another
+                        // node fails through the inter-node step's empty messages,
+                        // or -- when the failure came after the failing rank's last
+                        // send -- succeeds, with the right result.
+                        if (failed && nodes.me(r).node == fnode)
+                            BOOST_CHECK_MESSAGE(rcs[r] != LLRDMA_AR_OK,
+                                                ctx << ": rank " << r << " succeeded");
+                        if (rcs[r] == LLRDMA_AR_OK)
+                            BOOST_CHECK_MESSAGE(std::memcmp(heap.real(d[r].recv, bytes),
+                                                            k.exact.data(), bytes) == 0,
+                                                ctx << ": rank " << r
+                                                    << ": wrong result reported as success");
+                    }
+                }
+    BOOST_TEST_MESSAGE(fired << " of " << runs << " runs injected a failure");
+    BOOST_CHECK(fired > runs / 2);
 }
