@@ -73,6 +73,7 @@ std::string to_json(const llrdma_rank_config_t &c)
     o["coll_wait_sleep_ns"] = c.coll_wait_sleep_ns;
     o["coll_wait_oversubscribed"] = c.coll_wait_oversubscribed;
     o["coll_wait_why"] = from_fixed(c.coll_wait_why, sizeof c.coll_wait_why);
+    o["gpu_rdma_every"] = c.gpu_rdma_every;
     o["fork_safe"] = from_fixed(c.fork_safe, sizeof c.fork_safe);
     o["btl_status"] = from_fixed(c.btl_status, sizeof c.btl_status);
     o["devices"] = c.ndevices;
@@ -265,6 +266,7 @@ bool from_json(const char *text, llrdma_rank_config_t &c)
     r.str("coll_wait_why", c.coll_wait_why, sizeof c.coll_wait_why);
     r.str("btl_status", c.btl_status, sizeof c.btl_status);
     r.str("fork_safe", c.fork_safe, sizeof c.fork_safe);
+    r.integer("gpu_rdma_every", c.gpu_rdma_every, 0, 1);
     r.integer("devices", c.ndevices, INT32_MIN, INT32_MAX);
     if (const Json *v = r.obj("device")) {
         llrdma_device_info_t &d = c.device;

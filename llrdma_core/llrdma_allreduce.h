@@ -570,7 +570,8 @@ typedef struct llrdma_ar_comm {
 enum {
     LLRDMA_AR_DEV_WHOLE = 1, /* copied whole to host memory, host path */
     LLRDMA_AR_DEV_PEER = 2,  /* GPU peer path (CUDA IPC) */
-    LLRDMA_AR_DEV_GPU = 3    /* reduced on the GPU, staged per round or segment */
+    LLRDMA_AR_DEV_GPU = 3,   /* reduced on the GPU, staged per round or segment */
+    LLRDMA_AR_DEV_DIRECT = 4 /* several nodes: GPU memory straight to the NIC */
 };
 typedef struct {
     int hier;           /* the plan is the hierarchical schedule (several nodes) */
@@ -580,6 +581,11 @@ typedef struct {
     uint64_t peer_min;  /* coll_llrdma_gpu_peer_min */
     int stage_auto;     /* coll_llrdma_gpu_stage_max is "auto" */
     uint64_t stage_max; /* its value otherwise */
+    /* hier only: this rank's btl/llrdma registers GPU memory on every module
+     * and the call's inter-node step goes by RDMA writes (the put transport):
+     * the GPU-direct step.  Local to the rank: the messages are the same
+     * either way. */
+    int direct;
 } llrdma_ar_dev_rule_t;
 /* coll_llrdma_gpu_stage_max in effect ("auto": 16K with an arena, 2M without). */
 uint64_t llrdma_ar_dev_stage_max(const llrdma_ar_dev_rule_t *r);
@@ -591,7 +597,8 @@ int llrdma_ar_dev_try_peer(uint64_t bytes, const llrdma_ar_dev_rule_t *r);
  * shared_gpu (another rank uses this GPU).  *why: one line. */
 int llrdma_ar_dev_path(uint64_t bytes, const llrdma_ar_dev_rule_t *r, int peer_ok, int shared_gpu,
                        const char **why);
-const char *llrdma_ar_dev_path_name(int path); /* "host-copy", "gpu-peer", "gpu" */
+/* "host-copy", "gpu-peer", "gpu", "gpu-direct" */
+const char *llrdma_ar_dev_path_name(int path);
 
 /* Scratch the run needs, in bytes (0 is possible). */
 size_t llrdma_ar_scratch_bytes(const llrdma_ar_plan_t *plan, size_t count, int dtype,

@@ -219,6 +219,8 @@ typedef struct {
     char coll_wait_why[96];       /* the counts behind it: "4 ranks here, 2 online CPUs, ..." */
     char fork_safe[64];           /* btl_llrdma_fork_safe outcome: "kernel", "ibv_fork_init", "off",
                                      "failed: <strerror>"; "" when the BTL did not run */
+    int gpu_rdma_every;           /* 1: every btl/llrdma module registers GPU memory (dmabuf or
+                                     peermem), RDMA on: coll/llrdma's GPU-direct step may run */
 } llrdma_rank_config_t;
 
 /* Buffer size that holds the JSON of any llrdma_rank_config_t (worst-case escaping). */

@@ -33,7 +33,7 @@
 extern "C" {
 #endif
 
-#define LLRDMA_CUDA_API_VERSION 3
+#define LLRDMA_CUDA_API_VERSION 4
 #define LLRDMA_CUDA_LIB_NAME "libllrdma_cuda.so"
 #define LLRDMA_CUDA_CACHE_BYTES ((size_t)64 << 20)
 #define LLRDMA_CUDA_IPC_BYTES 64 /* IPC memory and event handles */
@@ -131,6 +131,12 @@ typedef struct llrdma_cuda_api {
      * last record of `ev` (another process's, through event_open). */
     int (*event_record)(llrdma_cuda_session_t *s, void *ev);
     int (*stream_wait)(llrdma_cuda_session_t *s, void *ev);
+
+    /* Version 4: device memory that outlives sessions (cudaMalloc on
+     * `device`, < 0: current; the caller's device is kept): the GPU-direct
+     * inter-node step's scratch, registered with the NIC once and reused. */
+    void *(*dev_alloc)(int device, size_t bytes, char *err, size_t errlen);
+    void (*dev_free)(void *p);
 } llrdma_cuda_api_t;
 
 /* NULL when the library does not implement `version`. */

@@ -154,6 +154,15 @@ typedef struct mca_coll_llrdma_module_t {
      * rank's inter-node peers, agreed at set-up, less ob1's header: what ob1
      * sends eagerly) take the PML. */
     size_t net_eager;
+    /* GPU-direct inter-node step (docs/allreduce.md): 1 when net is btl and
+     * this rank's btl/llrdma registers GPU memory on every module (so device
+     * vectors cross nodes by RDMA from and to GPU memory); decided at set-up,
+     * per rank (the messages are the same either way).  Its device scratch
+     * is kept across calls so its registration is reused. */
+    int gpu_direct;
+    void *dev_scratch;
+    size_t dev_scratch_bytes;
+    int dev_scratch_device;
     int hier_said; /* a broken node arena was reported */
     /* The GPU peer path (coll_llrdma_peer.c): its state (same on every
      * rank), mapped peer allocations and events, exported handles, this
@@ -270,6 +279,7 @@ const mca_coll_llrdma_net_t *mca_coll_llrdma_net_for(const struct mca_coll_llrdm
                                                      const llrdma_ar_plan_t *plan, size_t count,
                                                      size_t esize);
 const char *mca_coll_llrdma_net_name(int knob); /* "auto", "pml", "btl" */
+int mca_coll_llrdma_net_is_btl(const mca_coll_llrdma_net_t *net);
 
 /* coll_llrdma_btlnet.c: the BTL put transport (see there). */
 typedef struct mca_coll_llrdma_btlnet mca_coll_llrdma_btlnet_t;
@@ -371,7 +381,7 @@ int mca_coll_llrdma_gpu_fallback(const void *sbuf, void *rbuf, int count,
 void mca_coll_llrdma_gpu_finalize(void);
 /* Unpins the module's arena if the GPU path pinned it. */
 void mca_coll_llrdma_gpu_unregister(mca_coll_llrdma_module_t *m);
-/* Frees (and unpins) the whole-vector host copies. */
+/* Frees (and unpins) the whole-vector host copies, and the GPU-direct scratch. */
 void mca_coll_llrdma_gpu_release(mca_coll_llrdma_module_t *m);
 /* 1 when another rank of comm uses the same physical GPU (published in the
  * arena's info lines; a rank's first call may not see the others yet, which

@@ -565,7 +565,18 @@ static int run_plan(const llrdma_ar_plan_t *plan, const void *sbuf, void *rbuf, 
         uint64_t bytes = (uint64_t)count * esize;
         int shared = !rule.hier && rule.stage_auto && bytes > llrdma_ar_dev_stage_max(&rule) &&
                      mca_coll_llrdma_gpu_shared(m, comm, device);
-        if (LLRDMA_AR_DEV_GPU != llrdma_ar_dev_path(bytes, &rule, 0, shared, NULL)) {
+        int path;
+        /* Several nodes: GPU-direct where this rank's NIC registers GPU
+         * memory and the call's inter-node step is the put transport. */
+        rule.direct =
+            rule.hier && m->gpu_direct &&
+            mca_coll_llrdma_net_is_btl(mca_coll_llrdma_net_for(m, plan, (size_t)count, esize));
+        path = llrdma_ar_dev_path(bytes, &rule, 0, shared, NULL);
+        if (c->verbose >= 10 && rule.hier) {
+            opal_output_verbose(10, c->output, "coll:llrdma: allreduce on %s: device vector, %s",
+                                comm->c_name, llrdma_ar_dev_path_name(path));
+        }
+        if (LLRDMA_AR_DEV_GPU != path && LLRDMA_AR_DEV_DIRECT != path) {
             plan_pass_t pass = {
                 {plan_pass_run, failed}, plan, count, dt, lop, esize, dtype, op, comm, m};
             return mca_coll_llrdma_gpu_fallback(sbuf, rbuf, count, dtype, op, comm, m, skind, rkind,

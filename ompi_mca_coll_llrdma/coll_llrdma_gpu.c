@@ -189,6 +189,9 @@ typedef struct {
     llrdma_cuda_session_t *s;
     int cuda_failed; /* the session holds the message */
     int cancelling;  /* after an error: receives are not copied in */
+    /* GPU-direct: the inter-node step's transport (btl put) and its call state. */
+    const mca_coll_llrdma_net_t *net;
+    void *net_ctx;
 } gpu_ctx_t;
 
 typedef struct {
@@ -375,6 +378,91 @@ static void gpu_free(void *ctx, void *p)
     g->api->free(g->s, p);
 }
 
+/* ------------------------------------------- GPU-direct transport
+ * The hierarchical schedule's inter-node messages on device memory, handed
+ * as they are to btl/llrdma's put transport, which registers them with the
+ * NIC (dma-buf or peermem, through the BTL's registration cache).  The NIC
+ * does not see the stream's order: before a buffer goes to it, as a source
+ * or as a target, everything enqueued so far must have run (a copy or
+ * reduction that wrote the source, a kernel still reading the target). */
+static int direct_sync(gpu_ctx_t *g)
+{
+    if (!g->cuda_failed && 0 != g->api->sync(g->s)) {
+        g->cuda_failed = 1;
+    }
+    return g->cuda_failed;
+}
+
+static int direct_isend(void *ctx, const void *buf, size_t bytes, int peer, int tag, void **req)
+{
+    gpu_ctx_t *g = (gpu_ctx_t *)ctx;
+    /* After a CUDA failure the message goes empty: the peer learns the call
+     * failed (llrdma_ar_comm_t.waitall_sizes), the messages stay matched. */
+    if (0 != bytes && direct_sync(g)) {
+        bytes = 0;
+    }
+    return g->net->isend(g->net_ctx, buf, bytes, peer, tag, req);
+}
+
+static int direct_irecv(void *ctx, void *buf, size_t bytes, int peer, int tag, void **req)
+{
+    gpu_ctx_t *g = (gpu_ctx_t *)ctx;
+    (void)direct_sync(g); /* a failure is the session's: the call fails at end */
+    return g->net->irecv(g->net_ctx, buf, bytes, peer, tag, req);
+}
+
+static int direct_waitall_sizes(void *ctx, int n, void **reqs, size_t *bytes)
+{
+    gpu_ctx_t *g = (gpu_ctx_t *)ctx;
+    return g->net->waitall_sizes(g->net_ctx, n, reqs, bytes);
+}
+
+static int direct_waitall(void *ctx, int n, void **reqs)
+{
+    gpu_ctx_t *g = (gpu_ctx_t *)ctx;
+    return g->net->waitall(g->net_ctx, n, reqs);
+}
+
+static int direct_cancel(void *ctx, void *req)
+{
+    gpu_ctx_t *g = (gpu_ctx_t *)ctx;
+    return g->net->cancel(g->net_ctx, req);
+}
+
+/* The step's device scratch, kept across calls (and so its registration);
+ * NULL with the reason said when it cannot be had. */
+static void *direct_scratch(mca_coll_llrdma_module_t *m, gpu_ctx_t *g, size_t need, int device,
+                            struct ompi_communicator_t *comm)
+{
+    char err[256] = "";
+    if (0 == need) {
+        return NULL;
+    }
+    if (need <= m->dev_scratch_bytes && device == m->dev_scratch_device) {
+        return m->dev_scratch;
+    }
+    g->api->dev_free(m->dev_scratch); /* its stale registration: the BTL's buffer id check */
+    m->dev_scratch = g->api->dev_alloc(device, need, err, sizeof(err));
+    m->dev_scratch_bytes = NULL != m->dev_scratch ? need : 0;
+    m->dev_scratch_device = device;
+    if (NULL == m->dev_scratch) {
+        opal_output(0,
+                    "coll:llrdma: MPI_Allreduce on %s (GPU buffers): %lu bytes of GPU-direct "
+                    "scratch: %s",
+                    comm->c_name, (unsigned long)need, err);
+    }
+    return m->dev_scratch;
+}
+
+static void release_direct(mca_coll_llrdma_module_t *m)
+{
+    if (NULL != m->dev_scratch && NULL != cuda_api) {
+        cuda_api->dev_free(m->dev_scratch);
+    }
+    m->dev_scratch = NULL;
+    m->dev_scratch_bytes = 0;
+}
+
 /* ------------------------------------------------------------- entries */
 
 int mca_coll_llrdma_allreduce_gpu(const llrdma_ar_plan_t *plan, const void *sbuf, void *rbuf,
@@ -384,6 +472,8 @@ int mca_coll_llrdma_allreduce_gpu(const llrdma_ar_plan_t *plan, const void *sbuf
     gpu_ctx_t g;
     llrdma_ar_comm_t tc;
     char err[512];
+    void *scratch = NULL;
+    size_t scratch_bytes = 0;
     int rc;
 
     memset(&g, 0, sizeof(g));
@@ -415,8 +505,30 @@ int mca_coll_llrdma_allreduce_gpu(const llrdma_ar_plan_t *plan, const void *sbuf
         m->shm.device_fold_min = mca_coll_llrdma_component.gpu_fold_min;
         tc.shm = &m->shm;
     }
+    if (LLRDMA_AR_HIER == plan->alg) {
+        /* GPU-direct (llrdma_ar_dev_path chose it: the call's step is the
+         * put transport): its messages go to the NIC as device memory. */
+        size_t need = llrdma_ar_scratch_bytes(plan, count, dt, tc.size);
+        g.net = mca_coll_llrdma_net_of(m);
+        g.net_ctx = g.net->begin(m, &g.pml);
+        tc.isend = direct_isend;
+        tc.irecv = direct_irecv;
+        tc.waitall = direct_waitall;
+        tc.waitall_sizes = direct_waitall_sizes;
+        tc.cancel = direct_cancel;
+        tc.hier = &m->hier;
+        scratch = direct_scratch(m, &g, need, device, comm);
+        if (0 != need && NULL == scratch) {
+            /* Carried as for a failed host scratch: the schedule runs with
+             * every receive sunk, so no other node waits. */
+            mca_coll_llrdma_btlnet_sink(g.net_ctx);
+            tc.failed = 1;
+            scratch = (void *)&tc; /* never read: a failed run touches no buffer */
+        }
+        scratch_bytes = need;
+    }
 
-    rc = llrdma_ar_run(plan, &tc, sbuf, rbuf, count, dt, lop, NULL, 0);
+    rc = llrdma_ar_run(plan, &tc, sbuf, rbuf, count, dt, lop, scratch, scratch_bytes);
     /* A rank found gone fails this call and every later one (as on host). */
     if (mca_coll_llrdma_pml_gone(m, &g.pml, rc) && LLRDMA_AR_OK == rc) {
         rc = LLRDMA_AR_ERR_PEER_GONE;
@@ -489,6 +601,7 @@ void mca_coll_llrdma_gpu_release(mca_coll_llrdma_module_t *m)
 {
     release_stage(m, 0);
     release_stage(m, 1);
+    release_direct(m);
 }
 
 int mca_coll_llrdma_gpu_shared(mca_coll_llrdma_module_t *m, struct ompi_communicator_t *comm,

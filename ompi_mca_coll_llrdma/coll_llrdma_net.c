@@ -30,6 +30,7 @@
 #include "opal/util/output.h"
 
 #include "coll_llrdma.h"
+#include "llrdma_core.h"
 
 /* ob1 sends a message eagerly only up to btl_eager_limit minus
  * sizeof(mca_pml_ob1_hdr_t) (pml_ob1_sendreq.h); that header is not
@@ -79,6 +80,11 @@ const mca_coll_llrdma_net_t *mca_coll_llrdma_net_for(const mca_coll_llrdma_modul
     return net;
 }
 
+int mca_coll_llrdma_net_is_btl(const mca_coll_llrdma_net_t *net)
+{
+    return &btl_net == net;
+}
+
 const char *mca_coll_llrdma_net_name(int knob)
 {
     return LLRDMA_NET_BTL == knob ? "btl" : LLRDMA_NET_PML == knob ? "pml" : "auto";
@@ -95,6 +101,7 @@ void mca_coll_llrdma_net_setup(mca_coll_llrdma_module_t *m, struct ompi_communic
 
     m->net = &pml_net;
     m->net_eager = 0;
+    m->gpu_direct = 0;
     if (LLRDMA_NET_PML == knob) {
         said = "forced";
         goto out_say;
@@ -155,6 +162,13 @@ void mca_coll_llrdma_net_setup(mca_coll_llrdma_module_t *m, struct ompi_communic
                                   : "a rank has no btl/llrdma RDMA path to a peer";
     }
     free(ranks);
+    if (&btl_net == m->net) {
+        /* Device vectors straight to the NIC where every module of this
+         * rank's BTL registers GPU memory: a rank decides alone, as the
+         * inter-node messages are the same whatever memory they come from. */
+        llrdma_rank_config_t cfg;
+        m->gpu_direct = LLRDMA_OK == llrdma_state_get(&cfg) && cfg.gpu_rdma_every;
+    }
 out_say:
     if (c->verbose >= 5 && 0 == me) {
         char small[128] = "";
@@ -164,7 +178,13 @@ out_say:
                      "take the PML",
                      (unsigned long)m->net_eager);
         }
-        opal_output_verbose(5, c->output, "coll:llrdma: %s: inter-node transport %s (%s)%s",
-                            comm->c_name, mca_coll_llrdma_net_of(m)->name, said, small);
+        opal_output_verbose(5, c->output,
+                            "coll:llrdma: %s: inter-node transport %s (%s)%s; device vectors on "
+                            "rank 0: %s",
+                            comm->c_name, mca_coll_llrdma_net_of(m)->name, said, small,
+                            m->gpu_direct ? "GPU-direct (btl/llrdma registers GPU memory)"
+                            : &btl_net == m->net
+                                ? "copied to host memory (btl/llrdma registers no GPU memory)"
+                                : "copied to host memory (the PML carries the inter-node step)");
     }
 }

@@ -140,6 +140,7 @@ typedef struct mca_btl_llrdma_module_t {
     char gpu_report[160];   /* "dmabuf", "peermem", "none (why)"; why, when gpu_error */
     int gpu_error;          /* btl_llrdma_gpu_rdma forced a mode the device lacks */
     uint64_t gpu_buffer_id; /* of the device buffer being registered (for reg_mem_cb) */
+    uint64_t gpu_regs;      /* GPU memory registrations made (cache misses), said at finalize */
     /* Completion events and the progress thread (btl_llrdma_thread.c) */
     struct ibv_comp_channel *channel; /* the BW path's CQs report here; NULL: polled only */
     char thread_why[96];              /* why there is no progress thread ("" when there is) */

@@ -42,7 +42,15 @@ static void gpu_report(mca_btl_llrdma_component_t *c, llrdma_rank_config_t *cfg)
         }
     }
     if (c->nmodules > 0) {
-        return; /* module_granted filled cfg->device.gpu_rdma */
+        /* module_granted filled cfg->device.gpu_rdma; coll/llrdma's GPU-direct
+         * step needs every module (any may carry an inter-node peer). */
+        cfg->gpu_rdma_every = 1;
+        for (int i = 0; i < c->nmodules; ++i) {
+            if (LLRDMA_GPU_NONE == c->modules[i]->gpu_mode || NULL == c->modules[i]->rcache) {
+                cfg->gpu_rdma_every = 0;
+            }
+        }
+        return;
     }
     (void)llrdma_gpu_knob_parse(c->gpu_rdma, &knob); /* validated in check_params */
     if (LLRDMA_OK != llrdma_gpu_rdma_choose(knob, &none, &mode, cfg->device.gpu_rdma,

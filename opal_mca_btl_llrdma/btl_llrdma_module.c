@@ -861,6 +861,12 @@ static int llrdma_finalize(struct mca_btl_base_module_t *btl)
             c->modules[i] = NULL;
         }
     }
+    if (((mca_btl_llrdma_module_t *)btl)->gpu_regs > 0) {
+        const mca_btl_llrdma_module_t *m = (const mca_btl_llrdma_module_t *)btl;
+        opal_output_verbose(5, c->output, "btl:llrdma: %s:%d: %llu GPU memory registration(s) (%s)",
+                            m->port.dev, m->port.port, (unsigned long long)m->gpu_regs,
+                            m->gpu_report);
+    }
     if (((mca_btl_llrdma_module_t *)btl)->foreign_rejects > 0) {
         const mca_btl_llrdma_module_t *m = (const mca_btl_llrdma_module_t *)btl;
         opal_output_verbose(1, c->output,

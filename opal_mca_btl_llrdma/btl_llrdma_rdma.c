@@ -43,6 +43,7 @@ static int reg_mem_cb(void *reg_data, void *base, size_t size, mca_rcache_base_r
     if (reg->flags & LLRDMA_RCACHE_FLAGS_GPU_MEM) {
         r->buffer_id = m->gpu_buffer_id;
         r->mr = mca_btl_llrdma_gpu_reg(m, base, size, access_of(reg->access_flags));
+        m->gpu_regs += NULL != r->mr; /* under the module lock (register_mem) */
     } else {
         r->buffer_id = 0;
         r->mr = mca_btl_llrdma_verbs.reg_mr(m->pd, base, size, access_of(reg->access_flags));

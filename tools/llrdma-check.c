@@ -208,9 +208,18 @@ static void print_device_plan(const llrdma_rank_config_t *c, int hier, size_t ch
     llrdma_format_size(r.peer_min, min, sizeof(min));
     llrdma_format_size(llrdma_ar_dev_stage_max(&r), stage, sizeof(stage));
     if (hier) {
-        printf("  CUDA device vectors: %s at every size (several nodes: the hierarchical schedule "
-               "runs on host memory)\n",
+        /* Per rank: this rank's btl/llrdma registers GPU memory or not; the
+         * put transport is chosen per call (coll_llrdma_internode_transport). */
+        printf("  CUDA device vectors: %s where a call's inter-node step goes by btl/llrdma RDMA "
+               "(this rank registers GPU memory: %s), else %s\n",
+               llrdma_ar_dev_path_name(LLRDMA_AR_DEV_DIRECT),
+               c->device.gpu_rdma[0] ? c->device.gpu_rdma : "-",
                llrdma_ar_dev_path_name(LLRDMA_AR_DEV_WHOLE));
+        if (!c->gpu_rdma_every) {
+            printf("  (not every btl/llrdma module of this rank registers GPU memory: %s at "
+                   "every size)\n",
+                   llrdma_ar_dev_path_name(LLRDMA_AR_DEV_WHOLE));
+        }
         return;
     }
     printf("\n  CUDA device vectors (coll_llrdma_gpu_peer %s from %s, gpu_stage_max %s%s):\n",

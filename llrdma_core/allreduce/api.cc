@@ -53,10 +53,10 @@ struct ScratchOnExit {
 bool hier_args_ok(const llrdma_ar_plan_t *plan, const llrdma_ar_comm_t *comm)
 {
     const llrdma_ar_hier_t *h = comm->hier;
-    if (!h || h->nnodes < 1 || h->node < 0 ||
-        h->node >= h->nnodes || h->local_size < 1 || h->local_rank < 0 ||
-        h->local_rank >= h->local_size || plan->slices < 1 || plan->slices > h->local_size ||
-        plan->nodes != h->nnodes || plan->segment_bytes == 0 || plan->nsegments_in_flight < 1 ||
+    if (!h || h->nnodes < 1 || h->node < 0 || h->node >= h->nnodes || h->local_size < 1 ||
+        h->local_rank < 0 || h->local_rank >= h->local_size || plan->slices < 1 ||
+        plan->slices > h->local_size || plan->nodes != h->nnodes || plan->segment_bytes == 0 ||
+        plan->nsegments_in_flight < 1 ||
         (plan->inter_alg != LLRDMA_AR_RECURSIVE_DOUBLING &&
          plan->inter_alg != LLRDMA_AR_RABENSEIFNER && plan->inter_alg != LLRDMA_AR_RING))
         return false;

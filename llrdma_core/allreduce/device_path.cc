@@ -30,6 +30,10 @@ extern "C" int llrdma_ar_dev_path(uint64_t bytes, const llrdma_ar_dev_rule_t *r,
     if (r == nullptr) {
         path = 0;
         w = "no rule";
+    } else if (r->hier && r->direct) {
+        path = LLRDMA_AR_DEV_DIRECT;
+        w = "several nodes: the node phases through the pinned arena, the inter-node step by "
+            "RDMA from and to GPU memory, reduced on the GPU";
     } else if (r->hier) {
         path = LLRDMA_AR_DEV_WHOLE;
         w = "several nodes: copied whole to host memory, hierarchical schedule";
@@ -61,6 +65,8 @@ extern "C" const char *llrdma_ar_dev_path_name(int path)
         return "gpu-peer";
     case LLRDMA_AR_DEV_GPU:
         return "gpu";
+    case LLRDMA_AR_DEV_DIRECT:
+        return "gpu-direct";
     default:
         return "?";
     }

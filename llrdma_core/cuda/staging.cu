@@ -535,6 +535,35 @@ void api_finalize()
     g.pools.clear();
 }
 
+void *api_dev_alloc(int device, size_t bytes, char *err, size_t errlen)
+{
+    int cur = 0;
+    cudaError_t e = cudaGetDevice(&cur);
+    if (e != cudaSuccess) {
+        put_err(err, errlen, describe("cudaGetDevice", e));
+        return nullptr;
+    }
+    int dev = device < 0 ? cur : device;
+    if (dev != cur && (e = cudaSetDevice(dev)) != cudaSuccess) {
+        put_err(err, errlen, describe("cudaSetDevice", e));
+        return nullptr;
+    }
+    void *p = nullptr;
+    if ((e = cudaMalloc(&p, bytes)) != cudaSuccess) {
+        put_err(err, errlen, describe("cudaMalloc (GPU-direct scratch)", e));
+        p = nullptr;
+    }
+    if (dev != cur)
+        cudaSetDevice(cur);
+    return p;
+}
+
+void api_dev_free(void *p)
+{
+    if (p)
+        cudaFree(p); // errors ignored: CUDA may be shutting down
+}
+
 const llrdma_cuda_api_t kApi = {
     LLRDMA_CUDA_API_VERSION,
     api_begin,
@@ -566,6 +595,8 @@ const llrdma_cuda_api_t kApi = {
     api_peer_reduce,
     api_event_record,
     api_stream_wait,
+    api_dev_alloc,
+    api_dev_free,
 };
 
 } // namespace

@@ -14,6 +14,9 @@
  * FAKEGPU_FAIL_AT=N fails the N-th stage_out of the process,
  * FAKEGPU_FAIL_SYNC_AT=N its N-th sync (the shared-memory arena's wait),
  * FAKEGPU_FAIL_COPY_AT=N its N-th whole-vector copy (copy_sync);
+ * FAKEGPU_NIC_VISIBLE=1 maps device memory readable and writable, so a NIC
+ * can register it as with peermem (Soft-RoCE's ibv_reg_mr pins its pages):
+ * the GPU-direct test; a stray CPU access is then not caught.
  * FAKEGPU_NO_REGISTER=1 refuses to pin host memory (copies to unpinned host
  * memory are then allowed, as CUDA allows them); FAKEGPU_NOT_MAPPED=1 pins
  * it for copies but not for kernels.
@@ -77,6 +80,12 @@ __attribute__((destructor)) static void fini(void)
     }
 }
 
+static int nic_visible(void)
+{
+    const char *v = getenv("FAKEGPU_NIC_VISIBLE");
+    return NULL != v && 0 == strcmp(v, "1");
+}
+
 static void init(void)
 {
     int f = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, fd;
@@ -85,7 +94,11 @@ static void init(void)
     if (fd < 0 || 0 != ftruncate(fd, (off_t)SPAN)) {
         abort();
     }
-    dev_base = mmap(NULL, SPAN, PROT_NONE, f, -1, 0);
+    if (nic_visible()) { /* the NIC pins it (peermem's way): the CPU may touch it too */
+        dev_base = mmap(NULL, SPAN, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+    } else {
+        dev_base = mmap(NULL, SPAN, PROT_NONE, f, -1, 0);
+    }
     dev_back = mmap(NULL, SPAN, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
     man_base = mmap(NULL, SPAN, PROT_READ | PROT_WRITE, f, -1, 0);
     close(fd);
@@ -236,6 +249,20 @@ EXPORT int cuPointerGetAttributes(unsigned int n, int *attrs, void **data, unsig
         case 9: /* DEVICE_ORDINAL */
             v = in_dev(p) || in_man(p) ? 0 : -1;
             break;
+        case 7: { /* BUFFER_ID (64 bits): the allocation's id, never reused */
+            uint64_t id = 0;
+            size_t off = (size_t)((const unsigned char *)p - dev_base);
+            pthread_mutex_lock(&lock);
+            for (uint64_t k = 0; in_dev(p) && k < table->nallocs; ++k) {
+                alloc_t *a = &table->allocs[k];
+                if (a->live && off >= a->off && off < a->off + a->size) {
+                    id = a->id;
+                }
+            }
+            pthread_mutex_unlock(&lock);
+            memcpy(data[i], &id, 8);
+            continue;
+        }
         default:
             return 1;
         }
@@ -941,6 +968,19 @@ static int f_stream_wait(llrdma_cuda_session_t *s, void *ev)
     return enqueue(s, &j);
 }
 
+static void *f_dev_alloc(int device, size_t bytes, char *err, size_t errlen)
+{
+    (void)device;
+    (void)err;
+    (void)errlen;
+    return fakegpu_malloc(bytes, 0); /* not a session's: not in the counters */
+}
+
+static void f_dev_free(void *p)
+{
+    fakegpu_free(p);
+}
+
 static const llrdma_cuda_api_t api = {
     LLRDMA_CUDA_API_VERSION,
     f_begin,
@@ -972,6 +1012,8 @@ static const llrdma_cuda_api_t api = {
     f_peer_reduce,
     f_event_record,
     f_stream_wait,
+    f_dev_alloc,
+    f_dev_free,
 };
 
 EXPORT const llrdma_cuda_api_t *llrdma_cuda_api(int version)

@@ -6,13 +6,14 @@
  * Results must equal the host path's bit for bit; the fake's counters show the
  * staging path ran.  Fallbacks (user op, derived datatype) on device buffers
  * must get host copies.  --peer: the GPU peer path; --peer-split: that on
- * split communicators with host calls between the device calls.  --fault N: the N-th stage_out
- * fails (FAKEGPU_FAIL_AT), the call must return an error and the next one work.  --fault-sticky N:
- * the N-th call fails (FAKEGPU_FAIL_SYNC_AT through the shared-memory arena) and so does every
- * later one: a broken arena is never waited on again. Each rank judges its own results:
- * "t_allreduce_fakegpu rank R: PASS", or FAIL lines and exit status 1.  No verdict is reduced
- * through MPI_Allreduce (the code under test, and broken on purpose by --fault-sticky); mpirun
- * exits nonzero when any rank does.
+ * split communicators with host calls between the device calls.  --direct N COUNT: N calls on
+ * the same device vectors, none staged (the GPU-direct inter-node step).  --fault N: the N-th
+ * stage_out fails (FAKEGPU_FAIL_AT), the call must return an error and the next one work.
+ * --fault-sticky N: the N-th call fails (FAKEGPU_FAIL_SYNC_AT through the shared-memory arena) and
+ * so does every later one: a broken arena is never waited on again. Each rank judges its own
+ * results: "t_allreduce_fakegpu rank R: PASS", or FAIL lines and exit status 1.  No verdict is
+ * reduced through MPI_Allreduce (the code under test, and broken on purpose by --fault-sticky);
+ * mpirun exits nonzero when any rank does.
  */
 #include <dlfcn.h>
 #include <mpi.h>
@@ -317,6 +318,52 @@ static void peer(MPI_Comm comm, int with_host)
     free(hh);
 }
 
+/* --direct N COUNT: N calls on the same device vectors (an application
+ * reusing its buffers), COUNT int64 each, inputs changed every call (a stale
+ * result cannot pass), each rank checking every element against the sum it
+ * computes itself; no message may have been staged through host memory (the
+ * GPU-direct inter-node step hands device memory to the NIC). */
+static void direct(int n, size_t count)
+{
+    size_t bytes = count * sizeof(int64_t);
+    int64_t *in = malloc(bytes), *got = malloc(bytes);
+    void *s = dmalloc(bytes, 0), *r = dmalloc(bytes, 0);
+    long before[10], after[10];
+    int c, q;
+    size_t i;
+
+    for (c = 0; c < n; ++c) {
+        for (i = 0; i < count; ++i) {
+            in[i] = (int64_t)((i * 7 + (size_t)rank * 13 + (size_t)c * 101) % 1000);
+        }
+        dcopy(s, in, bytes);
+        counters(before);
+        if (MPI_SUCCESS != MPI_Allreduce(s, r, (int)count, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD)) {
+            FAIL("direct call %d: failed", c);
+            continue;
+        }
+        counters(after);
+        if (after[2] != before[2] || after[3] != before[3]) {
+            FAIL("direct call %d: %ld messages staged out, %ld in", c, after[2] - before[2],
+                 after[3] - before[3]);
+        }
+        dcopy(got, r, bytes);
+        for (i = 0; i < count; ++i) {
+            int64_t want = 0;
+            for (q = 0; q < nranks; ++q) {
+                want += (int64_t)((i * 7 + (size_t)q * 13 + (size_t)c * 101) % 1000);
+            }
+            if (got[i] != want) {
+                FAIL("direct call %d: element %zu is %lld, not %lld", c, i, (long long)got[i],
+                     (long long)want);
+                break;
+            }
+        }
+    }
+    free(in);
+    free(got);
+}
+
 int main(int argc, char **argv)
 {
     /* FAKEGPU_EXPECT_STAGING=0: small vectors may be copied whole and reduced on
@@ -368,6 +415,8 @@ int main(int argc, char **argv)
         peer(half, 1);
         MPI_Comm_free(&half);
         peer(MPI_COMM_WORLD, 1);
+    } else if (argc > 3 && 0 == strcmp(argv[1], "--direct")) {
+        direct(atoi(argv[2]), (size_t)atol(argv[3]));
     } else if (argc > 2 && 0 == strcmp(argv[1], "--fault")) {
         fault(atoi(argv[2]), 0);
     } else if (argc > 2 && 0 == strcmp(argv[1], "--fault-sticky")) {

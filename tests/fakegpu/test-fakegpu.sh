@@ -71,13 +71,16 @@ launch -np 3 "${A[@]}" -x FAKEGPU_NOT_MAPPED=1 "$T"
 check_pass "3 ranks, arena pinned for copies only (CPU fold): PASS" $P 3
 check_run "3 ranks, arena pinned for copies only: said so" \
   has "arena pinned for copies only (fakegpu: pinned, not mapped"
-# Across (test-only) nodes the hierarchical schedule runs on host memory:
-# device vectors go whole to the host and back, whatever their size.
+# Across (test-only) nodes with the inter-node step over the PML (no
+# btl/llrdma here), device vectors go whole to the host and back, whatever
+# their size (the GPU-direct step needs btl/llrdma's RDMA:
+# tests/softroce/test-hier-gpu.sh).
 launch -np 4 --mca coll_llrdma_verbose 10 --mca coll_llrdma_gpu_stage_max 0 \
   --mca coll_llrdma_node_split 2 -x FAKEGPU_EXPECT_STAGING=0 "$T"
 check_pass "2+2 nodes (node_split), GPU buffers: PASS" $P 4
-check_run "2+2 nodes: hierarchical on device buffers, copied whole" \
-  has ": hierarchical, 2 nodes, .*; GPU buffers"
+check_run "2+2 nodes: hierarchical on device buffers, copied whole (host-copy)" \
+  eval 'has ": hierarchical, 2 nodes, .*; GPU buffers" && has "device vector, host-copy" &&
+    lacks "device vector, gpu-direct"'
 # Across nodes, rank 1 (node 0) cannot stage its input in its third call
 # (its 5th whole-vector copy: two per call, in and out):
 # the failure reaches node 1 through the inter-node step's messages, so all

@@ -335,6 +335,18 @@ BOOST_AUTO_TEST_CASE(device_vector_paths)
     BOOST_TEST(!llrdma_ar_dev_try_peer(1 << 30, &r));
     BOOST_TEST(llrdma_ar_dev_path(1 << 30, &r, 1, 0, &why) == LLRDMA_AR_DEV_GPU);
     BOOST_TEST(std::string(why).find("PML") != std::string::npos);
+    // Several nodes: copied whole, unless this rank's NIC registers GPU
+    // memory and the call's inter-node step goes by RDMA (GPU-direct).
+    {
+        llrdma_ar_dev_rule_t h = r;
+        h.hier = 1;
+        BOOST_TEST(!llrdma_ar_dev_try_peer(1 << 30, &h));
+        BOOST_TEST(llrdma_ar_dev_path(1 << 20, &h, 1, 0, &why) == LLRDMA_AR_DEV_WHOLE);
+        h.direct = 1;
+        BOOST_TEST(llrdma_ar_dev_path(8, &h, 1, 1, &why) == LLRDMA_AR_DEV_DIRECT);
+        BOOST_TEST(std::string(why).find("RDMA") != std::string::npos);
+        BOOST_TEST(std::string(llrdma_ar_dev_path_name(LLRDMA_AR_DEV_DIRECT)) == "gpu-direct");
+    }
     // No arena: "auto" stages up to 2M.
     r.arena = 0;
     r.stage_auto = 1;

@@ -127,7 +127,7 @@ BOOST_AUTO_TEST_CASE(key_order_and_shape)
         "\"coll_gpu_stage_max\":0,\"coll_wait_spin_ns\":10000000,"
         "\"coll_wait_sleep_ns\":100000000,\"coll_wait_oversubscribed\":1,"
         "\"coll_wait_why\":\"4 ranks here, 2 online CPUs\"",
-        "\"fork_safe\":\"kernel\",\"btl_status\":\"active\",\"devices\":1,",
+        "\"gpu_rdma_every\":0,\"fork_safe\":\"kernel\",\"btl_status\":\"active\",\"devices\":1,",
         "\"device\":{\"name\":\"rxe0\",\"port\":1,\"max_inline_granted_ll\":220,",
         "\"cq_moderation_supported\":-1,\"gid_index\":1,\"rq_depth_granted_ll\":128,"
         "\"rq_depth_granted_bw\":64,\"gid_type\":\"roce_v2\",\"min_rnr_timer\":12,"
