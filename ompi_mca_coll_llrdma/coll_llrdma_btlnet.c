@@ -20,10 +20,11 @@
  * receive posted while a control message from that peer is due and
  * dispatches by type: READY to the oldest send to that peer still waiting
  * for one (a READY for a send not posted yet is kept until it is), DONE to
- * the oldest receive from it.  A receive is posted only when a message is
- * due, so none is left behind when a call ends.  btl_send with an
- * active-message tag is not used: Open MPI 4.1 reserves no tag range for a
- * coll component (MCA_BTL_TAG_USR is one tag shared by every user).
+ * the receive whose READY it answers, by the number READY carried (sends
+ * finish out of order: one whose puts went later may finish first).  A receive is posted only when
+ * a message is due, so none is left behind when a call ends.  btl_send with an active-message tag
+ * is not used: Open MPI 4.1 reserves no tag range for a coll component (MCA_BTL_TAG_USR is one tag
+ * shared by every user).
  *
  * Waits progress with opal_progress and check, as the PML transport does,
  * every coll_llrdma_shm_liveness_ms that the ranks of this node still run.
@@ -68,6 +69,11 @@
 typedef struct {
     int32_t type, status; /* CTL_*, LLRDMA_NP_* */
     uint64_t addr, bytes;
+    /* READY: the receiver's number for it (per peer, never reused); DONE:
+     * the number of the READY it answers.  Sends finish out of order (a
+     * later one's puts may go first), so a DONE is matched by number, not
+     * taken for the oldest receive. */
+    uint64_t seq;
     unsigned char handle[HANDLE_MAX];
 } ctl_t;
 
@@ -81,6 +87,7 @@ typedef struct btlnet_req {
     unsigned char rhandle[HANDLE_MAX];
     volatile int32_t cb_ok, cb_err; /* put callbacks not yet folded into np */
     uint64_t got;                   /* receive: the bytes its DONE said were sent */
+    uint64_t seq;                   /* its READY's number (ctl_t.seq) */
     ctl_t out;                      /* READY or DONE being sent */
     ompi_request_t *out_req;
     int done_posted;
@@ -97,6 +104,7 @@ typedef struct {
     req_t *sq_head, *sq_tail; /* sends waiting for READY */
     req_t *rq_head, *rq_tail; /* receives waiting for DONE */
     ctl_t *early;             /* READYs without a send yet (ring) */
+    uint64_t ready_seq;       /* the number of the next READY to this peer */
     int early_at, early_n;
 } peer_t;
 
@@ -338,8 +346,30 @@ static req_t *fifo_pop(req_t **head, req_t **tail)
     return r;
 }
 
+/* The receive waiting for DONE number seq, out of the peer's list. */
+static req_t *fifo_take(req_t **head, req_t **tail, uint64_t seq)
+{
+    req_t *prev = NULL;
+    for (req_t *r = *head; NULL != r; prev = r, r = r->fifo) {
+        if (r->seq != seq) {
+            continue;
+        }
+        if (NULL == prev) {
+            *head = r->fifo;
+        } else {
+            prev->fifo = r->fifo;
+        }
+        if (*tail == r) {
+            *tail = prev;
+        }
+        return r;
+    }
+    return NULL;
+}
+
 static void take_ready(req_t *r, const ctl_t *c)
 {
+    r->seq = c->seq;
     r->raddr = c->addr;
     memcpy(r->rhandle, c->handle, sizeof(r->rhandle));
     llrdma_np_on_ready(&r->np, (size_t)c->bytes, c->status);
@@ -356,6 +386,22 @@ static void put_cb(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoi
         (void)opal_atomic_add_fetch_32(&r->cb_ok, 1);
     } else {
         (void)opal_atomic_add_fetch_32(&r->cb_err, 1);
+    }
+}
+
+static const char *np_status_text(int status)
+{
+    switch (status) {
+    case LLRDMA_NP_ERR_LOCAL:
+        return "a registration or put failed here";
+    case LLRDMA_NP_ERR_PEER:
+        return "the other side reported a failure";
+    case LLRDMA_NP_ERR_SIZE:
+        return "the send and the receive differ in size";
+    case LLRDMA_NP_CANCELLED:
+        return "cancelled";
+    default:
+        return "failed";
     }
 }
 
@@ -419,7 +465,8 @@ static void drive_send(mca_coll_llrdma_btlnet_t *net, req_t *r)
         r->out.type = CTL_DONE;
         r->out.status = r->np.status;
         r->out.bytes = r->np.bytes; /* 0: a failure carried (waitall_sizes) */
-        (void)ctl_send(net, r);     /* a failure leaves the receiver waiting: recorded */
+        r->out.seq = r->seq;
+        (void)ctl_send(net, r); /* a failure leaves the receiver waiting: recorded */
         llrdma_np_done_sent(&r->np);
     }
 }
@@ -462,7 +509,7 @@ static int dispatch(mca_coll_llrdma_btlnet_t *net, peer_t *p, const ctl_t *c)
         p->early[(p->early_at + p->early_n++) % EARLY_MAX] = *c;
         return OMPI_SUCCESS;
     }
-    if (CTL_DONE == c->type && NULL != (r = fifo_pop(&p->rq_head, &p->rq_tail))) {
+    if (CTL_DONE == c->type && NULL != (r = fifo_take(&p->rq_head, &p->rq_tail, c->seq))) {
         --p->due;
         r->got = c->bytes;
         llrdma_np_on_done(&r->np, c->status);
@@ -550,6 +597,7 @@ int mca_coll_llrdma_btlnet_irecv(void *ctx, void *buf, size_t bytes, int peer, i
     r->out.type = CTL_READY;
     r->out.addr = (uint64_t)(uintptr_t)buf;
     r->out.bytes = bytes;
+    r->out.seq = r->seq = p->ready_seq++;
     if (net->sink) {
         /* No buffer behind it: the sender puts nothing, sends no DONE, and
          * learns of the failure from this rank's own (empty) sends. */
@@ -683,6 +731,12 @@ int mca_coll_llrdma_btlnet_waitall_sizes(void *ctx, int n, void **reqs, size_t *
         }
         if (LLRDMA_NP_OK != r->np.status && OMPI_SUCCESS == first) {
             first = LLRDMA_NP_ERR_PEER == r->np.status ? OMPI_ERR_UNREACH : OMPI_ERROR;
+            /* The first failed message of the call, said at verbose 1. */
+            opal_output_verbose(1, mca_coll_llrdma_component.output,
+                                "coll:llrdma: %s: a %lu-byte %s rank %d failed: %s",
+                                net->comm->c_name, (unsigned long)r->np.bytes,
+                                r->np.send ? "send to" : "receive from", net->peers[r->slot].rank,
+                                np_status_text(r->np.status));
         }
         if (NULL != bytes) {
             bytes[i] = !r->np.send && LLRDMA_NP_OK == r->np.status ? (size_t)r->got : 0;

@@ -14,7 +14,8 @@
  * an allocation; cache hits; a freed and reallocated buffer at the same
  * address (new buffer id) gets a new registration; small neighbouring
  * allocations in one page; host memory next to it takes the ordinary path;
- * mode none refuses a device address cleanly (callers stage).
+ * mode none refuses a device address cleanly (callers stage); the GPU-direct
+ * inter-node step's registrations of a reused vector and scratch, made once.
  *
  * Exit 77 without libcuda or a GPU, 1 on a failed check.
  */
@@ -226,6 +227,45 @@ int main(int argc, char **argv)
     }
     dereg(ha);
     dereg(hb);
+
+    /* The GPU-direct inter-node step's registrations (coll_llrdma_btlnet.c
+     * over the step's buffers, docs/allreduce.md): per call a slice of the
+     * receive vector and halves of the step's scratch (cudaMalloc'd once, as
+     * libllrdma_cuda's dev_alloc does), with local and remote write, each
+     * deregistered when its message is done.  The first call exports and
+     * registers; later calls find every range in the cache. */
+    {
+        dptr_t vec = 0, scr = 0;
+        const size_t n = 8 * MIB;
+        const int w = MCA_BTL_REG_FLAG_LOCAL_WRITE | MCA_BTL_REG_FLAG_REMOTE_WRITE;
+        int first = 0;
+        CHECK(0 == cu.alloc(&vec, n) && 0 == cu.alloc(&scr, n / 2));
+        for (int call = 0; call < 3 && dmabuf_ok; ++call) {
+            mca_btl_base_registration_handle_t *hs[3];
+            int before = fake.ndmabuf_mrs;
+            dptr_t at[3] = {vec + n / 2 + 8, scr, scr + n / 4};
+            size_t len[3] = {n / 2 - 8, n / 4, n / 4};
+            fw_as(0);
+            for (int k = 0; k < 3; ++k) {
+                hs[k] =
+                    B(0)->btl_register_mem(B(0), fw[0].ep[1], (void *)(uintptr_t)at[k], len[k], w);
+                CHECK(NULL != hs[k]);
+            }
+            if (0 == call) {
+                first = fake.ndmabuf_mrs - before;
+                CHECK(first >= 2);
+            } else {
+                CHECK(fake.ndmabuf_mrs == before); /* registered once, reused */
+            }
+            for (int k = 0; k < 3; ++k) {
+                dereg(hs[k]);
+            }
+        }
+        printf("# the GPU-direct step's buffers: %d dma-buf registrations on the first call, "
+               "none after\n",
+               first);
+        CHECK(0 == cu.free(vec) && 0 == cu.free(scr));
+    }
 
     /* Host memory in the same job: the ordinary path, no export. */
     mrs = fake.ndmabuf_mrs;

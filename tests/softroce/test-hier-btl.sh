@@ -48,6 +48,13 @@ launch -np 4 "${B[@]}" "${V[@]}" "${BTL[@]}" --mca coll_llrdma_node_split 3,1 \
   --mca btl_llrdma_size_hint 8K "$T" --matrix
 check_pass "3+1 (irregular), hint 8K, transport btl: matrix" t_allreduce 4
 check_run "3+1: every hierarchical call over btl" over btl
+# 3+1 with the ring forced in 64K segments, 8 in flight: sends to one peer
+# finish out of order, and each DONE must reach the receive it answers.
+launch -np 4 "${B[@]}" "${V[@]}" "${BTL[@]}" --mca coll_llrdma_node_split 3,1 \
+  --mca coll_llrdma_allreduce_algorithm ring --mca coll_llrdma_allreduce_segment_size 64K \
+  "$T" --fault 0 100000
+check_pass "3+1, ring forced, 64K segments, 800 KB: 2 calls verified" t_allreduce 4
+check_run "3+1 ring: over btl" over btl
 # Control: the same job with the PML transport.
 launch -np 4 "${B[@]}" "${V[@]}" --mca coll_llrdma_internode_transport pml \
   --mca coll_llrdma_node_split 2 --mca btl_llrdma_size_hint 8K "$T" --matrix
