@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 const char *mca_btl_llrdma_sysfs_root(void)
 {
@@ -66,6 +67,17 @@ static int resolve(const char *root, const char *link, char *path, size_t len, i
     if (0 != strncmp(real, prefix, n) || 0 != strncmp(real + n, "pci", 3)) {
         return -1;
     }
+    /* A function that is not a PCI device itself (a virtio NIC's virtioN
+     * under its PCI device) has no numa_node: its PCI device's counts. */
+    for (int up = 0; up < 2; ++up) {
+        char *slash;
+        snprintf(f, sizeof(f), "%s/numa_node", real);
+        if (0 == access(f, F_OK) || NULL == (slash = strrchr(real, '/')) ||
+            (size_t)(slash - real) <= n + 3) {
+            break;
+        }
+        *slash = '\0';
+    }
     snprintf(path, len, "%s", real + n);
     snprintf(f, sizeof(f), "%s/numa_node", real);
     *numa = read_int(f, -1);
@@ -79,7 +91,23 @@ void mca_btl_llrdma_sysfs_device(const char *root, llrdma_nic_dev_t *d)
     struct dirent *e;
 
     snprintf(link, sizeof(link), "%s/sys/class/infiniband/%s/device", root_of(root), d->name);
-    (void)resolve(root, link, d->pci_path, sizeof(d->pci_path), &d->numa_node);
+    if (0 != resolve(root, link, d->pci_path, sizeof(d->pci_path), &d->numa_node)) {
+        /* Soft-RoCE (rxe) has no device of its own: its place is that of the
+         * netdev it runs on (the "parent" attribute), when that is a PCI NIC. */
+        char nd[64] = "";
+        FILE *f;
+        snprintf(p, sizeof(p), "%s/sys/class/infiniband/%s/parent", root_of(root), d->name);
+        if (NULL != (f = fopen(p, "r"))) {
+            if (1 != fscanf(f, "%63s", nd)) {
+                nd[0] = '\0';
+            }
+            fclose(f);
+        }
+        if ('\0' != nd[0] && NULL == strchr(nd, '/')) {
+            snprintf(link, sizeof(link), "%s/sys/class/net/%s/device", root_of(root), nd);
+            (void)resolve(root, link, d->pci_path, sizeof(d->pci_path), &d->numa_node);
+        }
+    }
     d->active_ports = 0;
     snprintf(p, sizeof(p), "%s/sys/class/infiniband/%s/ports", root_of(root), d->name);
     if (NULL == (dir = opendir(p))) {

@@ -49,8 +49,8 @@ int main(int argc, char **argv)
             memset(rb, 0xA5, n);
             int rc = MPI_Alltoall(sb, (int)s, MPI_BYTE, rb, (int)s, MPI_BYTE, MPI_COMM_WORLD);
             if (MPI_SUCCESS != rc) {
-                fprintf(stderr, "t_alltoall rank %d: FAIL: %zu-byte blocks, call %d: rc %d\n",
-                        rank, s, it, rc);
+                fprintf(stderr, "t_alltoall rank %d: FAIL: %zu-byte blocks, call %d: rc %d\n", rank,
+                        s, it, rc);
                 ++fails;
                 continue;
             }

@@ -34,6 +34,11 @@ if [ $rc -eq 0 ]; then
   "$top_srcdir/contrib/softroce-vm" --ports 2 --rw "$top_builddir" --timeout 900 \
     -- bash "$top_srcdir/tests/softroce/two-port.sh" || rc=$?
 fi
+# Two NUMA nodes with a device on each: each rank uses its node's (numa-nics.sh).
+if [ $rc -eq 0 ]; then
+  "$top_srcdir/contrib/softroce-vm" --numa 2 --ports 2 --cpus 2 --mem 3072 --rw "$top_builddir" \
+    --timeout 900 -- bash "$top_srcdir/tests/softroce/numa-nics.sh" || rc=$?
+fi
 # The harness's own contract: exit 3 passes through, 124 on timeout, 125 when
 # the guest dies, 126 for a non-root caller (~1 min).
 if [ $rc -eq 0 ]; then

@@ -354,6 +354,30 @@ BOOST_AUTO_TEST_CASE(nic_without_numa_information)
     BOOST_TEST((r.chosen == std::set<std::string>{"mlx5_0"}));
 }
 
+BOOST_AUTO_TEST_CASE(soft_roce_on_numa_attached_nics)
+{
+    // rxe has no device link: its place is its netdev's (a virtio NIC behind
+    // a PCI expander bridge of each NUMA node, contrib/softroce-vm --numa 2
+    // --ports 2); a rank on node i gets rxe i only, policy all both.
+    Tree t("rxe-numa");
+    auto d = t.devices();
+    BOOST_REQUIRE(d.size() == 3u);
+    size_t r0 = index_of(d, "rxe0"), r1 = index_of(d, "rxe1"), r2 = index_of(d, "rxe2");
+    BOOST_TEST(d[r0].numa_node == 0);
+    BOOST_TEST(d[r1].numa_node == 1);
+    BOOST_TEST(std::string(d[r1].pci_path) == "pci0000:30/0000:30:00.0");
+    BOOST_TEST(d[r2].numa_node == -1); // a dummy netdev: unknown
+    BOOST_TEST(d[r2].pci_path[0] == '\0');
+    d.erase(d.begin() + static_cast<long>(r2));
+    for (int node : {0, 1}) {
+        Rank k;
+        k.cpus(t, {node});
+        Result r = run(d, k.r);
+        BOOST_REQUIRE(r.rc == LLRDMA_OK);
+        BOOST_TEST((r.chosen == std::set<std::string>{"rxe" + std::to_string(node)}));
+    }
+}
+
 BOOST_AUTO_TEST_CASE(pcie_classes_on_synthetic_paths)
 {
     // Two levels of switches under one root port: PXB between the branches.
