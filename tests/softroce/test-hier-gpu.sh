@@ -11,7 +11,8 @@
 # gpu-direct"), the fake's counters (no message staged through host memory)
 # and btl/llrdma's count of GPU memory registrations, which must not grow
 # with the number of calls on the same buffers (registered once, reused).
-# Each rank checks every element against the sums it computes itself.
+# Each rank checks every element against the sums it computes itself; the
+# fake-GPU suite's types and ops are checked against the host path.
 . ./tests/mpi/env.sh
 T="$top_builddir/tests/fakegpu/t_allreduce_fakegpu"
 P=t_allreduce_fakegpu
@@ -48,6 +49,12 @@ check_pass "2+2, 6 calls on the same device vectors" $P 4
 check_run "2+2, 6 calls: every call GPU-direct" direct_only
 six=$(gpu_regs)
 check "registered once, reused: $six registrations for 6 calls, $one for 1" test "$six" -eq "$one"
+# Every type of t_allreduce_fakegpu's suite, each with its op, at 1 to 70001
+# elements, on device and managed memory (and one call with host buffers on
+# half the ranks): each result bitwise the host path's.
+launch -np 4 "${B[@]}" --mca coll_llrdma_node_split 2 -x FAKEGPU_EXPECT_STAGING=0 "$T"
+check_pass "2+2, the fake-GPU suite (types x ops, device and managed memory)" $P 4
+check_run "2+2 suite: device vectors went GPU-direct" has "device vector, gpu-direct"
 # Irregular (3+1: one slice, a node of one rank), the ring forced.
 launch -np 4 "${B[@]}" --mca coll_llrdma_node_split 3,1 \
   --mca coll_llrdma_allreduce_algorithm ring --mca coll_llrdma_allreduce_segment_size 64K \

@@ -728,17 +728,40 @@ static void test_gpu_registration(void)
     CHECK(1 == rdma_calls && 0 == rdma_errors && same(dst, 4096, 3));
     dereg(0, h);
     dereg(1, hd);
+    /* The GPU-direct inter-node step (coll/llrdma's put transport): device
+     * memory to device memory by btl_put, both ends registered with write
+     * access by dma-buf; the same ranges again are cache hits. */
+    for (int call = 0; call < 2; ++call) {
+        mca_btl_base_registration_handle_t *src, *tgt;
+        int exports = export_calls;
+        fill(dev_mem + 65536, 12000, 9 + (unsigned)call);
+        memset(dev_mem + 131072 + 8, 0, 12000);
+        src = reg(1, dev_mem + 65536, 12000, WR);
+        tgt = reg(0, dev_mem + 131072 + 8, 12000, WR);
+        CHECK(NULL != src && NULL != tgt);
+        CHECK(0 == call ? export_calls == exports + 2 : export_calls == exports);
+        rdma_reset();
+        CHECK(OPAL_SUCCESS == put(1, dev_mem + 65536, src, dev_mem + 131072 + 8, tgt, 12000, 1));
+        fw_settle(100);
+        CHECK(1 == rdma_calls && 0 == rdma_errors &&
+              same(dev_mem + 131072 + 8, 12000, 9 + (unsigned)call));
+        dereg(1, src);
+        dereg(0, tgt);
+    }
     /* Freed and allocated again at the same address (new buffer id): the
      * cached registration is stale, a new one is made. */
     mrs = fake.live_mr;
     dev_id = 42;
-    h = reg(0, dev_mem + 100, 5000, RD);
-    CHECK(NULL != h && 2 == fake.ndmabuf_mrs && 2 == export_calls);
-    dereg(0, h);
-    CHECK(fake.live_mr <= mrs + 1);
-    /* Host memory next to it: an ordinary MR, no export. */
-    hh = reg(0, host, 8192, RD);
-    CHECK(NULL != hh && 2 == fake.ndmabuf_mrs && 2 == export_calls);
+    {
+        const int dm0 = fake.ndmabuf_mrs, ex0 = export_calls;
+        h = reg(0, dev_mem + 100, 5000, RD);
+        CHECK(NULL != h && dm0 + 1 == fake.ndmabuf_mrs && ex0 + 1 == export_calls);
+        dereg(0, h);
+        CHECK(fake.live_mr <= mrs + 1);
+        /* Host memory next to it: an ordinary MR, no export. */
+        hh = reg(0, host, 8192, RD);
+        CHECK(NULL != hh && dm0 + 1 == fake.ndmabuf_mrs && ex0 + 1 == export_calls);
+    }
     dereg(0, hh);
     /* The driver refuses the export: the registration fails cleanly. */
     export_fail = 1;
