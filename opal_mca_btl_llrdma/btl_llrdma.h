@@ -93,7 +93,6 @@ typedef struct mca_btl_llrdma_module_t {
     mca_btl_llrdma_port_t port;
     struct ibv_context *ctx; /* librdmacm's context for the device: not owned */
     struct ibv_pd *pd;
-    int npaths_used; /* paths with a queue pair: LL (if hinted) and BW */
     int path_used[LLRDMA_NPATHS];
     mca_btl_llrdma_path_t path[LLRDMA_NPATHS];
     const llrdma_profile_t *profile;

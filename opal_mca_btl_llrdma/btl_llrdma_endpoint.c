@@ -79,7 +79,6 @@ static void endpoint_construct(mca_btl_llrdma_endpoint_t *ep)
     ep->proc = NULL;
     ep->state = LLRDMA_EP_IDLE;
     ep->peer_hint = 0;
-    ep->in_add_procs = 0;
     for (int p = 0; p < LLRDMA_NPATHS; ++p) {
         ep->conn[p] = NULL;
         ep->use_path[p] = 0;

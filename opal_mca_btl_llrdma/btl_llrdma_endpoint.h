@@ -110,7 +110,6 @@ typedef struct mca_btl_base_endpoint_t {
     uint64_t retry_at_ms[LLRDMA_NPATHS];  /* 0: none scheduled */
     uint32_t attempts[LLRDMA_NPATHS];
     uint32_t peer_waits[LLRDMA_NPATHS]; /* rejected attempts since the last connection */
-    int in_add_procs;                   /* returned to ob1 by add_procs */
 } mca_btl_llrdma_endpoint_t;
 OBJ_CLASS_DECLARATION(mca_btl_llrdma_endpoint_t);
 

@@ -506,7 +506,6 @@ static int llrdma_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
             continue; /* the peer published no llrdma address we can reach */
         }
         OPAL_THREAD_LOCK(&m->ep_lock);
-        ep->in_add_procs = 1;
         fit_limits_to_peer(m, ep);
         OPAL_THREAD_UNLOCK(&m->ep_lock);
         peers[i] = ep;
@@ -524,15 +523,10 @@ static int llrdma_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
 static int llrdma_del_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
                             struct opal_proc_t **procs, struct mca_btl_base_endpoint_t **peers)
 {
-    mca_btl_llrdma_module_t *m = (mca_btl_llrdma_module_t *)btl;
+    (void)btl;
+    (void)nprocs;
     (void)procs;
-    OPAL_THREAD_LOCK(&m->ep_lock);
-    for (size_t i = 0; i < nprocs; ++i) {
-        if (NULL != peers[i]) {
-            peers[i]->in_add_procs = 0;
-        }
-    }
-    OPAL_THREAD_UNLOCK(&m->ep_lock);
+    (void)peers;
     return OPAL_SUCCESS;
 }
 
