@@ -114,6 +114,26 @@ static int in_dev(const void *p)
     return (const unsigned char *)p >= dev_base && (const unsigned char *)p < dev_base + SPAN;
 }
 
+/* The live device allocation holding p, copied into *out: 1, else 0. */
+static int live_alloc(const void *p, alloc_t *out)
+{
+    size_t off = (size_t)((const unsigned char *)p - dev_base);
+    int found = 0;
+    if (!in_dev(p)) {
+        return 0;
+    }
+    pthread_mutex_lock(&lock);
+    for (uint64_t i = 0; i < table->nallocs && !found; ++i) {
+        const alloc_t *a = &table->allocs[i];
+        if (a->live && off >= a->off && off < a->off + a->size) {
+            *out = *a;
+            found = 1;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    return found;
+}
+
 /* Other processes' allocations mapped here (ipc_open): a PROT_NONE range
  * the CPU faults on, and the owner's pages behind it. */
 #define MAX_IMPORTS 256
@@ -251,15 +271,10 @@ EXPORT int cuPointerGetAttributes(unsigned int n, int *attrs, void **data, unsig
             break;
         case 7: { /* BUFFER_ID (64 bits): the allocation's id, never reused */
             uint64_t id = 0;
-            size_t off = (size_t)((const unsigned char *)p - dev_base);
-            pthread_mutex_lock(&lock);
-            for (uint64_t k = 0; in_dev(p) && k < table->nallocs; ++k) {
-                alloc_t *a = &table->allocs[k];
-                if (a->live && off >= a->off && off < a->off + a->size) {
-                    id = a->id;
-                }
+            alloc_t a;
+            if (live_alloc(p, &a)) {
+                id = a.id;
             }
-            pthread_mutex_unlock(&lock);
             memcpy(data[i], &id, 8);
             continue;
         }
@@ -721,25 +736,19 @@ static int f_peer_access(int device, const char *bus_id, char *err, size_t errle
 static int f_mem_range(const void *p, unsigned long long *id, void **base, size_t *size, char *err,
                        size_t errlen)
 {
-    size_t off = (size_t)((const unsigned char *)p - dev_base);
+    alloc_t a;
     if (!in_dev(p)) {
         snprintf(err, errlen, "fakegpu: mem_range of memory that is not device memory");
         return -1;
     }
-    pthread_mutex_lock(&lock);
-    for (uint64_t i = 0; i < table->nallocs; ++i) {
-        alloc_t *a = &table->allocs[i];
-        if (a->live && off >= a->off && off < a->off + a->size) {
-            *id = a->id;
-            *base = dev_base + a->off;
-            *size = a->size;
-            pthread_mutex_unlock(&lock);
-            return 0;
-        }
+    if (!live_alloc(p, &a)) {
+        snprintf(err, errlen, "fakegpu: no live allocation holds %p", p);
+        return -1;
     }
-    pthread_mutex_unlock(&lock);
-    snprintf(err, errlen, "fakegpu: no live allocation holds %p", p);
-    return -1;
+    *id = a.id;
+    *base = dev_base + a.off;
+    *size = a.size;
+    return 0;
 }
 
 static int f_ipc_export(void *base, void *handle, char *err, size_t errlen)

@@ -7,13 +7,7 @@
 # no loadable libllrdma_cuda.so gets an MPI error naming the cause, not a crash.
 # Every rank judges its own results (tests/mpi/env.sh: check_pass).
 . ./tests/mpi/env.sh
-T="$top_builddir/tests/fakegpu/t_allreduce_fakegpu"
-P=t_allreduce_fakegpu
-FAKE="$top_builddir/tests/fakegpu/.libs/libfakegpu.so"
-mkdir -p "$LLRDMA_TEST_HOME/lib"
-ln -sf "$FAKE" "$LLRDMA_TEST_HOME/lib/libcuda.so.1"
-export LD_LIBRARY_PATH="$LLRDMA_TEST_HOME/lib:$LD_LIBRARY_PATH"
-export LLRDMA_CUDA_LIB="$FAKE"
+. "$top_srcdir/tests/fakegpu/env.sh"
 V=(--mca coll_llrdma_verbose 10 --mca coll_llrdma_gpu_stage_max 0 --mca coll_llrdma_shm 0)
 # The checks up to the GPU peer path's own test the arena path: peer path off
 # (a --mca below overrides this).

@@ -14,13 +14,8 @@
 # Each rank checks every element against the sums it computes itself; the
 # fake-GPU suite's types and ops are checked against the host path.
 . ./tests/mpi/env.sh
-T="$top_builddir/tests/fakegpu/t_allreduce_fakegpu"
-P=t_allreduce_fakegpu
-FAKE="$top_builddir/tests/fakegpu/.libs/libfakegpu.so"
-mkdir -p "$LLRDMA_TEST_HOME/lib"
-ln -sf "$FAKE" "$LLRDMA_TEST_HOME/lib/libcuda.so.1"
-export LD_LIBRARY_PATH="$LLRDMA_TEST_HOME/lib:$LD_LIBRARY_PATH"
-export LLRDMA_CUDA_LIB="$FAKE" FAKEGPU_NIC_VISIBLE=1 LLRDMA_TEST_PEERMEM=1
+. "$top_srcdir/tests/fakegpu/env.sh"
+export FAKEGPU_NIC_VISIBLE=1 LLRDMA_TEST_PEERMEM=1
 B=(--mca pml ob1 --mca btl self,llrdma --bind-to none --mca mpi_yield_when_idle 1
   --mca coll_llrdma_internode_transport btl
   --mca coll_llrdma_gpu_peer off --mca coll_llrdma_verbose 10 --mca btl_llrdma_verbose 5

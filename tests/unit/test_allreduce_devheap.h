@@ -83,29 +83,16 @@ class DeviceHeap
     unsigned char *real(const void *h, size_t bytes)
     {
         std::lock_guard<std::mutex> g(m_);
-        if (!in_span(h))
-            return nullptr;
-        size_t off = static_cast<const unsigned char *>(h) - base_;
-        auto it = live_.upper_bound(off);
-        if (it == live_.begin())
-            return nullptr;
-        --it;
-        if (off + bytes > it->first + it->second)
-            return nullptr;
-        return back_ + off;
+        size_t start;
+        return holder(h, bytes, &start) ? back_ + (static_cast<const unsigned char *>(h) - base_)
+                                        : nullptr;
     }
     // The live allocation holding [h, h + bytes): its start, or nullptr.
     const void *allocation_of(const void *h, size_t bytes)
     {
         std::lock_guard<std::mutex> g(m_);
-        if (!in_span(h))
-            return nullptr;
-        size_t off = static_cast<const unsigned char *>(h) - base_;
-        auto it = live_.upper_bound(off);
-        if (it == live_.begin())
-            return nullptr;
-        --it;
-        return off + bytes <= it->first + it->second ? base_ + it->first : nullptr;
+        size_t start;
+        return holder(h, bytes, &start) ? base_ + start : nullptr;
     }
     size_t nlive()
     {
@@ -114,6 +101,19 @@ class DeviceHeap
     }
 
   private:
+    // The live allocation holding [h, h + bytes) (its offset in *start); m_ held.
+    bool holder(const void *h, size_t bytes, size_t *start) const
+    {
+        if (!in_span(h))
+            return false;
+        size_t off = static_cast<const unsigned char *>(h) - base_;
+        auto it = live_.upper_bound(off);
+        if (it == live_.begin())
+            return false;
+        --it;
+        *start = it->first;
+        return off + bytes <= it->first + it->second;
+    }
     bool in_span(const void *h) const
     {
         auto p = static_cast<const unsigned char *>(h);

@@ -593,6 +593,24 @@ struct DevRank {
     devsim::Hooked h;
     void *recv = nullptr, *send = nullptr, *scratch = nullptr;
     size_t scratch_bytes = 0;
+
+    // Rank r of w: queued hooks, the NIC model, its node's arena addressable,
+    // vectors of vec bytes and scratch of scr (odd offsets: no alignment).
+    void setup(sim::World &w, const Nodes &nodes, devsim::DeviceHeap &heap, int r, size_t vec,
+               size_t scr)
+    {
+        h.inner = w.comm(r);
+        h.heap = &heap;
+        h.deferred = true;
+        h.nic = true;
+        auto ar = nodes.arena_of(r);
+        h.host_lo = ar.first;
+        h.host_hi = ar.second;
+        recv = heap.alloc(vec, static_cast<size_t>(r % 3));
+        send = heap.alloc(vec, 1);
+        scratch_bytes = scr;
+        scratch = scr ? heap.alloc(scr, 5) : nullptr;
+    }
 };
 
 std::string run_rank_device(sim::World &w, Nodes &nodes, DevRank &d, int r, int p, const Case &k,
@@ -661,19 +679,8 @@ DevOutcome run_world_device(const Layout &l, size_t chunk, const std::vector<Cas
         vec = std::max(vec, k.count * llrdma_ar_dtype_size(k.c.dt));
         scr = std::max(scr, llrdma_ar_scratch_bytes(&k.plan, k.count, k.c.dt, p));
     }
-    for (int r = 0; r < p; ++r) {
-        d[r].h.inner = w.comm(r);
-        d[r].h.heap = &heap;
-        d[r].h.deferred = true;
-        d[r].h.nic = true;
-        auto ar = nodes.arena_of(r);
-        d[r].h.host_lo = ar.first;
-        d[r].h.host_hi = ar.second;
-        d[r].recv = heap.alloc(vec, static_cast<size_t>(r % 3));
-        d[r].send = heap.alloc(vec, 1);
-        d[r].scratch_bytes = scr;
-        d[r].scratch = scr ? heap.alloc(scr, 5) : nullptr;
-    }
+    for (int r = 0; r < p; ++r)
+        d[r].setup(w, nodes, heap, r, vec, scr);
     std::mutex em;
     std::vector<std::thread> th;
     for (int r = 0; r < p; ++r)
@@ -789,16 +796,7 @@ BOOST_AUTO_TEST_CASE(gpu_direct_hook_failure_ends_every_rank)
                     size_t bytes = k.count * 4,
                            scr = llrdma_ar_scratch_bytes(&k.plan, k.count, c.dt, p);
                     for (int r = 0; r < p; ++r) {
-                        d[r].h.inner = w.comm(r);
-                        d[r].h.heap = &heap;
-                        d[r].h.deferred = true;
-                        d[r].h.nic = true;
-                        auto ar = nodes.arena_of(r);
-                        d[r].h.host_lo = ar.first;
-                        d[r].h.host_hi = ar.second;
-                        d[r].recv = heap.alloc(bytes);
-                        d[r].send = heap.alloc(bytes);
-                        d[r].scratch = scr ? heap.alloc(scr) : nullptr;
+                        d[r].setup(w, nodes, heap, r, bytes, scr);
                         if (r == p - 1) {
                             d[r].h.fail_kind = kind;
                             d[r].h.fail_at = at;
