@@ -4,6 +4,8 @@
 #include "llrdma_btl_plan.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 
 namespace
 {
@@ -50,6 +52,63 @@ extern "C" int llrdma_btl_plan_limits(const llrdma_profile_t *p, uint32_t hdr_by
     l.max_send_size = bw;
     *out = l;
     return LLRDMA_OK;
+}
+
+extern "C" int llrdma_btl_route(const uint32_t own[LLRDMA_NPATHS],
+                                const uint32_t peer[LLRDMA_NPATHS], uint64_t bytes,
+                                llrdma_btl_route_t *out)
+{
+    if (own == nullptr || peer == nullptr || out == nullptr)
+        return LLRDMA_ERR_INVALID;
+    out->path = llrdma_btl_path_for(peer, bytes);
+    out->pieces = 1;
+    out->piece = static_cast<uint32_t>(std::min<uint64_t>(bytes, UINT32_MAX));
+    if (out->path >= 0)
+        return LLRDMA_OK;
+    const uint64_t fit = peer[LLRDMA_PATH_BW];
+    if (fit == 0 || own[LLRDMA_PATH_BW] == 0 || bytes > own[LLRDMA_PATH_BW])
+        return LLRDMA_OK; // path -1: ob1 never hands this side more than its own limit
+    const uint64_t n = (bytes + fit - 1) / fit;
+    uint64_t piece = (bytes + n - 1) / n;
+    if (((piece + 7) & ~uint64_t{7}) <= fit)
+        piece = (piece + 7) & ~uint64_t{7};
+    out->path = LLRDMA_PATH_BW;
+    out->pieces = static_cast<uint32_t>(n);
+    out->piece = static_cast<uint32_t>(piece);
+    return LLRDMA_OK;
+}
+
+extern "C" int llrdma_reasm_piece(llrdma_reasm_t *r, const void *data, uint64_t bytes, int last)
+{
+    if (r == nullptr || (bytes != 0 && data == nullptr))
+        return LLRDMA_ERR_INVALID;
+    if (bytes > r->max || r->len > r->max - bytes) {
+        r->len = 0;
+        return LLRDMA_ERR_INVALID;
+    }
+    if (r->len + bytes > r->cap) {
+        // The peer's whole limit at once: split fragments tend to be its largest.
+        void *grown = std::realloc(r->buf, r->max);
+        if (grown == nullptr) {
+            r->len = 0;
+            return LLRDMA_ERR_INTERNAL;
+        }
+        r->buf = static_cast<unsigned char *>(grown);
+        r->cap = r->max;
+    }
+    if (bytes != 0)
+        std::memcpy(r->buf + r->len, data, bytes);
+    r->len += bytes;
+    return last ? 1 : 0;
+}
+
+extern "C" void llrdma_reasm_free(llrdma_reasm_t *r)
+{
+    if (r == nullptr)
+        return;
+    std::free(r->buf);
+    r->buf = nullptr;
+    r->len = r->cap = 0;
 }
 
 extern "C" void llrdma_sq_init(llrdma_sq_t *sq, uint32_t depth, uint32_t interval)

@@ -59,6 +59,52 @@ static inline int llrdma_btl_path_for(const uint32_t frag_max[LLRDMA_NPATHS], ui
     return -1;
 }
 
+/* ----------------------------------------------------- per-peer limits
+ * ob1 reads one eager limit and one fragment size per module, and they stay
+ * this rank's own (its profile's) for every peer.  A fragment larger than a
+ * peer receives (a peer with a smaller hint: smaller BW buffers) is cut by
+ * the BTL into pieces that fit, sent back to back on the BW queue pair and
+ * joined by the receiver before ob1 sees it (docs/btl-design.md,
+ * "Per-connection limits"). */
+typedef struct {
+    int path;        /* LLRDMA_PATH_*, or -1: larger than this side sends */
+    uint32_t pieces; /* wire messages: 1, or more for a split fragment */
+    uint32_t piece;  /* bytes of every piece but the last (the last: the rest) */
+} llrdma_btl_route_t;
+
+/* own: this side's largest fragment per path (what ob1 may hand it);
+ * peer: the smaller of the two sides' per path (what the peer receives).
+ * Pieces are of equal size (rounded up to 8 bytes while that still fits), so
+ * no piece is much smaller than the rest. */
+int llrdma_btl_route(const uint32_t own[LLRDMA_NPATHS], const uint32_t peer[LLRDMA_NPATHS],
+                     uint64_t bytes, llrdma_btl_route_t *out);
+
+/* The receiving end of split fragments, one per connection.  Pieces arrive
+ * in order (one RC queue pair, posted back to back): each is appended, and
+ * the last one completes the fragment. */
+typedef struct {
+    unsigned char *buf;
+    uint64_t len; /* bytes joined so far (0: none open) */
+    uint64_t cap; /* allocated */
+    uint64_t max; /* the largest fragment the peer sends (its own limit) */
+} llrdma_reasm_t;
+
+/* Append one piece.  1: `last` completed the fragment (buf, len; call
+ * llrdma_reasm_done once it was handed on); 0: more to come;
+ * LLRDMA_ERR_INVALID: the pieces exceed `max` (a corrupt or foreign
+ * stream; nothing is kept); LLRDMA_ERR_INTERNAL: out of memory. */
+int llrdma_reasm_piece(llrdma_reasm_t *r, const void *data, uint64_t bytes, int last);
+static inline void llrdma_reasm_done(llrdma_reasm_t *r)
+{
+    r->len = 0;
+}
+/* Whether a piece is open: a whole fragment arriving now is out of order. */
+static inline int llrdma_reasm_open(const llrdma_reasm_t *r)
+{
+    return 0 != r->len;
+}
+void llrdma_reasm_free(llrdma_reasm_t *r);
+
 /* Selective signalling of one send queue.  WRs retire in order: a signalled
  * completion retires it and every unsignalled WR before it. */
 typedef struct {

@@ -106,6 +106,9 @@ typedef struct mca_btl_llrdma_module_t {
     /* Sends posted with a completion to come: [0] ob1 hears at it, [1] done
      * for ob1 at post (the BTL's own copy; said at finalize, verbose 5). */
     uint64_t sends_done_at_post[2];
+    /* Fragments larger than their peer receives, sent in pieces / joined
+     * from pieces (peers with other hints; said at finalize, verbose 5). */
+    uint64_t split_frags, joined_frags;
     opal_list_t endpoints;
     opal_hash_table_t by_name; /* jobid << 32 | vpid -> endpoint: lookups by name stay O(1) */
     opal_list_t conns;         /* every connection, live or closed, until finalize */

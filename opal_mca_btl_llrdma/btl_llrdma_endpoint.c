@@ -53,6 +53,7 @@ static void conn_construct(mca_btl_llrdma_conn_t *c)
     c->inl_wr.sg_list = &c->inl_sge;
     c->inl_wr.num_sge = 1;
     c->inl_wr.opcode = IBV_WR_SEND;
+    memset(&c->reasm, 0, sizeof(c->reasm));
 }
 
 static void conn_destruct(mca_btl_llrdma_conn_t *c)
@@ -65,6 +66,7 @@ static void conn_destruct(mca_btl_llrdma_conn_t *c)
     }
     free(c->ring);
     c->ring = NULL;
+    llrdma_reasm_free(&c->reasm);
     if (NULL != c->credit_buf && NULL != c->endpoint) {
         mca_btl_llrdma_cword_put(c->endpoint->module, c->credit_buf);
     }

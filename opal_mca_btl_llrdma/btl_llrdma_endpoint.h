@@ -82,6 +82,9 @@ typedef struct mca_btl_llrdma_conn_t {
     uint8_t qp_timeout, qp_retry; /* as the QP went to RTS, for the report */
     uint8_t qp_rnr_retry;         /* 7: a SEND the peer has no buffer for waits for ever */
     int last_wqe;                 /* IBV_EVENT_QP_LAST_WQE_REACHED seen (in ERR, SRQ done) */
+    /* A split fragment being joined (pieces of a peer with larger buffers);
+     * touched by the progress token's holder only, unlocked. */
+    llrdma_reasm_t reasm;
 } mca_btl_llrdma_conn_t;
 OBJ_CLASS_DECLARATION(mca_btl_llrdma_conn_t);
 
@@ -194,6 +197,13 @@ static inline int mca_btl_llrdma_endpoint_path_for(const mca_btl_llrdma_endpoint
 {
     return llrdma_btl_path_for(ep->frag_max, bytes);
 }
+/* Most pieces of one split fragment: fragments are at most 1 MiB, and a
+ * peer's BW fragments at least 64K (docs/profile.md). */
+#define LLRDMA_SPLIT_MAX 16
+/* How a fragment of `bytes` (at most this side's own limits, which ob1
+ * reads) goes to this peer: on one path, whole or in pieces. */
+void mca_btl_llrdma_endpoint_route(const mca_btl_llrdma_endpoint_t *ep, uint64_t bytes,
+                                   llrdma_btl_route_t *r);
 /* Sends the peer's credits allow now.  The peer writes the returned count
  * by RDMA: it is read as memory that changes under us. */
 static inline uint32_t mca_btl_llrdma_conn_credits(mca_btl_llrdma_conn_t *conn)

@@ -113,6 +113,7 @@ mca_btl_llrdma_frag_t *mca_btl_llrdma_pool_get(mca_btl_llrdma_pool_t *pool)
         item = opal_list_remove_first(&pool->free);
     }
     ((mca_btl_llrdma_frag_t *)item)->wire = 0;
+    ((mca_btl_llrdma_frag_t *)item)->piece = 0;
     return (mca_btl_llrdma_frag_t *)item;
 }
 

@@ -28,7 +28,8 @@ typedef struct mca_btl_llrdma_frag_t {
     uint32_t lkey;
     uint32_t wire; /* queued send holding packed records: their bytes (0: one message) */
     uint8_t tag;
-    int status; /* queued for ob1's callback (btl_llrdma_done.c): the result */
+    uint8_t piece; /* MCA_BTL_LLRDMA_HDR_MORE or _LAST: a piece of a split fragment */
+    int status;    /* queued for ob1's callback (btl_llrdma_done.c): the result */
 } mca_btl_llrdma_frag_t;
 OBJ_CLASS_DECLARATION(mca_btl_llrdma_frag_t);
 

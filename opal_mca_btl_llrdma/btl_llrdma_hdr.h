@@ -33,13 +33,20 @@ typedef struct mca_btl_llrdma_hdr_t {
 #define MCA_BTL_LLRDMA_HDR_PACKED 0x01u
 /* `credit` carries a return count. */
 #define MCA_BTL_LLRDMA_HDR_CREDIT 0x02u
+/* A piece of a fragment larger than the receiver's buffers (a peer with a
+ * smaller hint; llrdma_btl_route): MORE on every piece but the last, LAST on
+ * the last.  Never packed, never packed behind. */
+#define MCA_BTL_LLRDMA_HDR_MORE 0x04u
+#define MCA_BTL_LLRDMA_HDR_LAST 0x08u
+#define MCA_BTL_LLRDMA_HDR_PIECE (MCA_BTL_LLRDMA_HDR_MORE | MCA_BTL_LLRDMA_HDR_LAST)
 #define MCA_BTL_LLRDMA_REC_ALIGN(x) (((x) + 7u) & ~7u)
 
 #define MCA_BTL_LLRDMA_CONN_MAGIC 0x6c6c7264u /* "llrd" */
 /* 4: the listener's secret; 5: returned credits in the send header (an
  * older peer is told "another llrdma version" at connect time instead of
- * reading the new header as a malformed fragment). */
-#define MCA_BTL_LLRDMA_CONN_VERSION 5
+ * reading the new header as a malformed fragment); 6: pieces of split
+ * fragments (HDR_MORE, HDR_LAST). */
+#define MCA_BTL_LLRDMA_CONN_VERSION 6
 
 /* Why a connection request was rejected (conn_req_t.reason). */
 enum {

@@ -462,39 +462,17 @@ fail:
 
 /* ----------------------------------------------------- ob1 functions */
 
-/* ob1 reads one eager limit and one fragment size per module: a peer that
- * receives smaller BW fragments than ours lowers them for the whole module
- * (peers with other hints; docs/btl-design.md "Per-connection limits"). */
-static void fit_limits_to_peer(mca_btl_llrdma_module_t *m, const mca_btl_llrdma_endpoint_t *ep)
-{
-    uint64_t bw = ep->frag_max[LLRDMA_PATH_BW];
-
-    if (bw < m->super.btl_max_send_size) {
-        opal_output_verbose(1, mca_btl_llrdma_component.output,
-                            "btl:llrdma: %s receives fragments up to %llu bytes (size hint "
-                            "%llu); this rank's fragments shrink from %llu to fit",
-                            OPAL_NAME_PRINT(ep->proc->proc_name), (unsigned long long)bw,
-                            (unsigned long long)ep->peer_hint,
-                            (unsigned long long)m->super.btl_max_send_size);
-        m->super.btl_max_send_size = bw;
-    }
-    if (bw < m->super.btl_eager_limit) {
-        m->super.btl_eager_limit = bw;
-    }
-    if (bw < m->super.btl_rndv_eager_limit) {
-        m->super.btl_rndv_eager_limit = bw;
-    }
-}
-
 static int llrdma_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
                             struct opal_proc_t **procs, struct mca_btl_base_endpoint_t **peers,
                             opal_bitmap_t *reachable)
 {
     mca_btl_llrdma_module_t *m = (mca_btl_llrdma_module_t *)btl;
 
-    /* Only the endpoint list's lock (in lookup, and here for the module's
-     * limits): ob1 holds its proc lock around this call, and a thread in one
-     * of our callbacks, holding the module lock, may be waiting for it. */
+    /* Only the endpoint list's lock (in lookup): ob1 holds its proc lock
+     * around this call, and a thread in one of our callbacks, holding the
+     * module lock, may be waiting for it.  The module's limits (ob1's) stay
+     * this rank's own for every peer: a peer that receives smaller fragments
+     * gets larger ones in pieces (mca_btl_llrdma_endpoint_route). */
     for (size_t i = 0; i < nprocs; ++i) {
         mca_btl_llrdma_endpoint_t *ep;
         if (procs[i]->proc_name.jobid == m->self.jobid &&
@@ -505,9 +483,15 @@ static int llrdma_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
         if (NULL == ep) {
             continue; /* the peer published no llrdma address we can reach */
         }
-        OPAL_THREAD_LOCK(&m->ep_lock);
-        fit_limits_to_peer(m, ep);
-        OPAL_THREAD_UNLOCK(&m->ep_lock);
+        if (ep->frag_max[LLRDMA_PATH_BW] < m->lim.frag_max[LLRDMA_PATH_BW]) {
+            opal_output_verbose(
+                5, mca_btl_llrdma_component.output,
+                "btl:llrdma: %s receives fragments up to %llu bytes (size hint %llu); larger "
+                "ones of this rank (up to %llu) go to it in pieces",
+                OPAL_NAME_PRINT(ep->proc->proc_name),
+                (unsigned long long)ep->frag_max[LLRDMA_PATH_BW], (unsigned long long)ep->peer_hint,
+                (unsigned long long)m->lim.frag_max[LLRDMA_PATH_BW]);
+        }
         peers[i] = ep;
         if (NULL != reachable) {
             opal_bitmap_set_bit(reachable, (int)i);
@@ -536,10 +520,15 @@ static mca_btl_llrdma_frag_t *frag_alloc(mca_btl_llrdma_module_t *m,
 {
     /* The path the fragment will take to this peer (the one chooser): its
      * pool's buffers hold this side's largest fragment on that path, which
-     * is at least the peer's. */
-    int p = NULL != ep ? mca_btl_llrdma_endpoint_path_for(ep, size) : -1;
+     * is at least the peer's (a larger one goes in pieces: route). */
+    llrdma_btl_route_t r = {.path = -1};
     mca_btl_llrdma_frag_t *frag;
+    int p;
 
+    if (NULL != ep) {
+        mca_btl_llrdma_endpoint_route(ep, size, &r);
+    }
+    p = r.path;
     if (p < 0 || !m->path_used[p]) {
         return NULL;
     }
@@ -860,6 +849,16 @@ static int llrdma_finalize(struct mca_btl_base_module_t *btl)
         opal_output_verbose(5, c->output, "btl:llrdma: %s:%d: %llu GPU memory registration(s) (%s)",
                             m->port.dev, m->port.port, (unsigned long long)m->gpu_regs,
                             m->gpu_report);
+    }
+    if (((mca_btl_llrdma_module_t *)btl)->split_frags +
+            ((mca_btl_llrdma_module_t *)btl)->joined_frags >
+        0) {
+        const mca_btl_llrdma_module_t *m = (const mca_btl_llrdma_module_t *)btl;
+        opal_output_verbose(5, c->output,
+                            "btl:llrdma: %s:%d: %llu fragment(s) sent in pieces, %llu joined from "
+                            "pieces (peers with smaller receive buffers)",
+                            m->port.dev, m->port.port, (unsigned long long)m->split_frags,
+                            (unsigned long long)m->joined_frags);
     }
     if (((mca_btl_llrdma_module_t *)btl)->foreign_rejects > 0) {
         const mca_btl_llrdma_module_t *m = (const mca_btl_llrdma_module_t *)btl;

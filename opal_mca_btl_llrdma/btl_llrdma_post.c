@@ -199,7 +199,7 @@ static void frag_wr(mca_btl_llrdma_conn_t *conn, mca_btl_llrdma_frag_t *frag,
         frag->base.des_flags |= MCA_BTL_DES_SEND_ALWAYS_CALLBACK;
     }
     frag->hdr->tag = frag->tag;
-    frag->hdr->flags = 0 != frag->wire ? MCA_BTL_LLRDMA_HDR_PACKED : 0;
+    frag->hdr->flags = 0 != frag->wire ? MCA_BTL_LLRDMA_HDR_PACKED : frag->piece;
     frag->hdr->credit = 0;
     frag->hdr->len = MCA_BTL_LLRDMA_HDR_WORD(frag->segment.seg_len);
     *stamp = stamp_credit(conn, frag->hdr);
@@ -425,6 +425,9 @@ static uint32_t pack_offset(const mca_btl_llrdma_endpoint_t *ep, int p,
     uint32_t off = MCA_BTL_LLRDMA_REC_ALIGN(used);
     uint64_t cap = tail->pool->buf_bytes;
 
+    if (0 != tail->piece) {
+        return 0; /* the receiver joins a piece's buffer to the next piece's */
+    }
     if ((uint64_t)hdr + ep->frag_max[p] < cap) {
         cap = (uint64_t)hdr + ep->frag_max[p];
     }
@@ -459,19 +462,14 @@ void mca_btl_llrdma_endpoint_pack_commit(mca_btl_llrdma_endpoint_t *ep, int p, u
     tail->wire = off + (uint32_t)sizeof(*rec) + (uint32_t)bytes;
 }
 
-static int frag_path(const mca_btl_llrdma_endpoint_t *ep, const mca_btl_llrdma_frag_t *frag)
-{
-    return mca_btl_llrdma_endpoint_path_for(ep, frag->segment.seg_len);
-}
-
 /* The first small message to wait on a connected path (for credits or a
  * send slot) goes into a fragment of the BTL's own: ob1's completes at once,
  * and later ones pack behind it, as long as the send pool, which bounds what
  * waits, has one; NULL otherwise.  Before a connection is up messages wait
  * as they are, so a connection that cannot be made fails them to ob1. */
-static mca_btl_llrdma_frag_t *queue_copy(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_frag_t *frag)
+static mca_btl_llrdma_frag_t *queue_copy(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_frag_t *frag,
+                                         int p)
 {
-    int p = frag_path(ep, frag);
     mca_btl_llrdma_frag_t *c;
 
     if (!mca_btl_llrdma_conn_up(ep->conn[p]) ||
@@ -490,28 +488,27 @@ static mca_btl_llrdma_frag_t *queue_copy(mca_btl_llrdma_endpoint_t *ep, mca_btl_
     return c;
 }
 
-int mca_btl_llrdma_endpoint_send(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_frag_t *frag)
+void mca_btl_llrdma_endpoint_route(const mca_btl_llrdma_endpoint_t *ep, uint64_t bytes,
+                                   llrdma_btl_route_t *r)
 {
-    int p = mca_btl_llrdma_endpoint_path_for(ep, frag->segment.seg_len);
+    r->path = llrdma_btl_path_for(ep->frag_max, bytes);
+    r->pieces = 1;
+    r->piece = (uint32_t)bytes;
+    if (r->path < 0) {
+        /* Rare (a peer with a smaller hint): the pure rule, out of line. */
+        (void)llrdma_btl_route(ep->module->lim.frag_max, ep->frag_max, bytes, r);
+    }
+}
+
+/* One wire fragment onto path p: posted, packed behind the last waiting
+ * one, or queued (endpoint_send's return values). */
+static int send_on(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_frag_t *frag, int p)
+{
     mca_btl_llrdma_frag_t *queued;
-    mca_btl_llrdma_conn_t *conn;
+    mca_btl_llrdma_conn_t *conn = ep->conn[p];
     uint32_t credits = 0, floor = 0;
 
-    if (LLRDMA_EP_FAILED == ep->state) {
-        return OPAL_ERR_UNREACH;
-    }
-    if (ep->module->port_down) {
-        mca_btl_llrdma_endpoint_fail(ep, "the local port failed",
-                                     "the port went down (IBV_EVENT_PORT_ERR)");
-        return OPAL_ERR_UNREACH;
-    }
-    if (p < 0) {
-        return OPAL_ERR_BAD_PARAM; /* larger than the peer receives: ob1 never asks this */
-    }
     frag->endpoint = ep;
-    llrdma_hist_add_sw(&ep->module->hist, p, sizeof(mca_btl_llrdma_hdr_t) + frag->segment.seg_len,
-                       sizeof(mca_btl_llrdma_hdr_t) + frag->segment.seg_len);
-    conn = ep->conn[p];
     if (mca_btl_llrdma_conn_up(conn)) {
         /* Read once: the peer's write may land at any moment, and a second
          * read could skip set_waiting below for a fragment queued on a first
@@ -527,7 +524,7 @@ int mca_btl_llrdma_endpoint_send(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_f
     }
     /* Queue full, no credit, not connected yet, or older fragments waiting:
      * keep the order, by packing behind the last one when it has room. */
-    if (!opal_list_is_empty(&ep->pending[p])) {
+    if (!opal_list_is_empty(&ep->pending[p]) && 0 == frag->piece) {
         void *dst = mca_btl_llrdma_endpoint_pack_reserve(ep, p, frag->segment.seg_len);
         if (NULL != dst) {
             memcpy(dst, mca_btl_llrdma_frag_payload(frag), frag->segment.seg_len);
@@ -535,7 +532,7 @@ int mca_btl_llrdma_endpoint_send(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_f
             return 1; /* copied: complete, like an inline send */
         }
     }
-    queued = queue_copy(ep, frag);
+    queued = queue_copy(ep, frag, p);
     if (NULL == queued) {
         queued = frag;
         frag->base.des_flags |= MCA_BTL_DES_SEND_ALWAYS_CALLBACK;
@@ -557,6 +554,82 @@ int mca_btl_llrdma_endpoint_send(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_f
         }
     }
     return queued != frag ? 1 : OPAL_SUCCESS;
+}
+
+/* A fragment larger than the peer receives, as pieces of our own that fit
+ * (llrdma_btl_route), sent back to back on path p, so nothing can come
+ * between them on the queue pair.  All pieces are taken before any is sent:
+ * without them ob1 retries the whole fragment later.  The data is copied,
+ * so the fragment is complete for ob1 (1) once the pieces are on their way. */
+static int send_split(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_frag_t *frag,
+                      const llrdma_btl_route_t *r)
+{
+    mca_btl_llrdma_frag_t *piece[LLRDMA_SPLIT_MAX];
+    const char *src = (const char *)mca_btl_llrdma_frag_payload(frag);
+    uint64_t off = 0;
+    uint32_t k;
+
+    if (r->pieces > LLRDMA_SPLIT_MAX) {
+        return OPAL_ERR_BAD_PARAM; /* fragments are at most 1 MiB, pieces at least 64K */
+    }
+    for (k = 0; k < r->pieces; ++k) {
+        const uint64_t n = k + 1 < r->pieces ? r->piece : frag->segment.seg_len - off;
+        piece[k] = mca_btl_llrdma_pool_get(&ep->module->path[r->path].send_pool);
+        if (NULL == piece[k]) {
+            goto put_pieces;
+        }
+        mca_btl_llrdma_frag_init_send(piece[k], ep, n, MCA_BTL_DES_FLAGS_BTL_OWNERSHIP);
+        piece[k]->tag = frag->tag;
+        piece[k]->piece = k + 1 < r->pieces ? MCA_BTL_LLRDMA_HDR_MORE : MCA_BTL_LLRDMA_HDR_LAST;
+        memcpy(mca_btl_llrdma_frag_payload(piece[k]), src + off, n);
+        off += n;
+    }
+    ++ep->module->split_frags;
+    for (k = 0; k < r->pieces; ++k) {
+        int prc = send_on(ep, piece[k], r->path);
+        if (1 == prc) {
+            mca_btl_llrdma_frag_complete(piece[k], OPAL_SUCCESS); /* inline: done */
+        } else if (prc < 0) {
+            /* The endpoint failed: what is queued fails with it. */
+            mca_btl_llrdma_pool_put(piece[k]);
+            for (++k; k < r->pieces; ++k) {
+                mca_btl_llrdma_pool_put(piece[k]);
+            }
+            return prc;
+        }
+    }
+    return 1;
+
+put_pieces:
+    while (k-- > 0) {
+        mca_btl_llrdma_pool_put(piece[k]);
+    }
+    return OPAL_ERR_OUT_OF_RESOURCE;
+}
+
+int mca_btl_llrdma_endpoint_send(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_frag_t *frag)
+{
+    llrdma_btl_route_t r;
+
+    if (LLRDMA_EP_FAILED == ep->state) {
+        return OPAL_ERR_UNREACH;
+    }
+    if (ep->module->port_down) {
+        mca_btl_llrdma_endpoint_fail(ep, "the local port failed",
+                                     "the port went down (IBV_EVENT_PORT_ERR)");
+        return OPAL_ERR_UNREACH;
+    }
+    mca_btl_llrdma_endpoint_route(ep, frag->segment.seg_len, &r);
+    if (r.path < 0) {
+        return OPAL_ERR_BAD_PARAM; /* larger than this side sends: ob1 never asks this */
+    }
+    llrdma_hist_add_sw(&ep->module->hist, r.path,
+                       sizeof(mca_btl_llrdma_hdr_t) + frag->segment.seg_len,
+                       sizeof(mca_btl_llrdma_hdr_t) + frag->segment.seg_len);
+    if (r.pieces > 1) {
+        return send_split(ep, frag, &r);
+    }
+    return send_on(ep, frag, r.path);
 }
 
 void mca_btl_llrdma_conn_send_done(mca_btl_llrdma_wr_t *wr, enum ibv_wc_status status)

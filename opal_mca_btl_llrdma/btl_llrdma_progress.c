@@ -69,6 +69,22 @@ static int records_ok(const char *buf, uint32_t byte_len)
     return 0;
 }
 
+/* A received buffer that goes to nobody back into the queue.  Module lock
+ * held. */
+static void repost_one(mca_btl_llrdma_module_t *m, int p, mca_btl_llrdma_frag_t *frag)
+{
+    char detail[160];
+    int posted;
+
+    if (0 != mca_btl_llrdma_module_repost(m, p, &frag, 1, &posted)) {
+        mca_btl_llrdma_pool_put(frag);
+        snprintf(detail, sizeof(detail),
+                 "btl/llrdma: reposting a receive buffer on %s:%d failed (ibv_post_srq_recv)",
+                 m->port.dev, m->port.port);
+        mca_btl_llrdma_module_fatal(m, NULL, detail);
+    }
+}
+
 /* A receive completion that hands nothing to ob1: an error, or a malformed
  * buffer.  The buffer goes back at once.  Module lock held. */
 static void recv_failed(mca_btl_llrdma_module_t *m, int p, const struct ibv_wc *wc)
@@ -76,7 +92,6 @@ static void recv_failed(mca_btl_llrdma_module_t *m, int p, const struct ibv_wc *
     mca_btl_llrdma_frag_t *frag = (mca_btl_llrdma_frag_t *)(uintptr_t)(wc->wr_id & ~(uint64_t)1);
     mca_btl_llrdma_conn_t *conn;
     char detail[256];
-    int posted;
 
     if (IBV_WC_SUCCESS != wc->status) {
         conn = conn_by_qp_num(m, wc->qp_num);
@@ -95,21 +110,65 @@ static void recv_failed(mca_btl_llrdma_module_t *m, int p, const struct ibv_wc *
                  wc->byte_len, m->port.dev, m->port.port, wc->qp_num);
         mca_btl_llrdma_module_fatal(m, NULL, detail);
     }
-    if (0 != mca_btl_llrdma_module_repost(m, p, &frag, 1, &posted)) {
-        mca_btl_llrdma_pool_put(frag);
+    repost_one(m, p, frag);
+}
+
+/* A piece of a fragment larger than our buffers: joined in the
+ * connection's buffer; the last one goes to ob1 as one fragment.  Pieces
+ * of one fragment arrive back to back on their queue pair (send_split).
+ * Progress token held, no lock. */
+static void deliver_piece(mca_btl_llrdma_module_t *m, mca_btl_llrdma_conn_t *conn,
+                          mca_btl_llrdma_frag_t *frag)
+{
+    const mca_btl_llrdma_hdr_t *rec = frag->hdr;
+    const mca_btl_active_message_callback_t *reg = mca_btl_base_active_message_trigger + rec->tag;
+    int rc;
+
+    if (0 == conn->reasm.max) {
+        /* The peer sends up to its own BW limit, which its record tells. */
+        uint64_t peer = conn->endpoint->addr.frag_max[LLRDMA_PATH_BW];
+        conn->reasm.max = 0 != peer ? peer : MCA_BTL_LLRDMA_HDR_LEN_MAX;
+    }
+    rc = llrdma_reasm_piece(&conn->reasm, rec + 1, MCA_BTL_LLRDMA_HDR_LEN(rec),
+                            0 != (rec->flags & MCA_BTL_LLRDMA_HDR_LAST));
+    if (rc < 0) {
+        char detail[256];
         snprintf(detail, sizeof(detail),
-                 "btl/llrdma: reposting a receive buffer on %s:%d failed (ibv_post_srq_recv)",
-                 m->port.dev, m->port.port);
-        mca_btl_llrdma_module_fatal(m, NULL, detail);
+                 "btl/llrdma: pieces of a fragment from %s on %s:%d exceed the %llu bytes it "
+                 "sends at most%s",
+                 OPAL_NAME_PRINT(conn->endpoint->proc->proc_name), m->port.dev, m->port.port,
+                 (unsigned long long)conn->reasm.max,
+                 LLRDMA_ERR_INVALID == rc ? "" : " (out of memory joining them)");
+        MCA_BTL_LLRDMA_LOCK(m);
+        mca_btl_llrdma_module_fatal(m, conn->endpoint->proc, detail);
+        MCA_BTL_LLRDMA_UNLOCK(m);
+        return;
+    }
+    if (1 == rc) {
+        frag->segment.seg_addr.pval = conn->reasm.buf;
+        frag->segment.seg_len = conn->reasm.len;
+        frag->base.des_segments = &frag->segment;
+        frag->base.des_segment_count = 1;
+        ++m->joined_frags;
+        if (NULL != reg->cbfunc) {
+            llrdma_btl_upcall(&m->super, reg, rec->tag, NULL, &frag->base);
+        }
+        llrdma_reasm_done(&conn->reasm);
     }
 }
 
 /* Hand every record of a received buffer to ob1.  No lock held: ob1's
- * callback may send, put or get on this module or any other. */
-static void deliver(mca_btl_llrdma_module_t *m, mca_btl_llrdma_frag_t *frag, uint32_t byte_len)
+ * callback may send, put or get on this module or any other.  `conn`: the
+ * buffer is a piece of a split fragment (else NULL). */
+static void deliver(mca_btl_llrdma_module_t *m, mca_btl_llrdma_frag_t *frag, uint32_t byte_len,
+                    mca_btl_llrdma_conn_t *conn)
 {
     uint32_t off = 0;
 
+    if (NULL != conn) {
+        deliver_piece(m, conn, frag);
+        return;
+    }
     for (;;) {
         mca_btl_llrdma_hdr_t *rec = (mca_btl_llrdma_hdr_t *)((char *)frag->hdr + off);
         const mca_btl_active_message_callback_t *reg =
@@ -158,6 +217,7 @@ static int poll_cq(mca_btl_llrdma_module_t *m, int p, struct ibv_cq *cq)
 {
     struct ibv_wc wc[LLRDMA_POLL_BATCH];
     mca_btl_llrdma_frag_t *rx[LLRDMA_POLL_BATCH];
+    mca_btl_llrdma_conn_t *rx_piece[LLRDMA_POLL_BATCH];
     uint32_t rx_len[LLRDMA_POLL_BATCH], rx_qp[LLRDMA_POLL_BATCH];
     int n, nrx = 0, posted = 0;
 
@@ -178,12 +238,22 @@ static int poll_cq(mca_btl_llrdma_module_t *m, int p, struct ibv_cq *cq)
         } else if (IBV_WC_SUCCESS == wc[i].status &&
                    records_ok((const char *)recv_frag(&wc[i])->hdr, wc[i].byte_len)) {
             const mca_btl_llrdma_hdr_t *h = recv_frag(&wc[i])->hdr;
-            if (h->flags & MCA_BTL_LLRDMA_HDR_CREDIT) {
+            mca_btl_llrdma_conn_t *conn = NULL;
+            rx_piece[nrx] = NULL;
+            if (h->flags & (MCA_BTL_LLRDMA_HDR_CREDIT | MCA_BTL_LLRDMA_HDR_PIECE)) {
+                conn = conn_by_qp_num(m, wc[i].qp_num);
+            }
+            if ((h->flags & MCA_BTL_LLRDMA_HDR_CREDIT) && NULL != conn) {
                 /* Our credits, returned in the peer's header. */
-                mca_btl_llrdma_conn_t *conn = conn_by_qp_num(m, wc[i].qp_num);
-                if (NULL != conn) {
-                    llrdma_credit_piggyback(&conn->credit, h->credit);
+                llrdma_credit_piggyback(&conn->credit, h->credit);
+            }
+            if (h->flags & MCA_BTL_LLRDMA_HDR_PIECE) {
+                if (NULL == conn) {
+                    /* Its connection is gone (failed): the rest never comes. */
+                    repost_one(m, p, recv_frag(&wc[i]));
+                    continue;
                 }
+                rx_piece[nrx] = conn;
             }
             rx[nrx] = recv_frag(&wc[i]);
             rx_len[nrx] = wc[i].byte_len;
@@ -199,7 +269,7 @@ static int poll_cq(mca_btl_llrdma_module_t *m, int p, struct ibv_cq *cq)
 
     if (nrx > 0) {
         for (int k = 0; k < nrx; ++k) {
-            deliver(m, rx[k], rx_len[k]);
+            deliver(m, rx[k], rx_len[k], rx_piece[k]);
         }
         /* ob1 copied what it needs inside the callbacks: the buffers go back. */
         MCA_BTL_LLRDMA_LOCK(m);

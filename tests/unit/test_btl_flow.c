@@ -15,7 +15,9 @@
  * RNR waits, nothing lost; every seam call of that failing in turn),
  * simultaneous connects (exactly one QP per path survives, for every
  * schedule), mixed hints (smaller LL buffers, no LL path: fragments routed to
- * BW and never larger than the peer takes), sendi, coalescing of messages
+ * BW and never larger than the peer takes; larger ones of the sender's own
+ * limits split into pieces and joined, every seam call failing in turn),
+ * sendi, coalescing of messages
  * that wait (packed records, never larger than the peer takes) and
  * prepare_src.
  */
@@ -930,9 +932,9 @@ static void test_mixed_hints(void)
     CHECK(ab->use_path[LL] && ab->frag_max[LL] == fw[1].m->lim.frag_max[LL]);
     CHECK(ab->frag_max[LL] < a->lim.frag_max[LL]);
     CHECK(!ac->use_path[LL] && ac->use_path[BW] && 0 == ac->frag_max[LL]);
-    /* ob1's module limits fit the peer that takes the least. */
-    CHECK(a->super.btl_max_send_size <= fw[2].m->lim.frag_max[BW]);
-    CHECK(a->super.btl_eager_limit <= fw[2].m->lim.frag_max[BW]);
+    /* ob1's module limits stay this process's own whatever the peers. */
+    CHECK(a->super.btl_max_send_size == a->lim.max_send_size);
+    CHECK(a->super.btl_eager_limit == a->lim.eager_limit);
     /* Sizes around each boundary, each way. */
     for (int j = 1; j < 3; ++j) {
         size_t sizes[] = {16, 300, 4000, 4200, 8000, 16000, 16400, 30000};
@@ -958,6 +960,141 @@ static void test_mixed_hints(void)
     CHECK(LLRDMA_PATH_BW == mca_btl_llrdma_endpoint_path_for(ab, ab->frag_max[LL] + 1));
     CHECK(-1 == mca_btl_llrdma_endpoint_path_for(ac, ac->frag_max[BW] + 1));
     fw_end(0);
+}
+
+/* Every wire SEND on a connection from i to j: no larger than j receives. */
+static size_t max_wire_to(int i, int j)
+{
+    size_t most = 0;
+    for (int w = 0; w < fake.nsends && w < FAKE_MAX_WR; ++w) {
+        if (IBV_WR_SEND == fake.sends[w].opcode && NULL != fw_conn(i, j, BW) &&
+            fake.sends[w].qp == fw_conn(i, j, BW)->qp && fake.sends[w].length > most) {
+            most = fake.sends[w].length;
+        }
+    }
+    return most;
+}
+
+/* A peer with a smaller hint receives smaller BW fragments.  The module's
+ * limits (ob1's) stay the sender's own, never lowered mid-run for everyone:
+ * a fragment larger than the peer takes goes in pieces that fit, back to
+ * back, and the receiver hands ob1 one fragment.  Small messages queued
+ * between the pieces never pack into a piece's buffer. */
+static void test_split_for_smaller_peers(void)
+{
+    mca_btl_llrdma_module_t *a, *c;
+    mca_btl_llrdma_endpoint_t *ac;
+    size_t fit, own;
+    uint64_t split0;
+
+    fw_begin();
+    CHECK(0 == fw_add(65536, 0, 0)); /* A: BW fragments of 128K */
+    CHECK(1 == fw_add(0, 0, 0));     /* C: 64K */
+    fw_mesh();
+    a = fw[0].m;
+    c = fw[1].m;
+    ac = fw[0].ep[1];
+    fit = ac->frag_max[BW];
+    own = a->lim.frag_max[BW];
+    CHECK(fit == c->lim.frag_max[BW] && own > fit);
+    CHECK(a->super.btl_max_send_size == own && a->super.btl_eager_limit == own);
+    /* Around the peer's limit and up to this side's own, each way. */
+    {
+        size_t sizes[] = {16, 300, 9000, fit - 1, fit, fit + 1, 100000, own - 8, own};
+        for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); ++k) {
+            CHECK(0 <= fw_send(0, 1, sizes[k], 1));
+            if (sizes[k] <= c->super.btl_max_send_size) {
+                CHECK(0 <= fw_send(1, 0, sizes[k], 1));
+            }
+        }
+    }
+    fw_settle(300);
+    check_all_arrived();
+    CHECK(0 == fake.len_errors && 0 == fw[1].recv_bad && 0 == fw[0].recv_bad);
+    CHECK(4 == a->split_frags && 4 == c->joined_frags);
+    CHECK(0 == c->split_frags && 0 == a->joined_frags);
+    CHECK(own == fw[1].recv_max_len);
+    CHECK(max_wire_to(0, 1) <= fit + HDR);
+    CHECK(max_wire_to(1, 0) <= fit + HDR);
+
+    /* A burst into a receiver that does not progress: credits run out,
+     * pieces wait with small messages between them, packing on. */
+    split0 = a->split_frags;
+    mca_btl_llrdma_component.coalesce = 1;
+    for (int k = 0; k < 60; ++k) {
+        fw_as(0);
+        CHECK(0 <= fw_send(0, 1, k % 3 ? own - 8 * k : fit + 1 + k, 1));
+        CHECK(0 <= fw_send(0, 1, 64 + k, 1));
+        CHECK(0 <= fw_send(0, 1, 512, 1));
+        fw_progress_one(0, 1);
+    }
+    CHECK(!opal_list_is_empty(&ac->pending[BW])); /* the window ran out */
+    fw_settle(2000);
+    check_all_arrived();
+    CHECK(60 == a->split_frags - split0);
+    CHECK(0 == fake.len_errors && 0 == fw[1].recv_bad);
+    CHECK(max_wire_to(0, 1) <= fit + HDR);
+    fw_end(0);
+}
+
+/* Each seam call during a burst of split fragments fails in turn (a pool
+ * that cannot grow, a post that fails): ob1 is told, a fragment whose
+ * pieces could not all be had is refused whole and sent again, and nothing
+ * leaks. */
+static void test_split_failures(void)
+{
+    int refused = 0, n;
+
+    for (n = 1; n < 400; ++n) {
+        mca_btl_llrdma_module_t *a;
+        uint64_t base;
+
+        fw_begin();
+        if (0 != fw_add(65536, 0, 0) || 1 != fw_add(0, 0, 0)) {
+            CHECK(0);
+            return;
+        }
+        fw_mesh();
+        a = fw[0].m;
+        (void)fw_send(0, 1, 16, 0); /* connect first: failures hit the split */
+        fw_settle(100);
+        base = fake.calls;
+        fake.fail_at = base + n;
+        for (int k = 0; k < 40; ++k) {
+            mca_btl_base_descriptor_t *d = fw_alloc(0, 1, a->lim.frag_max[BW] - 8 * k, 1);
+            int rc;
+            if (NULL == d) {
+                --fw[0].send_seq[1][1];
+                continue;
+            }
+            rc = a->super.btl_send(&a->super, fw[0].ep[1], d, FW_TAG);
+            if (OPAL_SUCCESS == rc) {
+                ++fw[0].accepted;
+            } else if (rc < 0) {
+                /* ob1 frees a descriptor the BTL refused, and retries later. */
+                --fw[0].send_seq[1][1];
+                refused += OPAL_ERR_OUT_OF_RESOURCE == rc;
+                a->super.btl_free(&a->super, d);
+            }
+        }
+        fw_settle(2000);
+        if (!fake.failed) {
+            fw_end(0);
+            break; /* every call of the burst was failed once */
+        }
+        if (0 == fw[0].err_calls) {
+            /* Only a pool growth failed: every accepted fragment arrived. */
+            CHECK(fw_sent(0, 1) == fw[0].send_seq[1][0] + fw[0].send_seq[1][1]);
+            CHECK(0 == fw[1].recv_bad);
+        }
+        CHECK(fw[0].accepted == fw[0].cb_calls);
+        fw_end(1);
+    }
+    /* The path named ran: some fragment was refused whole for want of a
+     * piece, and the loop reached a burst with nothing left to fail. */
+    printf("# split failures: %d seam calls failed in turn, %d fragments refused whole\n", n - 1,
+           refused);
+    CHECK(refused > 0 && n < 400);
 }
 
 /* ------------------------------------------------------ sendi */
@@ -1306,17 +1443,18 @@ static void test_prepare_src(void)
     fw_settle(300);
     CHECK(sizeof(ps_src) == ps_got && 0 == memcmp(ps_src, ps_dst, sizeof(ps_src)));
     CHECK(ps_max == fw[0].m->super.btl_max_send_size);
-    /* A peer with smaller fragments lowers them for the module (add_procs). */
     CHECK(131072 == ps_max);
+    /* A peer with smaller fragments leaves the module's limits alone: ob1's
+     * 100000-byte fragment reaches it in pieces, joined before ob1 sees it. */
     fw_add_procs(0, 2);
-    CHECK(fw[0].m->super.btl_max_send_size == fw[2].m->lim.frag_max[BW]);
-    CHECK(65536 == fw[0].m->super.btl_max_send_size);
+    CHECK(131072 == fw[0].m->super.btl_max_send_size);
+    CHECK(65536 == fw[2].m->lim.frag_max[BW]);
     memset(ps_dst, 0, sizeof(ps_dst));
     ps_got = ps_max = 0;
     stream(0, 2, 100000);
     fw_settle(300);
     CHECK(100000 == ps_got && 0 == memcmp(ps_src, ps_dst, 100000));
-    CHECK(ps_max <= fw[2].m->lim.frag_max[BW]);
+    CHECK(100000 + 8 == ps_max && 1 == fw[2].m->joined_frags);
     check_fragment_sizes();
     CHECK(0 == fw[0].err_calls && 0 == fake.rnr_events);
     fw_end(0);
@@ -1340,6 +1478,7 @@ int main(int argc, char **argv)
     test_overcommitted_windows();
     test_simultaneous_connects();
     test_mixed_hints();
+    test_split_for_smaller_peers();
     test_sendi();
     test_coalesce();
     test_burst_packs_into_a_busy_receiver();
@@ -1353,6 +1492,7 @@ int main(int argc, char **argv)
     test_stuck_dump();
     test_watchdog_waits_for_busy_receiver();
     test_overcommit_failures();
+    test_split_failures();
     fflush(stderr);
     dup2(saved_stderr, 2);
     close(saved_stderr);

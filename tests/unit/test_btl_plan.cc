@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <string>
 
 namespace
@@ -268,4 +269,84 @@ BOOST_AUTO_TEST_CASE(gpu_forced_mode_unavailable_is_an_error)
     BOOST_TEST(choose(LLRDMA_GPU_KNOB_DMABUF, 0, -1, 0, &rc, &m) ==
                "no RDMA device to register GPU memory with");
     BOOST_TEST(rc == LLRDMA_ERR_NOT_FOUND);
+}
+
+// A peer with a smaller hint receives smaller BW fragments: this side's own limits stay, and
+// a fragment too large for the peer is cut into equal pieces that each fit (issue 25).
+BOOST_AUTO_TEST_CASE(route_splits_only_what_the_peer_cannot_take)
+{
+    const llrdma_btl_limits_t big = limits(profile(64 * 1024)), small = limits(profile(0));
+    uint32_t peer[LLRDMA_NPATHS];
+    for (int p = 0; p < LLRDMA_NPATHS; ++p)
+        peer[p] = std::min(big.frag_max[p], small.frag_max[p]);
+    BOOST_TEST(peer[LLRDMA_PATH_LL] == 0u); // hint 0: no LL path
+    BOOST_TEST(big.frag_max[LLRDMA_PATH_BW] > peer[LLRDMA_PATH_BW]);
+
+    llrdma_btl_route_t r;
+    BOOST_TEST(llrdma_btl_route(big.frag_max, peer, 100, &r) == LLRDMA_OK);
+    BOOST_TEST(r.path == LLRDMA_PATH_BW);
+    BOOST_TEST(r.pieces == 1u);
+    BOOST_TEST(llrdma_btl_route(big.frag_max, peer, peer[LLRDMA_PATH_BW], &r) == LLRDMA_OK);
+    BOOST_TEST(r.pieces == 1u);
+
+    // Every size from just above the peer's limit to this side's own: pieces fit the peer,
+    // add up to the fragment, no piece is empty, and they are as few as possible.
+    const uint64_t fit = peer[LLRDMA_PATH_BW], own = big.frag_max[LLRDMA_PATH_BW];
+    for (uint64_t bytes = fit + 1; bytes <= own; bytes += 4093) {
+        BOOST_TEST_REQUIRE(llrdma_btl_route(big.frag_max, peer, bytes, &r) == LLRDMA_OK);
+        BOOST_TEST(r.path == LLRDMA_PATH_BW);
+        BOOST_TEST(r.pieces == (bytes + fit - 1) / fit);
+        BOOST_TEST(r.piece <= fit);
+        const uint64_t last = bytes - uint64_t{r.piece} * (r.pieces - 1);
+        BOOST_TEST(last > 0u);
+        BOOST_TEST(last <= r.piece);
+        BOOST_TEST(r.piece % 8 == 0u);
+    }
+    // Above this side's own limit: ob1 never asks; no route.
+    BOOST_TEST(llrdma_btl_route(big.frag_max, peer, own + 1, &r) == LLRDMA_OK);
+    BOOST_TEST(r.path == -1);
+    // The peer with the larger buffers: never split.
+    BOOST_TEST(llrdma_btl_route(small.frag_max, peer, small.frag_max[LLRDMA_PATH_BW], &r) ==
+               LLRDMA_OK);
+    BOOST_TEST((r.path == LLRDMA_PATH_BW && r.pieces == 1u));
+    // Odd limits: a piece is not rounded past what fits.
+    const uint32_t odd_peer[LLRDMA_NPATHS] = {0, 1001}, odd_own[LLRDMA_NPATHS] = {0, 4000};
+    BOOST_TEST(llrdma_btl_route(odd_own, odd_peer, 3001, &r) == LLRDMA_OK);
+    BOOST_TEST((r.pieces == 3u && r.piece <= 1001u && 2u * r.piece < 3001u));
+    BOOST_TEST(llrdma_btl_route(nullptr, peer, 1, &r) == LLRDMA_ERR_INVALID);
+}
+
+BOOST_AUTO_TEST_CASE(reassembly_joins_pieces_and_refuses_too_much)
+{
+    std::string whole(200000, '\0');
+    for (size_t i = 0; i < whole.size(); ++i)
+        whole[i] = static_cast<char>(i * 131 + 7);
+    const uint32_t own[LLRDMA_NPATHS] = {0, 262144}, peer[LLRDMA_NPATHS] = {0, 65536};
+    llrdma_btl_route_t r;
+    BOOST_TEST_REQUIRE(llrdma_btl_route(own, peer, whole.size(), &r) == LLRDMA_OK);
+    BOOST_TEST_REQUIRE(r.pieces == 4u);
+
+    llrdma_reasm_t a{};
+    a.max = own[LLRDMA_PATH_BW];
+    for (int round = 0; round < 2; ++round) { // the buffer is reused
+        uint64_t off = 0;
+        for (uint32_t k = 0; k < r.pieces; ++k) {
+            const uint64_t n = k + 1 < r.pieces ? r.piece : whole.size() - off;
+            const int rc = llrdma_reasm_piece(&a, whole.data() + off, n, k + 1 == r.pieces);
+            BOOST_TEST(rc == (k + 1 == r.pieces ? 1 : 0));
+            BOOST_TEST(llrdma_reasm_open(&a) == 1);
+            off += n;
+        }
+        BOOST_TEST_REQUIRE(a.len == whole.size());
+        BOOST_TEST(std::memcmp(whole.data(), a.buf, whole.size()) == 0);
+        llrdma_reasm_done(&a);
+        BOOST_TEST(llrdma_reasm_open(&a) == 0);
+    }
+    // More than the peer may send: refused, nothing kept.
+    BOOST_TEST(llrdma_reasm_piece(&a, whole.data(), 150000, 0) == 0);
+    BOOST_TEST(llrdma_reasm_piece(&a, whole.data(), 150000, 1) == LLRDMA_ERR_INVALID);
+    BOOST_TEST(llrdma_reasm_open(&a) == 0);
+    BOOST_TEST(llrdma_reasm_piece(&a, nullptr, 8, 1) == LLRDMA_ERR_INVALID);
+    llrdma_reasm_free(&a);
+    BOOST_TEST(a.buf == nullptr);
 }
