@@ -132,14 +132,6 @@ int mca_btl_llrdma_endpoint_send(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_f
 void *mca_btl_llrdma_endpoint_pack_reserve(mca_btl_llrdma_endpoint_t *ep, int p, size_t bytes);
 void mca_btl_llrdma_endpoint_pack_commit(mca_btl_llrdma_endpoint_t *ep, int p, uint8_t tag,
                                          size_t bytes);
-/* One message of `len` wire bytes (header included) from `wire` as one
- * inline SEND on an established connection with a free slot and a credit
- * (the caller checked): no fragment, the bytes may be on the stack.  The
- * header gets the credits this side returns (llrdma_credit_stamp).
- * OPAL_SUCCESS, or an error after failing the endpoint. */
-int mca_btl_llrdma_conn_post_inline(struct mca_btl_base_endpoint_t *ep,
-                                    struct mca_btl_llrdma_conn_t *conn, mca_btl_llrdma_hdr_t *wire,
-                                    uint32_t len);
 /* Start connecting path p if no connection or retry exists (RDMA needs the
  * BW path before any fragment may have taken it). */
 int mca_btl_llrdma_endpoint_connect(mca_btl_llrdma_endpoint_t *ep, int p);

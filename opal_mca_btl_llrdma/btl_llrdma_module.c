@@ -628,19 +628,70 @@ static int llrdma_sendi_locked(struct mca_btl_base_module_t *btl,
                                uint32_t flags, mca_btl_base_tag_t tag,
                                mca_btl_base_descriptor_t **descriptor);
 
+/* The largest message sendi builds on the stack for an inline post
+ * (devices grant a few hundred bytes inline; larger messages go through a
+ * fragment). */
+#define LLRDMA_SENDI_STACK 1024
+
+/* ob1's small messages.  The common one (connected, nothing queued, a slot
+ * and a credit, contiguous, within the inline size) is posted here in one
+ * function, as UCX's am_short: no fragment, no copy, no call but the
+ * device's post (docs/benchmarks-softroce.md, "Instructions per 8 B
+ * send").  Anything else takes llrdma_sendi_locked. */
 static int llrdma_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
                         struct opal_convertor_t *conv, void *header, size_t header_size,
                         size_t payload_size, uint8_t order, uint32_t flags, mca_btl_base_tag_t tag,
                         mca_btl_base_descriptor_t **descriptor)
 {
     mca_btl_llrdma_module_t *m = (mca_btl_llrdma_module_t *)btl;
+    const size_t total = header_size + payload_size;
+    const int p = mca_btl_llrdma_endpoint_path_for(ep, total);
+    mca_btl_llrdma_conn_t *conn;
     int rc;
 
+    if (NULL != descriptor) {
+        *descriptor = NULL;
+    }
     MCA_BTL_LLRDMA_LOCK(m);
-    rc = llrdma_sendi_locked(btl, ep, conv, header, header_size, payload_size, order, flags, tag,
-                             descriptor);
+    conn = OPAL_LIKELY(p >= 0) ? ep->conn[p] : NULL;
+    if (OPAL_LIKELY(mca_btl_llrdma_conn_up(conn) &&
+                    sizeof(mca_btl_llrdma_hdr_t) + total <= conn->inline_max &&
+                    sizeof(mca_btl_llrdma_hdr_t) + total <= LLRDMA_SENDI_STACK &&
+                    opal_list_is_empty(&ep->pending[p]) &&
+                    (0 == payload_size || !opal_convertor_need_buffers(conv)) &&
+                    mca_btl_llrdma_conn_slots(conn) > 0 &&
+                    mca_btl_llrdma_conn_credits(conn) >
+                        mca_btl_llrdma_conn_pack_floor(conn, mca_btl_llrdma_component.coalesce,
+                                                       ep->frag_max[p], total))) {
+        /* Our header, ob1's and the data, copied into one buffer on the
+         * stack: one SGE for the device to copy at the post (gathering
+         * three instead cost rxe's post more than the copies, counted in
+         * docs/benchmarks-softroce.md). */
+        union {
+            mca_btl_llrdma_hdr_t h;
+            unsigned char b[LLRDMA_SENDI_STACK];
+        } w;
+        const uint32_t wire = (uint32_t)(sizeof(w.h) + total);
+        w.h.tag = tag;
+        w.h.flags = 0;
+        w.h.credit = 0;
+        w.h.len = MCA_BTL_LLRDMA_HDR_WORD(total);
+        memcpy(&w.h + 1, header, header_size);
+        if (0 != payload_size) {
+            void *src = NULL;
+            opal_convertor_get_current_pointer(conv, &src);
+            memcpy((char *)(&w.h + 1) + header_size, src, payload_size);
+        }
+        llrdma_hist_add_sw(&m->hist, p, wire, wire);
+        rc = mca_btl_llrdma_conn_post_inline(ep, conn, &w.h, wire);
+    } else {
+        rc = llrdma_sendi_locked(btl, ep, conv, header, header_size, payload_size, order, flags,
+                                 tag, descriptor);
+    }
     MCA_BTL_LLRDMA_UNLOCK(m);
-    mca_btl_llrdma_done_kick(m);
+    if (OPAL_UNLIKELY(mca_btl_llrdma_done_pending(m))) {
+        mca_btl_llrdma_done_kick(m); /* a failed post's callbacks */
+    }
     return rc;
 }
 
@@ -661,10 +712,6 @@ static int send_locked(struct mca_btl_base_module_t *btl, struct mca_btl_base_en
     }
     return rc;
 }
-
-/* The largest inline message sendi builds on the stack (devices grant a few
- * hundred bytes inline; larger ones go through a fragment). */
-#define LLRDMA_SENDI_STACK 1024
 
 static int llrdma_sendi_locked(struct mca_btl_base_module_t *btl,
                                struct mca_btl_base_endpoint_t *ep, struct opal_convertor_t *conv,
@@ -721,37 +768,26 @@ static int llrdma_sendi_locked(struct mca_btl_base_module_t *btl,
     }
     if (sizeof(mca_btl_llrdma_hdr_t) + total <= conn->inline_max &&
         sizeof(mca_btl_llrdma_hdr_t) + total <= LLRDMA_SENDI_STACK) {
-        /* The common small message: built on the stack and posted inline
-         * (as UCX's am_short), no fragment taken from or returned to a pool. */
+        /* Inline, but not llrdma_sendi's case (non-contiguous data):
+         * packed on the stack, then posted the same way. */
         union {
             mca_btl_llrdma_hdr_t h;
             unsigned char b[LLRDMA_SENDI_STACK];
         } w;
+        const uint32_t wire = (uint32_t)(sizeof(w.h) + total);
+        struct iovec iov = {.iov_base = (char *)(&w.h + 1) + header_size, .iov_len = payload_size};
+        uint32_t count = 1;
+        size_t max_data = payload_size;
         w.h.tag = tag;
         w.h.flags = 0;
         w.h.credit = 0;
         w.h.len = MCA_BTL_LLRDMA_HDR_WORD(total);
         memcpy(&w.h + 1, header, header_size);
-        if (0 != payload_size && !opal_convertor_need_buffers(conv)) {
-            /* Contiguous data (the usual small message): a copy, not the
-             * convertor's pack (as vader's sendi; ob1 is done with the
-             * convertor once sendi succeeds). */
-            void *src = NULL;
-            opal_convertor_get_current_pointer(conv, &src);
-            memcpy((char *)(&w.h + 1) + header_size, src, payload_size);
-        } else if (0 != payload_size) {
-            struct iovec iov = {.iov_base = (char *)(&w.h + 1) + header_size,
-                                .iov_len = payload_size};
-            uint32_t count = 1;
-            size_t max_data = payload_size;
-            if (opal_convertor_pack(conv, &iov, &count, &max_data) < 0) {
-                return OPAL_ERROR;
-            }
+        if (0 != payload_size && opal_convertor_pack(conv, &iov, &count, &max_data) < 0) {
+            return OPAL_ERROR;
         }
-        llrdma_hist_add_sw(&m->hist, p, sizeof(mca_btl_llrdma_hdr_t) + total,
-                           sizeof(mca_btl_llrdma_hdr_t) + total);
-        return mca_btl_llrdma_conn_post_inline(ep, conn, &w.h,
-                                               (uint32_t)(sizeof(mca_btl_llrdma_hdr_t) + total));
+        llrdma_hist_add_sw(&m->hist, p, wire, wire);
+        return mca_btl_llrdma_conn_post_inline(ep, conn, &w.h, wire);
     }
     frag = frag_alloc(m, ep, total, flags | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP);
     if (NULL == frag) {

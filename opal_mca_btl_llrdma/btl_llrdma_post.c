@@ -38,8 +38,8 @@ uint64_t mca_btl_llrdma_now_ms(void)
  * `unsignalled` WRs before it waiting for its signal: the endpoint fails,
  * and those WRs' fragments and operations complete now, since no
  * completion will retire them. */
-static void post_failed(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_conn_t *conn, int rc,
-                        uint32_t unsignalled)
+void mca_btl_llrdma_conn_post_failed(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_conn_t *conn,
+                                     int rc, uint32_t unsignalled)
 {
     mca_btl_llrdma_endpoint_fail(ep, "ibv_post_send failed", strerror(rc));
     for (uint32_t k = 1; k <= unsignalled && k < conn->sq.depth; ++k) {
@@ -82,10 +82,11 @@ static int post_wr_for(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_conn_t *con
         e->frag = NULL;
         e->rdma = NULL;
         llrdma_sq_retire(&conn->sq, 1);
-        post_failed(ep, conn, rc, unsignalled);
+        mca_btl_llrdma_conn_post_failed(ep, conn, rc, unsignalled);
         return OPAL_ERR_UNREACH;
     }
-    conn->ring_head = (conn->ring_head + 1) % conn->sq.depth;
+    /* No division on the hot path. */
+    conn->ring_head = conn->ring_head + 1 == conn->sq.depth ? 0 : conn->ring_head + 1;
     return OPAL_SUCCESS;
 }
 
@@ -136,27 +137,6 @@ static inline uint64_t stamp_credit(mca_btl_llrdma_conn_t *conn, mca_btl_llrdma_
         h->credit = (uint16_t)stamp;
     }
     return stamp;
-}
-
-int mca_btl_llrdma_conn_post_inline(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_conn_t *conn,
-                                    mca_btl_llrdma_hdr_t *wire, uint32_t len)
-{
-    /* Inline: the device copies the bytes at the post, no key is read.  The
-     * connection's prepared work request, patched (the post reads it, and
-     * every post on this connection is under the module lock). */
-    uint64_t stamp = stamp_credit(conn, wire);
-    int rc;
-
-    conn->inl_sge.addr = (uintptr_t)wire;
-    conn->inl_sge.length = len;
-    conn->inl_wr.send_flags = IBV_SEND_INLINE;
-    rc = post_wr(ep, conn, &conn->inl_wr, NULL, 1, 0);
-
-    if (OPAL_SUCCESS == rc) {
-        llrdma_credit_take(&conn->credit);
-        llrdma_credit_stamped(&conn->credit, stamp);
-    }
-    return rc;
 }
 
 int mca_btl_llrdma_conn_nudge(mca_btl_llrdma_conn_t *conn)
@@ -298,7 +278,7 @@ static void post_chain(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_conn_t *con
             (void)llrdma_sq_post(&conn->sq, !inl[i], 1);
             conn->ring_head = (conn->ring_head + 1) % conn->sq.depth;
         }
-        post_failed(ep, conn, rc, conn->sq.unsignalled);
+        mca_btl_llrdma_conn_post_failed(ep, conn, rc, conn->sq.unsignalled);
     }
     for (uint32_t i = 0; i < n; ++i) {
         if (i < k) {
