@@ -113,9 +113,11 @@ typedef struct mca_btl_llrdma_module_t {
     opal_hash_table_t by_name; /* jobid << 32 | vpid -> endpoint: lookups by name stay O(1) */
     opal_list_t conns;         /* every connection, live or closed, until finalize */
     opal_hash_table_t by_qp;   /* qp_num -> connection, for receive completions */
-    int connecting;            /* connections in set-up: poll the CM channel on every progress */
-    int retrying;              /* connection retries scheduled */
-    int waiting;               /* endpoints with fragments and no connection or no credits */
+    uint32_t rx_qp_num;        /* the last lookup in by_qp (module lock) */
+    struct mca_btl_llrdma_conn_t *rx_conn;
+    int connecting; /* connections in set-up: poll the CM channel on every progress */
+    int retrying;   /* connection retries scheduled */
+    int waiting;    /* endpoints with fragments and no connection or no credits */
     unsigned cm_tick;
     /* btl_llrdma_stuck.c: when progress last moved anything */
     uint64_t moved_ms;          /* 0: moved since the last look at the clock */

@@ -26,6 +26,9 @@ static void conn_forget_qp(mca_btl_llrdma_conn_t *conn)
     mca_btl_llrdma_module_t *m = conn->endpoint->module;
     if (NULL != conn->qp) {
         (void)opal_hash_table_remove_value_uint32(&m->by_qp, conn->qp->qp_num);
+        if (m->rx_conn == conn) {
+            m->rx_conn = NULL; /* its QP number may be given to another */
+        }
     }
 }
 

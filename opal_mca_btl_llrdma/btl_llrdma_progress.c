@@ -16,13 +16,21 @@
  * the other or the rest of opal_progress. */
 #define LLRDMA_POLL_BATCH 16
 
+/* The connection of a receive completion.  Consecutive receives mostly
+ * come from one queue pair: the last answer is kept (module lock held;
+ * forgotten with its QP, btl_llrdma_cm.c). */
 static mca_btl_llrdma_conn_t *conn_by_qp_num(mca_btl_llrdma_module_t *m, uint32_t qp_num)
 {
     void *conn = NULL;
+    if (NULL != m->rx_conn && m->rx_qp_num == qp_num) {
+        return m->rx_conn;
+    }
     if (OPAL_SUCCESS != opal_hash_table_get_value_uint32(&m->by_qp, qp_num, &conn)) {
         return NULL;
     }
-    return (mca_btl_llrdma_conn_t *)conn;
+    m->rx_qp_num = qp_num;
+    m->rx_conn = (mca_btl_llrdma_conn_t *)conn;
+    return m->rx_conn;
 }
 
 void mca_btl_llrdma_module_fatal(mca_btl_llrdma_module_t *m, opal_proc_t *proc, const char *detail)
