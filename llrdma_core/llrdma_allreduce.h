@@ -468,7 +468,7 @@ enum { LLRDMA_AR_MODE_FLAT = 0, LLRDMA_AR_MODE_HIER = 1, LLRDMA_AR_MODE_DECLINE 
 int llrdma_ar_mode(const llrdma_ar_topo_t *topo, const char **why);
 
 /* The plan of one call on a HIER communicator: alg LLRDMA_AR_HIER,
- * slices = min(min_local, max(1, bytes / 4K), count); the inter-node step is
+ * slices = min(min_local, max(1, bytes / 8K), count); the inter-node step is
  * what llrdma_ar_plan_ex chooses for the largest slice on nnodes ranks with
  * the hint, the eager limit and the knobs (a forced message algorithm forces
  * the inter-node step; a forced shm_* is ignored).  All ranks must pass

@@ -10,7 +10,7 @@
 // NIC (and reduce) at once and each inter-node message is 1/U as large --
 // which is also why the inter-node step's algorithm and segment are planned
 // for the slice, with the size hint, exactly as a flat Allreduce of the slice
-// on `nodes` ranks would be.  Slices of less than 4 KiB are not worth a
+// on `nodes` ranks would be.  Slices of less than 8 KiB are not worth a
 // message each: small vectors use fewer slices (down to one, which is the
 // leader scheme).
 #include "internal.h"
@@ -27,7 +27,11 @@
 namespace
 {
 
-constexpr size_t kMinSliceBytes = 4096;
+// Slices below this are not worth a message each: one slice, one holder per
+// node (the leader scheme).  8 KiB: across two guests, 8 KB vectors took
+// 0.72-0.82x han's time with one slice and 1.13-1.18x with two
+// (docs/benchmarks-cluster.md, 2026-12-06); 16 KB was level either way.
+constexpr size_t kMinSliceBytes = 8192;
 constexpr int kSplitMax = 1 << 20; // ranks in one group of the test knob
 
 } // namespace

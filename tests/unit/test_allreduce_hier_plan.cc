@@ -133,11 +133,11 @@ BOOST_AUTO_TEST_CASE(plan_slices_and_inter_node_step)
 {
     llrdma_ar_topo_t t = topo(2, 2, 3, 1, 0);
     llrdma_ar_plan_t p;
-    // Slices: min(min_local, max(1, bytes / 4K), count).
+    // Slices: min(min_local, max(1, bytes / 8K), count).
     struct {
         size_t bytes;
         int slices;
-    } rows[] = {{8, 1}, {4096, 1}, {8191, 1}, {8192, 2}, {1 << 20, 2}};
+    } rows[] = {{8, 1}, {4096, 1}, {8192, 1}, {16383, 1}, {16384, 2}, {1 << 20, 2}};
     for (auto r : rows) {
         size_t b = r.bytes / 8 * 8;
         BOOST_REQUIRE_EQUAL(llrdma_ar_plan_hier(b, 8, &t, 0, 0, LLRDMA_AR_AUTO, 0, &p),
@@ -148,7 +148,7 @@ BOOST_AUTO_TEST_CASE(plan_slices_and_inter_node_step)
     }
     // Fewer elements than slices would leave a slice empty.
     llrdma_ar_topo_t wide = topo(2, 8, 8, 1, 0);
-    BOOST_REQUIRE_EQUAL(llrdma_ar_plan_hier(3 * 4096, 4096, &wide, 0, 0, 0, 0, &p), LLRDMA_AR_OK);
+    BOOST_REQUIRE_EQUAL(llrdma_ar_plan_hier(3 * 8192, 8192, &wide, 0, 0, 0, 0, &p), LLRDMA_AR_OK);
     BOOST_CHECK_EQUAL(p.slices, 3);
 
     // The inter-node step is the flat plan of the largest slice on `nodes` ranks.
