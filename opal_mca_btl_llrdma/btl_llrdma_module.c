@@ -635,9 +635,9 @@ static int llrdma_sendi_locked(struct mca_btl_base_module_t *btl,
 
 /* ob1's small messages.  The common one (connected, nothing queued, a slot
  * and a credit, contiguous, within the inline size) is posted here in one
- * function, as UCX's am_short: no fragment, no copy, no call but the
- * device's post (docs/benchmarks-softroce.md, "Instructions per 8 B
- * send").  Anything else takes llrdma_sendi_locked. */
+ * function, as UCX's am_short: no fragment, no call but the device's post
+ * (docs/benchmarks-softroce.md, "Instructions per 8 B send").  Anything
+ * else takes llrdma_sendi_locked. */
 static int llrdma_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
                         struct opal_convertor_t *conv, void *header, size_t header_size,
                         size_t payload_size, uint8_t order, uint32_t flags, mca_btl_base_tag_t tag,
