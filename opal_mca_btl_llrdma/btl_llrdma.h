@@ -15,6 +15,7 @@
 
 #include <netinet/in.h>
 #include <pthread.h>
+#include <unistd.h>
 
 #include "opal/class/opal_hash_table.h"
 #include "opal/mca/btl/base/base.h"
@@ -264,9 +265,6 @@ int mca_btl_llrdma_module_create(const mca_btl_llrdma_port_t *port, const llrdma
 int mca_btl_llrdma_module_granted(const mca_btl_llrdma_module_t *m, llrdma_device_info_t *dev,
                                   char *why, size_t whylen);
 int mca_btl_llrdma_module_progress(mca_btl_llrdma_module_t *m);
-/* A fatal error not tied to one peer (or with `proc` named): report it once
- * and hand it to ob1's error callback. */
-void mca_btl_llrdma_module_fatal(mca_btl_llrdma_module_t *m, opal_proc_t *proc, const char *detail);
 /* Give one more connection on `path` its receive allotment (posting buffers
  * as needed).  Fills conn->allot; OPAL_ERR_OUT_OF_RESOURCE with `why` when
  * it cannot be had. */
@@ -361,8 +359,15 @@ void mca_btl_llrdma_thread_channel(mca_btl_llrdma_module_t *m);
 void mca_btl_llrdma_thread_start(mca_btl_llrdma_module_t *m);
 void mca_btl_llrdma_thread_stop(mca_btl_llrdma_module_t *m);
 /* Wake the thread to look again (sends now wait for credits, a retry was
- * scheduled): those come without a CQ or CM event. */
-void mca_btl_llrdma_thread_kick(mca_btl_llrdma_module_t *m);
+ * scheduled): those come without a CQ or CM event.  Inline: the post path
+ * and connection set-up call it, below the thread's file. */
+static inline void mca_btl_llrdma_thread_kick(mca_btl_llrdma_module_t *m)
+{
+    uint64_t one = 1;
+    if (m->thread_running) {
+        (void)!write(m->wake_fd, &one, sizeof(one));
+    }
+}
 /* Arm a CQ of path p for its next event (BW CQs on the channel only). */
 void mca_btl_llrdma_thread_arm(mca_btl_llrdma_module_t *m, int p, struct ibv_cq *cq);
 void mca_btl_llrdma_thread_channel_destroy(mca_btl_llrdma_module_t *m);
@@ -378,6 +383,9 @@ struct mca_btl_llrdma_rdma_op_t;
 void mca_btl_llrdma_done_rdma(mca_btl_llrdma_module_t *m, struct mca_btl_llrdma_rdma_op_t *op,
                               int status);
 void mca_btl_llrdma_done_error(mca_btl_llrdma_module_t *m, opal_proc_t *proc, const char *detail);
+/* A fatal error of the module not tied to one peer (or with `proc` named): report it once
+ * and hand it to ob1's error callback. */
+void mca_btl_llrdma_module_fatal(mca_btl_llrdma_module_t *m, opal_proc_t *proc, const char *detail);
 /* Deliver what is queued (token held, lock not held); returns how many. */
 int mca_btl_llrdma_done_run(mca_btl_llrdma_module_t *m);
 /* After an entry that may have queued upcalls (lock released): deliver

@@ -159,6 +159,19 @@ int mca_btl_llrdma_done_run(mca_btl_llrdma_module_t *m)
     return n;
 }
 
+void mca_btl_llrdma_module_fatal(mca_btl_llrdma_module_t *m, opal_proc_t *proc, const char *detail)
+{
+    if (NULL == proc) {
+        if (m->failed) {
+            return;
+        }
+        m->failed = 1;
+    }
+    llrdma_mca_warn("transport error", detail);
+    /* ob1's error callback runs once the module lock is released. */
+    mca_btl_llrdma_done_error(m, proc, detail);
+}
+
 void mca_btl_llrdma_done_kick(mca_btl_llrdma_module_t *m)
 {
     /* A thread that finds the token taken leaves: its holder looks at the

@@ -13,6 +13,8 @@
 
 #include "opal_config.h"
 
+#include <time.h>
+
 #include "opal/class/opal_list.h"
 #include "opal/util/proc.h"
 
@@ -224,7 +226,12 @@ static inline uint32_t mca_btl_llrdma_conn_pack_floor(const mca_btl_llrdma_conn_
 }
 
 /* Milliseconds of a monotonic clock. */
-uint64_t mca_btl_llrdma_now_ms(void);
+static inline uint64_t mca_btl_llrdma_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
 
 /* Complete a send fragment towards ob1 (callback and ownership as its flags
  * say); the callback is queued and runs after the module lock is released. */

@@ -22,13 +22,6 @@
 
 /* ---------------------------------------------------------- post path */
 
-uint64_t mca_btl_llrdma_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 #define conn_credits mca_btl_llrdma_conn_credits
 
 /* Most queued fragments a drain posts as one chain of WRs. */

@@ -33,19 +33,6 @@ static mca_btl_llrdma_conn_t *conn_by_qp_num(mca_btl_llrdma_module_t *m, uint32_
     return m->rx_conn;
 }
 
-void mca_btl_llrdma_module_fatal(mca_btl_llrdma_module_t *m, opal_proc_t *proc, const char *detail)
-{
-    if (NULL == proc) {
-        if (m->failed) {
-            return;
-        }
-        m->failed = 1;
-    }
-    llrdma_mca_warn("transport error", detail);
-    /* ob1's error callback runs once the module lock is released. */
-    mca_btl_llrdma_done_error(m, proc, detail);
-}
-
 /* A received buffer is one record, or records packed by the sender
  * (MCA_BTL_LLRDMA_HDR_PACKED): all of them must be whole and end exactly at
  * byte_len before any is delivered. */

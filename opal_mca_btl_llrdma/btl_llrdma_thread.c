@@ -224,14 +224,6 @@ void mca_btl_llrdma_thread_start(mca_btl_llrdma_module_t *m)
     m->thread_running = 1;
 }
 
-void mca_btl_llrdma_thread_kick(mca_btl_llrdma_module_t *m)
-{
-    uint64_t one = 1;
-    if (m->thread_running) {
-        (void)!write(m->wake_fd, &one, sizeof(one));
-    }
-}
-
 void mca_btl_llrdma_thread_stop(mca_btl_llrdma_module_t *m)
 {
     struct ibv_cq *cq;
