@@ -82,8 +82,11 @@ extern "C" int llrdma_reasm_piece(llrdma_reasm_t *r, const void *data, uint64_t 
 {
     if (r == nullptr || (bytes != 0 && data == nullptr))
         return LLRDMA_ERR_INVALID;
+    if (r->broken)
+        return LLRDMA_ERR_INVALID;
     if (bytes > r->max || r->len > r->max - bytes) {
         r->len = 0;
+        r->broken = 1;
         return LLRDMA_ERR_INVALID;
     }
     if (r->len + bytes > r->cap) {
@@ -91,6 +94,7 @@ extern "C" int llrdma_reasm_piece(llrdma_reasm_t *r, const void *data, uint64_t 
         void *grown = std::realloc(r->buf, r->max);
         if (grown == nullptr) {
             r->len = 0;
+            r->broken = 1;
             return LLRDMA_ERR_INTERNAL;
         }
         r->buf = static_cast<unsigned char *>(grown);

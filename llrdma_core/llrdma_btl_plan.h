@@ -87,12 +87,15 @@ typedef struct {
     uint64_t len; /* bytes joined so far (0: none open) */
     uint64_t cap; /* allocated */
     uint64_t max; /* the largest fragment the peer sends (its own limit) */
+    int broken;   /* a piece was refused: the stream cannot be trusted again */
 } llrdma_reasm_t;
 
 /* Append one piece.  1: `last` completed the fragment (buf, len; call
  * llrdma_reasm_done once it was handed on); 0: more to come;
  * LLRDMA_ERR_INVALID: the pieces exceed `max` (a corrupt or foreign
- * stream; nothing is kept); LLRDMA_ERR_INTERNAL: out of memory. */
+ * stream), or an earlier piece was refused; LLRDMA_ERR_INTERNAL: out of
+ * memory.  After an error nothing is kept and every later piece is
+ * refused: the rest of a broken fragment must not pass as a whole one. */
 int llrdma_reasm_piece(llrdma_reasm_t *r, const void *data, uint64_t bytes, int last);
 static inline void llrdma_reasm_done(llrdma_reasm_t *r)
 {

@@ -634,10 +634,11 @@ static int llrdma_sendi_locked(struct mca_btl_base_module_t *btl,
 #define LLRDMA_SENDI_STACK 1024
 
 /* ob1's small messages.  The common one (connected, nothing queued, a slot
- * and a credit, contiguous, within the inline size) is posted here in one
- * function, as UCX's am_short: no fragment, no call but the device's post
+ * and a credit, within the inline size) is posted here in one function, as
+ * UCX's am_short: no fragment, no call but the device's post
  * (docs/benchmarks-softroce.md, "Instructions per 8 B send").  Anything
- * else takes llrdma_sendi_locked. */
+ * else (to pack behind queued messages, to wait, larger) takes
+ * llrdma_sendi_locked. */
 static int llrdma_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
                         struct opal_convertor_t *conv, void *header, size_t header_size,
                         size_t payload_size, uint8_t order, uint32_t flags, mca_btl_base_tag_t tag,
@@ -657,9 +658,7 @@ static int llrdma_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_e
     if (OPAL_LIKELY(mca_btl_llrdma_conn_up(conn) &&
                     sizeof(mca_btl_llrdma_hdr_t) + total <= conn->inline_max &&
                     sizeof(mca_btl_llrdma_hdr_t) + total <= LLRDMA_SENDI_STACK &&
-                    opal_list_is_empty(&ep->pending[p]) &&
-                    (0 == payload_size || !opal_convertor_need_buffers(conv)) &&
-                    mca_btl_llrdma_conn_slots(conn) > 0 &&
+                    opal_list_is_empty(&ep->pending[p]) && mca_btl_llrdma_conn_slots(conn) > 0 &&
                     mca_btl_llrdma_conn_credits(conn) >
                         mca_btl_llrdma_conn_pack_floor(conn, mca_btl_llrdma_component.coalesce,
                                                        ep->frag_max[p], total))) {
@@ -677,13 +676,26 @@ static int llrdma_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_e
         w.h.credit = 0;
         w.h.len = MCA_BTL_LLRDMA_HDR_WORD(total);
         memcpy(&w.h + 1, header, header_size);
-        if (0 != payload_size) {
+        rc = OPAL_SUCCESS;
+        if (0 != payload_size && !opal_convertor_need_buffers(conv)) {
+            /* Contiguous (the usual small message): a copy, not the
+             * convertor's pack, as vader's sendi. */
             void *src = NULL;
             opal_convertor_get_current_pointer(conv, &src);
             memcpy((char *)(&w.h + 1) + header_size, src, payload_size);
+        } else if (0 != payload_size) {
+            struct iovec iov = {.iov_base = (char *)(&w.h + 1) + header_size,
+                                .iov_len = payload_size};
+            uint32_t count = 1;
+            size_t max_data = payload_size;
+            if (opal_convertor_pack(conv, &iov, &count, &max_data) < 0) {
+                rc = OPAL_ERROR;
+            }
         }
-        llrdma_hist_add_sw(&m->hist, p, wire, wire);
-        rc = mca_btl_llrdma_conn_post_inline(ep, conn, &w.h, wire);
+        if (OPAL_SUCCESS == rc) {
+            llrdma_hist_add_sw(&m->hist, p, wire, wire);
+            rc = mca_btl_llrdma_conn_post_inline(ep, conn, &w.h, wire);
+        }
     } else {
         rc = llrdma_sendi_locked(btl, ep, conv, header, header_size, payload_size, order, flags,
                                  tag, descriptor);
@@ -765,29 +777,6 @@ static int llrdma_sendi_locked(struct mca_btl_base_module_t *btl,
             *descriptor = NULL == frag ? NULL : &frag->base;
         }
         return OPAL_ERR_RESOURCE_BUSY;
-    }
-    if (sizeof(mca_btl_llrdma_hdr_t) + total <= conn->inline_max &&
-        sizeof(mca_btl_llrdma_hdr_t) + total <= LLRDMA_SENDI_STACK) {
-        /* Inline, but not llrdma_sendi's case (non-contiguous data):
-         * packed on the stack, then posted the same way. */
-        union {
-            mca_btl_llrdma_hdr_t h;
-            unsigned char b[LLRDMA_SENDI_STACK];
-        } w;
-        const uint32_t wire = (uint32_t)(sizeof(w.h) + total);
-        struct iovec iov = {.iov_base = (char *)(&w.h + 1) + header_size, .iov_len = payload_size};
-        uint32_t count = 1;
-        size_t max_data = payload_size;
-        w.h.tag = tag;
-        w.h.flags = 0;
-        w.h.credit = 0;
-        w.h.len = MCA_BTL_LLRDMA_HDR_WORD(total);
-        memcpy(&w.h + 1, header, header_size);
-        if (0 != payload_size && opal_convertor_pack(conv, &iov, &count, &max_data) < 0) {
-            return OPAL_ERROR;
-        }
-        llrdma_hist_add_sw(&m->hist, p, wire, wire);
-        return mca_btl_llrdma_conn_post_inline(ep, conn, &w.h, wire);
     }
     frag = frag_alloc(m, ep, total, flags | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP);
     if (NULL == frag) {

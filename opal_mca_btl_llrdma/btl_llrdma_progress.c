@@ -127,15 +127,16 @@ static void deliver_piece(mca_btl_llrdma_module_t *m, mca_btl_llrdma_conn_t *con
     rc = llrdma_reasm_piece(&conn->reasm, rec + 1, MCA_BTL_LLRDMA_HDR_LEN(rec),
                             0 != (rec->flags & MCA_BTL_LLRDMA_HDR_LAST));
     if (rc < 0) {
-        char detail[256];
-        snprintf(detail, sizeof(detail),
-                 "btl/llrdma: pieces of a fragment from %s on %s:%d exceed the %llu bytes it "
-                 "sends at most%s",
-                 OPAL_NAME_PRINT(conn->endpoint->proc->proc_name), m->port.dev, m->port.port,
-                 (unsigned long long)conn->reasm.max,
-                 LLRDMA_ERR_INVALID == rc ? "" : " (out of memory joining them)");
+        /* A corrupt or foreign stream (or no memory to join it): the peer
+         * fails, said once; its later pieces are refused too. */
+        char why[160];
+        snprintf(why, sizeof(why),
+                 LLRDMA_ERR_INTERNAL == rc
+                     ? "out of memory joining the pieces of a fragment (up to %llu bytes)"
+                     : "the pieces of a fragment exceed the %llu bytes the peer sends at most",
+                 (unsigned long long)conn->reasm.max);
         MCA_BTL_LLRDMA_LOCK(m);
-        mca_btl_llrdma_module_fatal(m, conn->endpoint->proc, detail);
+        mca_btl_llrdma_endpoint_fail(conn->endpoint, "a split fragment was refused", why);
         MCA_BTL_LLRDMA_UNLOCK(m);
         return;
     }

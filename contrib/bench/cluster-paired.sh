@@ -98,11 +98,10 @@ if bad:
 PYEOF
 }
 
-case "${1:-}" in
---guest) guest "$2"; exit $? ;;
---summary) summary "${2:-$OUT}"; exit $? ;;
-esac
-mkdir -p "$OUT"
+bench_note() { echo "prefix: $PREFIX"; }
+# shellcheck source=contrib/bench/bench-lib.sh
+. "$here/bench-lib.sh"
+bench_main "$0" "$@"
 export PREFIX ROUNDS HINTS SIZES ITERS
 "$here/../softroce-vm" --nodes 2 --rw "$(dirname "$OUT")" --timeout "${VM_TIMEOUT:-3600}" -- \
   bash "$here/cluster-paired.sh" --guest "$OUT" 2>&1 | tee "$OUT/guest.log"

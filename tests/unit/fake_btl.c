@@ -4,9 +4,11 @@
 #include "fake_btl.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "llrdma_ompi_compat.h" /* the PMIx interface of this series */
 #if LLRDMA_OMPI5
@@ -16,6 +18,7 @@
 #endif
 #include "opal/mca/rcache/base/base.h"
 #include "opal/memoryhooks/memory.h"
+#include "opal/datatype/opal_convertor.h"
 #include "opal/runtime/opal.h"
 #include "opal/runtime/opal_params.h"
 
@@ -546,4 +549,56 @@ void fw_end(int allow_faults)
     for (int i = 0; i < fw_n; ++i) {
         CHECK(0 == fw[i].recv_bad);
     }
+}
+
+/* Everything sent was received and called back, nobody saw an error. */
+void fw_check_all_arrived(void)
+{
+    for (int i = 0; i < fw_n; ++i) {
+        CHECK(0 == fw[i].err_calls);
+        CHECK(fw[i].accepted == fw[i].cb_calls && 0 == fw[i].cb_errors);
+        for (int j = 0; j < fw_n; ++j) {
+            uint32_t sent = 0;
+            for (int c = 0; c < FW_NCLS; ++c) {
+                sent += fw[i].send_seq[j][c];
+            }
+            CHECK(sent == fw_sent(i, j));
+            if (sent != fw_sent(i, j)) {
+                printf("#   %d -> %d: %u sent, %u arrived\n", i, j, sent, fw_sent(i, j));
+            }
+        }
+    }
+}
+
+opal_convertor_t *fw_bytes_convertor(const void *buf, size_t n)
+{
+    opal_convertor_t *conv = opal_convertor_create(opal_local_arch, 0);
+    opal_convertor_prepare_for_send(conv, &opal_datatype_uint1, n, buf);
+    return conv;
+}
+
+int fw_stderr_off(void)
+{
+    int saved, devnull;
+
+    fflush(stderr);
+    saved = dup(2);
+    devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, 2);
+    close(devnull);
+    return saved;
+}
+
+void fw_stderr_on(int saved)
+{
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+}
+
+int fw_finish(void)
+{
+    fw_fini();
+    printf("%s: %d checks, %d failed\n", fw_failures ? "FAIL" : "PASS", fw_checks, fw_failures);
+    return fw_failures ? 1 : 0;
 }

@@ -121,6 +121,19 @@ uint32_t fw_sent(int i, int j);
  * fault (unless allow_faults). */
 void fw_end(int allow_faults);
 
+/* Around tests whose expected transport errors each print a user-facing
+ * message: stderr to /dev/null (fw_stderr_off returns what fw_stderr_on
+ * needs to bring it back). */
+int fw_stderr_off(void);
+void fw_stderr_on(int saved);
+/* fw_fini, then the verdict line; returns the exit status. */
+int fw_finish(void);
+
+/* Everything sent was received and called back, nobody saw an error. */
+void fw_check_all_arrived(void);
+/* A convertor over n contiguous bytes, as ob1 prepares one for a send. */
+struct opal_convertor_t *fw_bytes_convertor(const void *buf, size_t n);
+
 /* The connection of process i to j on path p (NULL when none). */
 static inline mca_btl_llrdma_conn_t *fw_conn(int i, int j, int p)
 {

@@ -342,11 +342,18 @@ BOOST_AUTO_TEST_CASE(reassembly_joins_pieces_and_refuses_too_much)
         llrdma_reasm_done(&a);
         BOOST_TEST(llrdma_reasm_open(&a) == 0);
     }
-    // More than the peer may send: refused, nothing kept.
+    // More than the peer may send: refused, nothing kept, and the stream stays
+    // refused: the tail of the broken fragment must not pass as a whole one.
     BOOST_TEST(llrdma_reasm_piece(&a, whole.data(), 150000, 0) == 0);
     BOOST_TEST(llrdma_reasm_piece(&a, whole.data(), 150000, 1) == LLRDMA_ERR_INVALID);
     BOOST_TEST(llrdma_reasm_open(&a) == 0);
-    BOOST_TEST(llrdma_reasm_piece(&a, nullptr, 8, 1) == LLRDMA_ERR_INVALID);
+    BOOST_TEST(llrdma_reasm_piece(&a, whole.data(), 8, 1) == LLRDMA_ERR_INVALID);
+    BOOST_TEST(llrdma_reasm_open(&a) == 0);
+    llrdma_reasm_t b{};
+    b.max = 64;
+    BOOST_TEST(llrdma_reasm_piece(&b, nullptr, 8, 1) == LLRDMA_ERR_INVALID);
+    BOOST_TEST(llrdma_reasm_piece(&b, whole.data(), 8, 1) == 1); // bad arguments break nothing
     llrdma_reasm_free(&a);
+    llrdma_reasm_free(&b);
     BOOST_TEST(a.buf == nullptr);
 }
