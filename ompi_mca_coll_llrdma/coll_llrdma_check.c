@@ -187,3 +187,20 @@ void mca_coll_llrdma_check_netuse(struct ompi_communicator_t *world)
         opal_output_verbose(5, mca_coll_llrdma_component.output, "coll:llrdma: %s", msg);
     }
 }
+
+/* coll_llrdma_node_split against this job: a grouping that does not fit
+ * MPI_COMM_WORLD stops MPI_Init, naming the knob and its value. */
+void mca_coll_llrdma_check_split(struct ompi_communicator_t *world)
+{
+    mca_coll_llrdma_component_t *c = &mca_coll_llrdma_component;
+    char err[256];
+
+    if (c->split_n > 0 && llrdma_ar_node_split_group(c->split_sizes, c->split_n, c->split_repeat,
+                                                     ompi_comm_rank(world), ompi_comm_size(world),
+                                                     err, sizeof(err)) < 0) {
+        char detail[1024];
+        snprintf(detail, sizeof(detail), "coll_llrdma_node_split = '%s': %s",
+                 NULL != c->node_split_text ? c->node_split_text : "(null)", err);
+        llrdma_mca_fatal("invalid coll knob", detail);
+    }
+}

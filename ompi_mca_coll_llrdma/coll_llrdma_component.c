@@ -296,18 +296,6 @@ static void bad_enum(const char *name, const char *why)
     bad_knob(name, text, why);
 }
 
-void mca_coll_llrdma_check_split(struct ompi_communicator_t *world)
-{
-    mca_coll_llrdma_component_t *c = &mca_coll_llrdma_component;
-    char err[256];
-
-    if (c->split_n > 0 && llrdma_ar_node_split_group(c->split_sizes, c->split_n, c->split_repeat,
-                                                     ompi_comm_rank(world), ompi_comm_size(world),
-                                                     err, sizeof(err)) < 0) {
-        bad_knob("coll_llrdma_node_split", c->node_split_text, err);
-    }
-}
-
 /* The hint when btl/llrdma did not run in this process. */
 static void resolve_without_btl(llrdma_rank_config_t *cfg)
 {

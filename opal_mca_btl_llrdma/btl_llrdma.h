@@ -265,23 +265,40 @@ int mca_btl_llrdma_module_create(const mca_btl_llrdma_port_t *port, const llrdma
 int mca_btl_llrdma_module_granted(const mca_btl_llrdma_module_t *m, llrdma_device_info_t *dev,
                                   char *why, size_t whylen);
 int mca_btl_llrdma_module_progress(mca_btl_llrdma_module_t *m);
-/* Give one more connection on `path` its receive allotment (posting buffers
- * as needed).  Fills conn->allot; OPAL_ERR_OUT_OF_RESOURCE with `why` when
- * it cannot be had. */
-int mca_btl_llrdma_module_reserve(mca_btl_llrdma_module_t *m, struct mca_btl_llrdma_conn_t *conn,
-                                  char *why, size_t whylen);
+/* btl_llrdma_path.c: a path's CQs, SRQ and pools.  Create (and on failure
+ * nothing is left), probe what a QP of the path is granted, destroy. */
+int mca_btl_llrdma_path_create(mca_btl_llrdma_module_t *m, int p);
+int mca_btl_llrdma_path_probe(mca_btl_llrdma_module_t *m, int p);
+void mca_btl_llrdma_path_destroy(mca_btl_llrdma_module_t *m, int p);
+/* Give one more connection on its path its receive allotment (posting
+ * buffers as needed).  Fills conn->allot; OPAL_ERR_OUT_OF_RESOURCE with
+ * `why` when it cannot be had. */
+int mca_btl_llrdma_path_reserve(mca_btl_llrdma_module_t *m, struct mca_btl_llrdma_conn_t *conn,
+                                char *why, size_t whylen);
+/* Return it when the connection goes. */
+void mca_btl_llrdma_path_release(mca_btl_llrdma_module_t *m, struct mca_btl_llrdma_conn_t *conn);
 /* IBV_EVENT_SRQ_LIMIT_REACHED on `srq`: grow that path's pool toward its
  * budget and re-arm (module lock held). */
-void mca_btl_llrdma_module_srq_low(mca_btl_llrdma_module_t *m, struct ibv_srq *srq);
-/* Return it when the connection goes. */
-void mca_btl_llrdma_module_release(mca_btl_llrdma_module_t *m, struct mca_btl_llrdma_conn_t *conn);
+void mca_btl_llrdma_path_srq_low(mca_btl_llrdma_module_t *m, struct ibv_srq *srq);
 /* Give n receive buffers back to the path's shared receive queue in one
  * chained post; *posted: how many of them were (all, unless it failed). */
-int mca_btl_llrdma_module_repost(mca_btl_llrdma_module_t *m, int path,
-                                 mca_btl_llrdma_frag_t *const *frags, int n, int *posted);
+int mca_btl_llrdma_path_repost(mca_btl_llrdma_module_t *m, int path,
+                               mca_btl_llrdma_frag_t *const *frags, int n, int *posted);
 /* QP attributes for a path (shared by the probe QP and real connections). */
-void mca_btl_llrdma_module_qp_attr(const mca_btl_llrdma_module_t *m, int path,
-                                   struct ibv_qp_init_attr *attr);
+void mca_btl_llrdma_path_qp_attr(const mca_btl_llrdma_module_t *m, int path,
+                                 struct ibv_qp_init_attr *attr);
+/* Arm a BW CQ for its next event on the module's channel (the progress
+ * thread's); LL CQs are never armed. */
+void mca_btl_llrdma_path_arm(mca_btl_llrdma_module_t *m, int p, struct ibv_cq *cq);
+static inline const char *mca_btl_llrdma_path_name(int p)
+{
+    return LLRDMA_PATH_LL == p ? "ll" : "bw";
+}
+static inline const llrdma_path_profile_t *
+mca_btl_llrdma_path_profile(const mca_btl_llrdma_module_t *m, int p)
+{
+    return LLRDMA_PATH_LL == p ? &m->profile->ll : &m->profile->bw;
+}
 /* Free slots of a connection's send queue, within its path's send-CQ room;
  * notes a connection held by the room alone, so that the path's next
  * completions drain every endpoint (module lock held).  Inline: every send
@@ -293,54 +310,6 @@ static inline uint32_t mca_btl_llrdma_conn_slots(struct mca_btl_llrdma_conn_t *c
         conn->endpoint->module->path[conn->path].scq_starved = 1;
     }
     return slots;
-}
-
-/* A post that failed at the ring slot ring_head, with `unsignalled` WRs
- * before it waiting for its signal: the endpoint fails, and those WRs'
- * fragments and operations complete now (btl_llrdma_post.c). */
-void mca_btl_llrdma_conn_post_failed(mca_btl_llrdma_endpoint_t *ep,
-                                     struct mca_btl_llrdma_conn_t *conn, int rc,
-                                     uint32_t unsignalled);
-
-/* sendi's common case: one message of `len` wire bytes at `w` (on the
- * caller's stack, header first) as one inline SEND on an established
- * connection with a free slot and a credit (the caller checked), under the
- * module lock.  The connection's prepared work request is patched, not
- * built.  Inline in the caller, as the whole post (docs/btl-design.md,
- * "Threads", cost): OPAL_SUCCESS, or an error after failing the endpoint. */
-static inline __attribute__((always_inline)) int
-mca_btl_llrdma_conn_post_inline(mca_btl_llrdma_endpoint_t *ep, struct mca_btl_llrdma_conn_t *conn,
-                                mca_btl_llrdma_hdr_t *w, uint32_t len)
-{
-    mca_btl_llrdma_wr_t *e = &conn->ring[conn->ring_head];
-    const uint64_t stamp = llrdma_credit_stamp(&conn->credit);
-    const uint32_t unsignalled = conn->sq.unsignalled;
-    struct ibv_send_wr *bad = NULL;
-    int rc;
-
-    if (0 != stamp) {
-        w->flags |= MCA_BTL_LLRDMA_HDR_CREDIT;
-        w->credit = (uint16_t)stamp;
-    }
-    conn->inl_sge.addr = (uintptr_t)w;
-    conn->inl_sge.length = len;
-    conn->inl_wr.wr_id = (uintptr_t)e;
-    conn->inl_wr.send_flags =
-        llrdma_sq_post(&conn->sq, 0, 0) ? IBV_SEND_INLINE | IBV_SEND_SIGNALED : IBV_SEND_INLINE;
-    e->conn = conn;
-    e->frag = NULL;
-    e->rdma = NULL;
-    e->send = 1;
-    rc = mca_btl_llrdma_verbs.post_send(conn->qp, &conn->inl_wr, &bad);
-    if (OPAL_UNLIKELY(0 != rc)) {
-        llrdma_sq_retire(&conn->sq, 1);
-        mca_btl_llrdma_conn_post_failed(ep, conn, rc, unsignalled);
-        return OPAL_ERR_UNREACH;
-    }
-    conn->ring_head = conn->ring_head + 1 == conn->sq.depth ? 0 : conn->ring_head + 1;
-    llrdma_credit_take(&conn->credit);
-    llrdma_credit_stamped(&conn->credit, stamp);
-    return OPAL_SUCCESS;
 }
 
 /* btl_llrdma_progress.c: poll path p's CQs until they are empty (or
@@ -368,8 +337,6 @@ static inline void mca_btl_llrdma_thread_kick(mca_btl_llrdma_module_t *m)
         (void)!write(m->wake_fd, &one, sizeof(one));
     }
 }
-/* Arm a CQ of path p for its next event (BW CQs on the channel only). */
-void mca_btl_llrdma_thread_arm(mca_btl_llrdma_module_t *m, int p, struct ibv_cq *cq);
 void mca_btl_llrdma_thread_channel_destroy(mca_btl_llrdma_module_t *m);
 
 /* btl_llrdma_done.c: the upcall queue and the progress token.  Queueing
@@ -382,6 +349,21 @@ void mca_btl_llrdma_done_frag(mca_btl_llrdma_module_t *m, mca_btl_llrdma_frag_t 
 struct mca_btl_llrdma_rdma_op_t;
 void mca_btl_llrdma_done_rdma(mca_btl_llrdma_module_t *m, struct mca_btl_llrdma_rdma_op_t *op,
                               int status);
+/* Queue one item (a fragment, an operation or an error) under the lock. */
+static inline void mca_btl_llrdma_done_queue(mca_btl_llrdma_module_t *m, opal_list_item_t *item)
+{
+    opal_list_append(&m->done, item);
+    __atomic_store_n(&m->ndone, m->ndone + 1, __ATOMIC_RELEASE);
+}
+
+/* btl_llrdma_fatal.c: an error for ob1's error callback, queued like the
+ * rest; `proc` retained (NULL: the module as a whole). */
+typedef struct mca_btl_llrdma_err_t {
+    opal_list_item_t super;
+    opal_proc_t *proc;
+    char *detail;
+} mca_btl_llrdma_err_t;
+OBJ_CLASS_DECLARATION(mca_btl_llrdma_err_t);
 void mca_btl_llrdma_done_error(mca_btl_llrdma_module_t *m, opal_proc_t *proc, const char *detail);
 /* A fatal error of the module not tied to one peer (or with `proc` named): report it once
  * and hand it to ob1's error callback. */

@@ -162,7 +162,7 @@ static void async_handle(mca_btl_llrdma_module_t *t, const struct ibv_async_even
         mca_btl_llrdma_module_fatal(t, NULL, detail);
         break;
     case IBV_EVENT_SRQ_LIMIT_REACHED:
-        mca_btl_llrdma_module_srq_low(t, ev->element.srq);
+        mca_btl_llrdma_path_srq_low(t, ev->element.srq);
         break;
     case IBV_EVENT_LID_CHANGE:
     case IBV_EVENT_PKEY_CHANGE:

@@ -19,24 +19,7 @@
 
 #include "btl_llrdma.h"
 #include "btl_llrdma_rdma.h"
-#include "llrdma_mca_common.h"
-
-/* An error for ob1's error callback. */
-typedef struct done_err_t {
-    opal_list_item_t super;
-    opal_proc_t *proc; /* retained; NULL: the module as a whole */
-    char *detail;
-} done_err_t;
-
-static void done_err_destruct(done_err_t *e)
-{
-    if (NULL != e->proc) {
-        OBJ_RELEASE(e->proc);
-    }
-    free(e->detail);
-}
-
-static OBJ_CLASS_INSTANCE(done_err_t, opal_list_item_t, NULL, done_err_destruct);
+#include "llrdma_mca_common.h" /* llrdma_mca_abort */
 
 int mca_btl_llrdma_token_try(mca_btl_llrdma_module_t *m)
 {
@@ -57,19 +40,13 @@ void mca_btl_llrdma_token_release(mca_btl_llrdma_module_t *m)
     __atomic_store_n(&m->progressing, 0, __ATOMIC_RELEASE);
 }
 
-static void queue(mca_btl_llrdma_module_t *m, opal_list_item_t *item)
-{
-    opal_list_append(&m->done, item);
-    __atomic_store_n(&m->ndone, m->ndone + 1, __ATOMIC_RELEASE);
-}
-
 void mca_btl_llrdma_done_frag(mca_btl_llrdma_module_t *m, mca_btl_llrdma_frag_t *frag, int status)
 {
     mca_btl_base_descriptor_t *des = &frag->base;
 
     if ((des->des_flags & MCA_BTL_DES_SEND_ALWAYS_CALLBACK) && NULL != des->des_cbfunc) {
         frag->status = status;
-        queue(m, &des->super.super);
+        mca_btl_llrdma_done_queue(m, &des->super.super);
     } else if (des->des_flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP) {
         mca_btl_llrdma_pool_put(frag);
     }
@@ -78,23 +55,7 @@ void mca_btl_llrdma_done_frag(mca_btl_llrdma_module_t *m, mca_btl_llrdma_frag_t 
 void mca_btl_llrdma_done_rdma(mca_btl_llrdma_module_t *m, mca_btl_llrdma_rdma_op_t *op, int status)
 {
     op->status = status;
-    queue(m, &op->super);
-}
-
-void mca_btl_llrdma_done_error(mca_btl_llrdma_module_t *m, opal_proc_t *proc, const char *detail)
-{
-    done_err_t *e = OBJ_NEW(done_err_t);
-
-    if (NULL == e || NULL == (e->detail = strdup(detail))) {
-        /* Without memory there is no job to save: the text is on stderr. */
-        llrdma_mca_abort(detail);
-        return;
-    }
-    if (NULL != proc) {
-        OBJ_RETAIN(proc);
-    }
-    e->proc = proc;
-    queue(m, &e->super);
+    mca_btl_llrdma_done_queue(m, &op->super);
 }
 
 int mca_btl_llrdma_done_run(mca_btl_llrdma_module_t *m)
@@ -131,7 +92,7 @@ int mca_btl_llrdma_done_run(mca_btl_llrdma_module_t *m)
             }
             opal_list_append(&back, item);
         } else {
-            done_err_t *e = (done_err_t *)item;
+            mca_btl_llrdma_err_t *e = (mca_btl_llrdma_err_t *)item;
             if (NULL != m->error_cb) {
                 m->error_cb(&m->super, MCA_BTL_ERROR_FLAGS_FATAL, e->proc, e->detail);
             } else {
@@ -157,19 +118,6 @@ int mca_btl_llrdma_done_run(mca_btl_llrdma_module_t *m)
     OBJ_DESTRUCT(&back);
     OBJ_DESTRUCT(&batch);
     return n;
-}
-
-void mca_btl_llrdma_module_fatal(mca_btl_llrdma_module_t *m, opal_proc_t *proc, const char *detail)
-{
-    if (NULL == proc) {
-        if (m->failed) {
-            return;
-        }
-        m->failed = 1;
-    }
-    llrdma_mca_warn("transport error", detail);
-    /* ob1's error callback runs once the module lock is released. */
-    mca_btl_llrdma_done_error(m, proc, detail);
 }
 
 void mca_btl_llrdma_done_kick(mca_btl_llrdma_module_t *m)

@@ -94,15 +94,18 @@ static void endpoint_construct(mca_btl_llrdma_endpoint_t *ep)
 
 static void endpoint_destruct(mca_btl_llrdma_endpoint_t *ep)
 {
+    opal_list_item_t *item;
+
     /* Finalize: queued fragments go back to their pools unsent. */
     for (int p = 0; p < LLRDMA_NPATHS; ++p) {
-        opal_list_item_t *item;
         while (NULL != (item = opal_list_remove_first(&ep->pending[p]))) {
             mca_btl_llrdma_pool_put((mca_btl_llrdma_frag_t *)item);
         }
         OBJ_DESTRUCT(&ep->pending[p]);
     }
-    mca_btl_llrdma_rdma_drop_pending(ep);
+    while (NULL != (item = opal_list_remove_first(&ep->rdma_pending))) {
+        OBJ_RELEASE(item); /* no callback: ob1 is gone */
+    }
     OBJ_DESTRUCT(&ep->rdma_pending);
     if (NULL != ep->proc) {
         OBJ_RELEASE(ep->proc);
@@ -336,6 +339,7 @@ void mca_btl_llrdma_endpoint_fail(mca_btl_llrdma_endpoint_t *ep, const char *wha
 {
     mca_btl_llrdma_module_t *m = ep->module;
     char detail[768], note[160], host[256];
+    opal_list_item_t *item;
 
     if (LLRDMA_EP_FAILED == ep->state) {
         return;
@@ -350,10 +354,11 @@ void mca_btl_llrdma_endpoint_fail(mca_btl_llrdma_endpoint_t *ep, const char *wha
     /* Report before failing the fragments: ob1 aborts on the first failed one. */
     mca_btl_llrdma_module_fatal(m, ep->proc, detail);
     for (int p = 0; p < LLRDMA_NPATHS; ++p) {
-        opal_list_item_t *item;
         while (NULL != (item = opal_list_remove_first(&ep->pending[p]))) {
             mca_btl_llrdma_frag_complete((mca_btl_llrdma_frag_t *)item, OPAL_ERR_UNREACH);
         }
     }
-    mca_btl_llrdma_rdma_fail_pending(ep, OPAL_ERR_UNREACH);
+    while (NULL != (item = opal_list_remove_first(&ep->rdma_pending))) {
+        mca_btl_llrdma_done_rdma(m, (mca_btl_llrdma_rdma_op_t *)item, OPAL_ERR_UNREACH);
+    }
 }

@@ -137,19 +137,25 @@ void mca_btl_llrdma_endpoint_pack_commit(mca_btl_llrdma_endpoint_t *ep, int p, u
 /* Start connecting path p if no connection or retry exists (RDMA needs the
  * BW path before any fragment may have taken it). */
 int mca_btl_llrdma_endpoint_connect(mca_btl_llrdma_endpoint_t *ep, int p);
-/* Post one RDMA work request on conn for `op` (selective signalling as for
- * sends; no credit).  OPAL_SUCCESS, or an error after failing the endpoint. */
+/* Post `op` as one RDMA WRITE or READ on conn (selective signalling as
+ * for sends; a slot but no credit).  OPAL_SUCCESS, or an error after
+ * failing the endpoint. */
 int mca_btl_llrdma_conn_post_rdma(mca_btl_llrdma_endpoint_t *ep, struct mca_btl_llrdma_conn_t *conn,
-                                  struct ibv_send_wr *wr, struct mca_btl_llrdma_rdma_op_t *op,
-                                  int more_queued);
+                                  struct mca_btl_llrdma_rdma_op_t *op, int more_queued);
 /* Post queued fragments of every path while slots are free. */
 void mca_btl_llrdma_endpoint_drain(mca_btl_llrdma_endpoint_t *ep);
 /* The same for path p only. */
 void mca_btl_llrdma_endpoint_drain_path(mca_btl_llrdma_endpoint_t *ep, int p);
 /* Fragments, or on the BW path puts and gets, wait for path p. */
 int mca_btl_llrdma_endpoint_has_waiting(mca_btl_llrdma_endpoint_t *ep, int p);
-/* btl_llrdma_cm.c: start this side's rdma_cm attempt for path p. */
+/* btl_llrdma_conn.c: start this side's rdma_cm attempt for path p. */
 int mca_btl_llrdma_conn_start_active(mca_btl_llrdma_endpoint_t *ep, int p);
+/* Create the QP (and its ring and credit word) on conn->id with the path's
+ * attributes, after reserving receive buffers for it; on failure nothing
+ * is left and `why` says what failed. */
+int mca_btl_llrdma_conn_setup_qp(struct mca_btl_llrdma_conn_t *conn, char *why, size_t whylen);
+/* Drop the QP number's entry (the number may be handed out again). */
+void mca_btl_llrdma_conn_forget_qp(struct mca_btl_llrdma_conn_t *conn);
 /* Post one more work request on a connection whose work stopped completing
  * (the completion watchdog): the credit write, idempotent (the count only
  * grows).  On rxe a QP whose retransmit timer was lost sends nothing until

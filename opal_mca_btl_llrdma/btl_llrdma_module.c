@@ -1,7 +1,8 @@
 /*
- * btl/llrdma module: per-port resources (PD, per-path CQ + SRQ + pools, the
- * rdma_cm listener) and the ob1-facing functions (add_procs, alloc, free,
- * prepare_src, send, sendi, finalize).
+ * btl/llrdma module: creating and destroying a port's module (its PD, its
+ * paths through btl_llrdma_path.c, the rdma_cm listener) and the
+ * ob1-facing functions (add_procs, alloc, free, prepare_src, send, sendi,
+ * finalize).
  *
  * The device is asked for the profile's values and what it granted is read
  * back right away with a probe QP, before any peer exists, so the per-rank
@@ -24,344 +25,11 @@
 #include "opal/util/output.h"
 
 #include "btl_llrdma.h"
+#include "btl_llrdma_post.h"
 #include "btl_llrdma_gpu.h"
 #include "btl_llrdma_rdma.h"
 #include "llrdma_reach.h"
 #include "llrdma_mca_common.h"
-
-/* Send fragments a path may hold, in bytes of buffer (grown on demand). */
-#define LLRDMA_SEND_POOL_BYTES (32u << 20)
-/* Entries per completion queue: large enough that one CQ usually serves every
- * connection of a path (one poll per progress call). */
-#define LLRDMA_CQ_ENTRIES 32768u
-/* Receive queue capacity asked of the device; buffers are posted as peers
- * connect (an empty capacity costs descriptors, not buffers). */
-#define LLRDMA_SRQ_CAPACITY 16384u
-
-static const char *path_name(int p)
-{
-    return LLRDMA_PATH_LL == p ? "ll" : "bw";
-}
-
-static const llrdma_path_profile_t *path_profile(const mca_btl_llrdma_module_t *m, int p)
-{
-    return LLRDMA_PATH_LL == p ? &m->profile->ll : &m->profile->bw;
-}
-
-/* ------------------------------------------------------------ resources */
-
-static int post_recv(mca_btl_llrdma_module_t *m, int p, mca_btl_llrdma_frag_t *frag)
-{
-    struct ibv_sge sge = {
-        .addr = (uintptr_t)frag->hdr, .length = frag->pool->buf_bytes, .lkey = frag->lkey};
-    /* Bit 0 marks a receive: send wr_ids point to 8-byte aligned ring entries. */
-    struct ibv_recv_wr wr = {.wr_id = (uintptr_t)frag | 1u, .sg_list = &sge, .num_sge = 1};
-    struct ibv_recv_wr *bad = NULL;
-    return mca_btl_llrdma_verbs.post_srq_recv(m->path[p].srq, &wr, &bad);
-}
-
-int mca_btl_llrdma_module_repost(mca_btl_llrdma_module_t *m, int p,
-                                 mca_btl_llrdma_frag_t *const *frags, int n, int *posted)
-{
-    struct ibv_sge sge[16];
-    struct ibv_recv_wr wr[16], *bad = NULL;
-    int done = 0, rc = 0;
-
-    /* Chains of up to 16 (one CQ batch): one provider call and one
-     * doorbell per batch instead of one per buffer. */
-    while (0 == rc && done < n) {
-        int k = n - done < 16 ? n - done : 16;
-        for (int i = 0; i < k; ++i) {
-            mca_btl_llrdma_frag_t *f = frags[done + i];
-            sge[i] = (struct ibv_sge){
-                .addr = (uintptr_t)f->hdr, .length = f->pool->buf_bytes, .lkey = f->lkey};
-            wr[i] = (struct ibv_recv_wr){.wr_id = (uintptr_t)f | 1u,
-                                         .sg_list = &sge[i],
-                                         .num_sge = 1,
-                                         .next = i + 1 < k ? &wr[i + 1] : NULL};
-        }
-        rc = mca_btl_llrdma_verbs.post_srq_recv(m->path[p].srq, wr, &bad);
-        /* On failure, the WRs before the bad one were posted. */
-        done += 0 == rc ? k : (NULL != bad ? (int)(bad - wr) : 0);
-    }
-    if (NULL != posted) {
-        *posted = done;
-    }
-    return rc;
-}
-
-void mca_btl_llrdma_module_qp_attr(const mca_btl_llrdma_module_t *m, int p,
-                                   struct ibv_qp_init_attr *attr)
-{
-    const llrdma_path_profile_t *pp = path_profile(m, p);
-    uint32_t depth = pp->sq_depth;
-
-    if (0 != m->port.max_qp_wr && depth > m->port.max_qp_wr) {
-        depth = m->port.max_qp_wr;
-    }
-    memset(attr, 0, sizeof(*attr));
-    attr->send_cq = m->path[p].scq;
-    attr->recv_cq = m->path[p].rcq;
-    attr->srq = m->path[p].srq;
-    attr->qp_type = IBV_QPT_RC;
-    attr->sq_sig_all = 0; /* selective signalling */
-    attr->cap.max_send_wr = depth;
-    attr->cap.max_send_sge = 1;
-    attr->cap.max_recv_sge = 1;
-    attr->cap.max_inline_data = m->inline_req[p];
-}
-
-/* A CQ of at most `cqe` entries for path `p`, with the path's moderation;
- * BW CQs report events on the module's channel when it has one (the
- * progress thread), LL CQs never: they are busy-polled. */
-static struct ibv_cq *cq_create(mca_btl_llrdma_module_t *m, int p, uint32_t cqe, uint32_t *got)
-{
-    mca_btl_llrdma_path_t *path = &m->path[p];
-    const llrdma_path_profile_t *pp = path_profile(m, p);
-    struct ibv_cq *cq;
-
-    if (0 != m->port.max_cqe && cqe > m->port.max_cqe) {
-        cqe = m->port.max_cqe;
-    }
-    cq = mca_btl_llrdma_verbs.create_cq(m->ctx, (int)cqe, NULL,
-                                        LLRDMA_PATH_BW == p ? m->channel : NULL, 0);
-    if (NULL == cq) {
-        return NULL;
-    }
-    *got = (uint32_t)cq->cqe < cqe ? (uint32_t)cq->cqe : cqe;
-    if (0 != pp->cq_mod_count || 0 != pp->cq_mod_usec) {
-        struct ibv_modify_cq_attr ma = {.attr_mask = IBV_CQ_ATTR_MODERATE,
-                                        .moderate = {.cq_count = (uint16_t)pp->cq_mod_count,
-                                                     .cq_period = (uint16_t)pp->cq_mod_usec}};
-        path->cq_moderation = 0 == mca_btl_llrdma_verbs.modify_cq(cq, &ma) ? 1 : 0;
-    }
-    mca_btl_llrdma_thread_arm(m, p, cq);
-    return cq;
-}
-
-/* Post `n` more receive buffers to the path's SRQ. */
-static int post_more(mca_btl_llrdma_module_t *m, int p, uint32_t n, uint32_t *done)
-{
-    *done = 0;
-    while (*done < n) {
-        mca_btl_llrdma_frag_t *f = mca_btl_llrdma_pool_get(&m->path[p].recv_pool);
-        if (NULL == f) {
-            return OPAL_ERR_OUT_OF_RESOURCE;
-        }
-        if (0 != post_recv(m, p, f)) {
-            mca_btl_llrdma_pool_put(f);
-            return OPAL_ERROR;
-        }
-        ++*done;
-    }
-    return OPAL_SUCCESS;
-}
-
-/* Arm the SRQ limit where the pool says windows outnumber buffers; a device
- * that cannot (rxe can, some cannot) leaves the pool at what connections
- * posted, which is still a bounded, working receive side. */
-static void rq_arm(mca_btl_llrdma_module_t *m, int p)
-{
-    mca_btl_llrdma_path_t *path = &m->path[p];
-    struct ibv_srq_attr a;
-    uint32_t limit = llrdma_rq_limit(&path->rq);
-
-    if (0 == limit || limit == path->srq_armed) {
-        return;
-    }
-    memset(&a, 0, sizeof(a));
-    a.srq_limit = limit;
-    if (0 != mca_btl_llrdma_verbs.modify_srq(path->srq, &a, IBV_SRQ_LIMIT)) {
-        opal_output_verbose(5, mca_btl_llrdma_component.output,
-                            "btl:llrdma: %s:%d: the %s SRQ limit (%u) could not be armed",
-                            m->port.dev, m->port.port, path_name(p), limit);
-        return;
-    }
-    path->srq_armed = limit;
-}
-
-void mca_btl_llrdma_module_srq_low(mca_btl_llrdma_module_t *m, struct ibv_srq *srq)
-{
-    for (int p = 0; p < LLRDMA_NPATHS; ++p) {
-        mca_btl_llrdma_path_t *path = &m->path[p];
-        uint32_t n, done = 0;
-        if (path->srq != srq) {
-            continue;
-        }
-        path->srq_armed = 0; /* the device disarmed it */
-        n = llrdma_rq_grow(&path->rq);
-        if (n > 0 && OPAL_SUCCESS != post_more(m, p, n, &done)) {
-            llrdma_rq_unpost(&path->rq, n - done);
-        }
-        opal_output_verbose(5, mca_btl_llrdma_component.output,
-                            "btl:llrdma: %s:%d: %s SRQ ran low: %u more buffers posted (%u now, "
-                            "budget %u, windows %u)",
-                            m->port.dev, m->port.port, path_name(p), done, path->rq.posted,
-                            path->rq.budget, path->rq.reserved);
-        if (n == done) {
-            rq_arm(m, p);
-        }
-    }
-}
-
-int mca_btl_llrdma_module_reserve(mca_btl_llrdma_module_t *m, mca_btl_llrdma_conn_t *conn,
-                                  char *why, size_t whylen)
-{
-    int p = conn->path;
-    mca_btl_llrdma_path_t *path = &m->path[p];
-    uint32_t allot, post, done;
-
-    if (LLRDMA_OK != llrdma_rq_allot(&path->rq, &allot, &post)) {
-        snprintf(why, whylen,
-                 "the %s receive queue of %s:%d is full (%u buffers for %u allotted; device "
-                 "capacity %u)",
-                 path_name(p), m->port.dev, m->port.port, path->rq.posted, path->rq.reserved,
-                 path->rq.cap);
-        return OPAL_ERR_OUT_OF_RESOURCE;
-    }
-    if (OPAL_SUCCESS != post_more(m, p, post, &done)) {
-        llrdma_rq_unpost(&path->rq, post - done);
-        llrdma_rq_release(&path->rq, allot);
-        snprintf(why, whylen, "posting %u receive buffers on %s:%d failed", post, m->port.dev,
-                 m->port.port);
-        return OPAL_ERR_OUT_OF_RESOURCE;
-    }
-    rq_arm(m, p);
-    conn->allot = allot;
-    return OPAL_SUCCESS;
-}
-
-void mca_btl_llrdma_module_release(mca_btl_llrdma_module_t *m, mca_btl_llrdma_conn_t *conn)
-{
-    mca_btl_llrdma_path_t *path = &m->path[conn->path];
-
-    if (0 != conn->allot) {
-        /* The buffers stay posted for the next connection. */
-        llrdma_rq_release(&path->rq, conn->allot);
-        conn->allot = 0;
-    }
-}
-
-static void path_destroy(mca_btl_llrdma_module_t *m, int p)
-{
-    mca_btl_llrdma_path_t *path = &m->path[p];
-    /* Destroying the SRQ first releases the receive buffers from the NIC. */
-    if (NULL != path->srq) {
-        (void)mca_btl_llrdma_verbs.destroy_srq(path->srq);
-        path->srq = NULL;
-    }
-    mca_btl_llrdma_pool_destruct(&path->send_pool);
-    mca_btl_llrdma_pool_destruct(&path->recv_pool);
-    if (NULL != path->rcq) {
-        (void)mca_btl_llrdma_verbs.destroy_cq(path->rcq);
-        path->rcq = NULL;
-    }
-    if (NULL != path->scq) {
-        (void)mca_btl_llrdma_verbs.destroy_cq(path->scq);
-        path->scq = NULL;
-    }
-}
-
-static int path_create(mca_btl_llrdma_module_t *m, int p)
-{
-    const llrdma_path_profile_t *pp = path_profile(m, p);
-    mca_btl_llrdma_path_t *path = &m->path[p];
-    struct ibv_srq_init_attr sattr;
-    struct ibv_srq_attr sq;
-    uint32_t cap = LLRDMA_SRQ_CAPACITY, send_frags, rcqe = 0;
-    int overcommit;
-
-    if (0 != m->port.max_srq_wr && cap > m->port.max_srq_wr) {
-        cap = m->port.max_srq_wr;
-    }
-    send_frags = LLRDMA_SEND_POOL_BYTES / pp->recv_buf_bytes;
-    mca_btl_llrdma_pool_construct(&path->recv_pool, m, p, pp->recv_buf_bytes,
-                                  pp->rq_depth > 0 ? pp->rq_depth : 1, cap);
-    mca_btl_llrdma_pool_construct(&path->send_pool, m, p, pp->recv_buf_bytes,
-                                  pp->sq_depth < 64 ? pp->sq_depth : 64,
-                                  send_frags > 16 ? send_frags : 16);
-    path->cq_moderation = -1;
-    path->scq = cq_create(m, p, LLRDMA_CQ_ENTRIES, &path->scq_cqe);
-    if (NULL == path->scq) {
-        goto fail_pools;
-    }
-    path->scq_room = path->scq_cqe;
-    path->scq_starved = 0;
-
-    memset(&sattr, 0, sizeof(sattr));
-    sattr.attr.max_wr = cap;
-    sattr.attr.max_sge = 1;
-    path->srq = mca_btl_llrdma_verbs.create_srq(m->pd, &sattr);
-    if (NULL == path->srq) {
-        goto fail_cq;
-    }
-    path->srq_depth = cap;
-    if (0 == mca_btl_llrdma_verbs.query_srq(path->srq, &sq) && sq.max_wr < cap) {
-        path->srq_depth = sq.max_wr;
-    }
-    path->rcq = cq_create(m, p, path->srq_depth, &rcqe);
-    if (NULL == path->rcq) {
-        goto fail_srq;
-    }
-    /* Never more buffers posted than the receive CQ holds completions. */
-    if (rcqe < path->srq_depth) {
-        path->srq_depth = rcqe;
-    }
-    path->recv_pool.max_frags = path->srq_depth;
-    /* Windows may outnumber buffers only where a send that finds none is
-     * retried by the NIC for ever (docs/btl-design.md, "Receive side"). */
-    overcommit = 7 == mca_btl_llrdma_component.rnr_retry;
-    llrdma_rq_pool_init(&path->rq, path->srq_depth,
-                        llrdma_rq_window(pp->rq_depth, pp->recv_buf_bytes,
-                                         mca_btl_llrdma_component.recv_mem_max, path->srq_depth,
-                                         overcommit),
-                        pp->recv_buf_bytes, mca_btl_llrdma_component.recv_mem_max, overcommit);
-    path->srq_armed = 0;
-    return OPAL_SUCCESS;
-
-    /* Each label undoes what was created before its goto. */
-fail_srq:
-    (void)mca_btl_llrdma_verbs.destroy_srq(path->srq);
-    path->srq = NULL;
-fail_cq:
-    (void)mca_btl_llrdma_verbs.destroy_cq(path->scq);
-    path->scq = NULL;
-fail_pools:
-    mca_btl_llrdma_pool_destruct(&path->send_pool);
-    mca_btl_llrdma_pool_destruct(&path->recv_pool);
-    return OPAL_ERR_OUT_OF_RESOURCE;
-}
-
-/* Create a QP as connections will, read back what the device granted, and
- * destroy it.  A device that rejects the inline size is asked for half as
- * much until it accepts (0 = no inline): that is what "granted" means. */
-static int probe_path(mca_btl_llrdma_module_t *m, int p)
-{
-    struct ibv_qp_init_attr attr, init;
-    struct ibv_qp_attr qa;
-    struct ibv_qp *qp = NULL;
-
-    m->inline_req[p] = path_profile(m, p)->inline_bytes;
-    for (;;) {
-        mca_btl_llrdma_module_qp_attr(m, p, &attr);
-        qp = mca_btl_llrdma_verbs.create_qp(m->pd, &attr);
-        if (NULL != qp || 0 == m->inline_req[p]) {
-            break;
-        }
-        m->inline_req[p] /= 2;
-    }
-    if (NULL == qp) {
-        return OPAL_ERR_NOT_AVAILABLE;
-    }
-    m->granted.inline_bytes[p] = attr.cap.max_inline_data;
-    m->granted.sq_depth[p] = attr.cap.max_send_wr;
-    if (0 == mca_btl_llrdma_verbs.query_qp(qp, &qa, IBV_QP_CAP, &init)) {
-        m->granted.inline_bytes[p] = init.cap.max_inline_data;
-        m->granted.sq_depth[p] = init.cap.max_send_wr;
-    }
-    (void)mca_btl_llrdma_verbs.destroy_qp(qp);
-    return OPAL_SUCCESS;
-}
 
 static int find_cm_context(mca_btl_llrdma_module_t *m)
 {
@@ -846,7 +514,7 @@ static void module_destroy(mca_btl_llrdma_module_t *m)
     mca_btl_llrdma_rdma_fini(m);
     for (int p = LLRDMA_NPATHS - 1; p >= 0; --p) {
         if (m->path_used[p]) {
-            path_destroy(m, p);
+            mca_btl_llrdma_path_destroy(m, p);
         }
     }
     mca_btl_llrdma_thread_channel_destroy(m); /* after its CQs */
@@ -952,11 +620,11 @@ int mca_btl_llrdma_module_create(const mca_btl_llrdma_port_t *port, const llrdma
         if (!m->path_used[created]) {
             continue;
         }
-        rc = path_create(m, created);
+        rc = mca_btl_llrdma_path_create(m, created);
         if (OPAL_SUCCESS != rc) {
             goto fail_destroy_paths;
         }
-        rc = probe_path(m, created);
+        rc = mca_btl_llrdma_path_probe(m, created);
         if (OPAL_SUCCESS != rc) {
             ++created; /* this path's CQ and SRQ exist */
             goto fail_destroy_paths;
@@ -996,7 +664,7 @@ int mca_btl_llrdma_module_create(const mca_btl_llrdma_port_t *port, const llrdma
 fail_destroy_paths:
     while (created-- > 0) {
         if (m->path_used[created]) {
-            path_destroy(m, created);
+            mca_btl_llrdma_path_destroy(m, created);
         }
     }
     mca_btl_llrdma_thread_channel_destroy(m);
@@ -1083,7 +751,7 @@ int mca_btl_llrdma_module_granted(const mca_btl_llrdma_module_t *m, llrdma_devic
     }
 
     for (int p = 0; p < LLRDMA_NPATHS; ++p) {
-        const llrdma_path_profile_t *pp = path_profile(m, p);
+        const llrdma_path_profile_t *pp = mca_btl_llrdma_path_profile(m, p);
         const mca_btl_llrdma_path_t *path = &m->path[p];
         if (!m->path_used[p]) {
             continue;
@@ -1091,13 +759,13 @@ int mca_btl_llrdma_module_granted(const mca_btl_llrdma_module_t *m, llrdma_devic
         /* More than requested is fine (the BTL uses what it asked for). */
         if (m->granted.inline_bytes[p] < pp->inline_bytes) {
             used += (size_t)snprintf(why + used, used < whylen ? whylen - used : 0,
-                                     "%s inline %u of %u bytes; ", path_name(p),
+                                     "%s inline %u of %u bytes; ", mca_btl_llrdma_path_name(p),
                                      m->granted.inline_bytes[p], pp->inline_bytes);
             ++misses;
         }
         if (m->granted.sq_depth[p] < pp->sq_depth) {
             used += (size_t)snprintf(why + used, used < whylen ? whylen - used : 0,
-                                     "%s send queue %u of %u WRs; ", path_name(p),
+                                     "%s send queue %u of %u WRs; ", mca_btl_llrdma_path_name(p),
                                      m->granted.sq_depth[p], pp->sq_depth);
             ++misses;
         }
@@ -1105,17 +773,18 @@ int mca_btl_llrdma_module_granted(const mca_btl_llrdma_module_t *m, llrdma_devic
             used += (size_t)snprintf(why + used, used < whylen ? whylen - used : 0,
                                      "%s receive queue holds %u buffers, less than one "
                                      "connection's %u; ",
-                                     path_name(p), path->srq_depth, pp->rq_depth);
+                                     mca_btl_llrdma_path_name(p), path->srq_depth, pp->rq_depth);
             ++misses;
         }
         /* Moderation acts on completion events, which only the progress
          * thread asks for: without it a device that lacks moderation
          * changes nothing (the dump still says cq_moderation_supported). */
         if (0 == path->cq_moderation && m->thread_running) {
-            used += (size_t)snprintf(why + used, used < whylen ? whylen - used : 0,
-                                     "%s CQ moderation (%u completions / %u us) not supported "
-                                     "by the device; ",
-                                     path_name(p), pp->cq_mod_count, pp->cq_mod_usec);
+            used +=
+                (size_t)snprintf(why + used, used < whylen ? whylen - used : 0,
+                                 "%s CQ moderation (%u completions / %u us) not supported "
+                                 "by the device; ",
+                                 mca_btl_llrdma_path_name(p), pp->cq_mod_count, pp->cq_mod_usec);
             ++misses;
         }
     }

@@ -18,6 +18,7 @@
 #include "opal/util/proc.h"
 
 #include "btl_llrdma.h"
+#include "btl_llrdma_post.h"
 #include "btl_llrdma_rdma.h"
 
 /* ---------------------------------------------------------- post path */
@@ -46,7 +47,7 @@ void mca_btl_llrdma_conn_post_failed(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrd
             mca_btl_llrdma_frag_complete(orphan, OPAL_ERR_UNREACH);
         }
         if (NULL != orphan_op) {
-            mca_btl_llrdma_rdma_complete(orphan_op, OPAL_ERR_UNREACH);
+            mca_btl_llrdma_done_rdma(ep->module, orphan_op, OPAL_ERR_UNREACH);
         }
     }
 }
@@ -89,11 +90,43 @@ static int post_wr(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_conn_t *conn,
     return post_wr_for(ep, conn, wr, frag, NULL, inl, more_queued);
 }
 
+/* One put or get as an RDMA WRITE or READ work request. */
 int mca_btl_llrdma_conn_post_rdma(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_conn_t *conn,
-                                  struct ibv_send_wr *wr, struct mca_btl_llrdma_rdma_op_t *op,
-                                  int more_queued)
+                                  struct mca_btl_llrdma_rdma_op_t *op, int more_queued)
 {
-    return post_wr_for(ep, conn, wr, NULL, op, 0, more_queued);
+    struct ibv_sge sge = {.addr = (uintptr_t)op->local, .length = op->size, .lkey = op->lkey};
+    struct ibv_send_wr wr;
+
+    memset(&wr, 0, sizeof(wr));
+    wr.opcode = op->opcode;
+    wr.sg_list = &sge;
+    wr.num_sge = 0 == op->size ? 0 : 1;
+    wr.wr.rdma.remote_addr = op->remote;
+    wr.wr.rdma.rkey = op->rkey;
+    return post_wr_for(ep, conn, &wr, NULL, op, 0, more_queued);
+}
+
+/* Post the puts and gets waiting on `ep` while its BW connection has send
+ * slots (they take no credit: they consume no receive buffer). */
+static void rdma_drain(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_conn_t *conn)
+{
+    while (mca_btl_llrdma_conn_up(conn) && LLRDMA_EP_FAILED != ep->state &&
+           !opal_list_is_empty(&ep->rdma_pending)) {
+        uint32_t slots = mca_btl_llrdma_conn_slots(conn);
+        mca_btl_llrdma_rdma_op_t *op;
+        int more;
+        if (0 == slots) {
+            return; /* slots come back with completions, which drain again */
+        }
+        op = (mca_btl_llrdma_rdma_op_t *)opal_list_remove_first(&ep->rdma_pending);
+        more = !opal_list_is_empty(&ep->rdma_pending) && slots > 1;
+        if (OPAL_SUCCESS != mca_btl_llrdma_conn_post_rdma(ep, conn, op, more)) {
+            /* The endpoint has failed (and its other operations with it). */
+            mca_btl_llrdma_done_rdma(ep->module, op, OPAL_ERR_UNREACH);
+            return;
+        }
+        conn = ep->conn[LLRDMA_PATH_BW];
+    }
 }
 
 /* Write the count of consumed-and-reposted buffers back to the peer.  It
@@ -335,7 +368,7 @@ void mca_btl_llrdma_endpoint_drain_path(mca_btl_llrdma_endpoint_t *ep, int p)
     }
     /* Puts and gets need a send slot but no credit. */
     if (LLRDMA_PATH_BW == p && !opal_list_is_empty(&ep->rdma_pending)) {
-        mca_btl_llrdma_rdma_drain(ep, conn);
+        rdma_drain(ep, conn);
         conn = ep->conn[p];
         if (!mca_btl_llrdma_conn_up(conn) || LLRDMA_EP_FAILED == ep->state) {
             return;
@@ -632,7 +665,7 @@ void mca_btl_llrdma_conn_send_done(mca_btl_llrdma_wr_t *wr, enum ibv_wc_status s
             mca_btl_llrdma_frag_complete(frag, ostatus);
         }
         if (NULL != op) {
-            mca_btl_llrdma_rdma_complete(op, ostatus);
+            mca_btl_llrdma_done_rdma(conn->endpoint->module, op, ostatus);
         }
         if (last || n >= conn->sq.depth) {
             break;

@@ -71,7 +71,7 @@ static void repost_one(mca_btl_llrdma_module_t *m, int p, mca_btl_llrdma_frag_t 
     char detail[160];
     int posted;
 
-    if (0 != mca_btl_llrdma_module_repost(m, p, &frag, 1, &posted)) {
+    if (0 != mca_btl_llrdma_path_repost(m, p, &frag, 1, &posted)) {
         mca_btl_llrdma_pool_put(frag);
         snprintf(detail, sizeof(detail),
                  "btl/llrdma: reposting a receive buffer on %s:%d failed (ibv_post_srq_recv)",
@@ -269,7 +269,7 @@ static int poll_cq(mca_btl_llrdma_module_t *m, int p, struct ibv_cq *cq)
         }
         /* ob1 copied what it needs inside the callbacks: the buffers go back. */
         MCA_BTL_LLRDMA_LOCK(m);
-        if (0 != mca_btl_llrdma_module_repost(m, p, rx, nrx, &posted)) {
+        if (0 != mca_btl_llrdma_path_repost(m, p, rx, nrx, &posted)) {
             char detail[160];
             snprintf(detail, sizeof(detail),
                      "btl/llrdma: reposting a receive buffer on %s:%d failed (ibv_post_srq_recv)",

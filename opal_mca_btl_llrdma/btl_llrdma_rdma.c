@@ -134,68 +134,6 @@ int mca_btl_llrdma_deregister_mem(struct mca_btl_base_module_t *btl,
 
 /* ----------------------------------------------------------- put / get */
 
-static int conn_up(const mca_btl_llrdma_conn_t *conn)
-{
-    return NULL != conn && LLRDMA_CONN_ESTABLISHED == conn->state;
-}
-
-void mca_btl_llrdma_rdma_complete(mca_btl_llrdma_rdma_op_t *op, int status)
-{
-    mca_btl_llrdma_done_rdma(op->endpoint->module, op, status);
-}
-
-void mca_btl_llrdma_rdma_fail_pending(mca_btl_llrdma_endpoint_t *ep, int status)
-{
-    opal_list_item_t *item;
-    while (NULL != (item = opal_list_remove_first(&ep->rdma_pending))) {
-        mca_btl_llrdma_rdma_complete((mca_btl_llrdma_rdma_op_t *)item, status);
-    }
-}
-
-void mca_btl_llrdma_rdma_drop_pending(mca_btl_llrdma_endpoint_t *ep)
-{
-    opal_list_item_t *item;
-    while (NULL != (item = opal_list_remove_first(&ep->rdma_pending))) {
-        OBJ_RELEASE(item);
-    }
-}
-
-static int post_op(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_conn_t *conn,
-                   mca_btl_llrdma_rdma_op_t *op, int more)
-{
-    struct ibv_sge sge = {.addr = (uintptr_t)op->local, .length = op->size, .lkey = op->lkey};
-    struct ibv_send_wr wr;
-
-    memset(&wr, 0, sizeof(wr));
-    wr.opcode = op->opcode;
-    wr.sg_list = &sge;
-    wr.num_sge = 0 == op->size ? 0 : 1;
-    wr.wr.rdma.remote_addr = op->remote;
-    wr.wr.rdma.rkey = op->rkey;
-    return mca_btl_llrdma_conn_post_rdma(ep, conn, &wr, op, more);
-}
-
-void mca_btl_llrdma_rdma_drain(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_conn_t *conn)
-{
-    while (conn_up(conn) && LLRDMA_EP_FAILED != ep->state &&
-           !opal_list_is_empty(&ep->rdma_pending)) {
-        uint32_t slots = mca_btl_llrdma_conn_slots(conn);
-        mca_btl_llrdma_rdma_op_t *op;
-        int more;
-        if (0 == slots) {
-            return; /* slots come back with completions, which drain again */
-        }
-        op = (mca_btl_llrdma_rdma_op_t *)opal_list_remove_first(&ep->rdma_pending);
-        more = !opal_list_is_empty(&ep->rdma_pending) && slots > 1;
-        if (OPAL_SUCCESS != post_op(ep, conn, op, more)) {
-            /* The endpoint has failed (and its other operations with it). */
-            mca_btl_llrdma_rdma_complete(op, OPAL_ERR_UNREACH);
-            return;
-        }
-        conn = ep->conn[LLRDMA_PATH_BW];
-    }
-}
-
 static int rdma_start(mca_btl_llrdma_module_t *m, mca_btl_llrdma_endpoint_t *ep,
                       enum ibv_wr_opcode opcode, void *local, uint64_t remote,
                       mca_btl_base_registration_handle_t *lh,
@@ -213,7 +151,7 @@ static int rdma_start(mca_btl_llrdma_module_t *m, mca_btl_llrdma_endpoint_t *ep,
         return OPAL_ERR_BAD_PARAM;
     }
     /* A connection granted no outstanding reads: ob1 falls back to put. */
-    if (IBV_WR_RDMA_READ == opcode && conn_up(conn) && 0 == conn->rd_atomic) {
+    if (IBV_WR_RDMA_READ == opcode && mca_btl_llrdma_conn_up(conn) && 0 == conn->rd_atomic) {
         return OPAL_ERR_NOT_AVAILABLE;
     }
     op = (mca_btl_llrdma_rdma_op_t *)opal_list_remove_first(&m->rdma_free);
@@ -237,9 +175,9 @@ static int rdma_start(mca_btl_llrdma_module_t *m, mca_btl_llrdma_endpoint_t *ep,
         llrdma_hist_add_sw(&m->hist, LLRDMA_HIST_RDMA, size + LLRDMA_HIST_HDR_ALLOWANCE, size);
     }
 
-    if (conn_up(conn) && opal_list_is_empty(&ep->rdma_pending) &&
+    if (mca_btl_llrdma_conn_up(conn) && opal_list_is_empty(&ep->rdma_pending) &&
         mca_btl_llrdma_conn_slots(conn) > 0) {
-        if (OPAL_SUCCESS != post_op(ep, conn, op, 0)) {
+        if (OPAL_SUCCESS != mca_btl_llrdma_conn_post_rdma(ep, conn, op, 0)) {
             --m->rdma_outstanding;
             opal_list_append(&m->rdma_free, &op->super);
             return OPAL_ERR_UNREACH; /* the endpoint failed and said why */
@@ -311,41 +249,6 @@ static int llrdma_flush(struct mca_btl_base_module_t *btl, struct mca_btl_base_e
         }
         (void)mca_btl_llrdma_module_progress(m);
     }
-}
-
-void mca_btl_llrdma_rdma_conn_up(mca_btl_llrdma_conn_t *conn)
-{
-    mca_btl_llrdma_module_t *m = conn->endpoint->module;
-    struct ibv_qp_init_attr init;
-    struct ibv_qp_attr qa;
-
-    if (LLRDMA_PATH_BW != conn->path) {
-        return;
-    }
-    /* What rdma_cm negotiated; assume the request if the device cannot say. */
-    conn->rd_atomic = m->rd_atomic_req;
-    conn->dest_rd_atomic = m->dest_rd_atomic_req;
-    memset(&qa, 0, sizeof(qa));
-    if (0 == mca_btl_llrdma_verbs.query_qp(
-                 conn->qp, &qa, IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC, &init)) {
-        conn->rd_atomic = qa.max_rd_atomic;
-        conn->dest_rd_atomic = qa.max_dest_rd_atomic;
-    }
-    if (conn->rd_atomic < m->rd_atomic_granted) {
-        m->rd_atomic_granted = conn->rd_atomic;
-    }
-    if (conn->dest_rd_atomic < m->dest_rd_atomic_granted) {
-        m->dest_rd_atomic_granted = conn->dest_rd_atomic;
-    }
-    if (mca_btl_llrdma_component.nmodules > 0 && mca_btl_llrdma_component.modules[0] == m) {
-        /* The record written at finalize shows the connection's grant. */
-        mca_btl_llrdma_component.config.device.rd_atomic_granted = m->rd_atomic_granted;
-        mca_btl_llrdma_component.config.device.dest_rd_atomic_granted = m->dest_rd_atomic_granted;
-    }
-    opal_output_verbose(20, mca_btl_llrdma_component.output,
-                        "btl:llrdma: bw qp %u: %u reads outstanding, %u answered (asked %u/%u)",
-                        conn->qp->qp_num, conn->rd_atomic, conn->dest_rd_atomic, m->rd_atomic_req,
-                        m->dest_rd_atomic_req);
 }
 
 /* ------------------------------------------------------------ set-up */

@@ -49,22 +49,6 @@ typedef struct mca_btl_llrdma_rdma_op_t {
 } mca_btl_llrdma_rdma_op_t;
 OBJ_CLASS_DECLARATION(mca_btl_llrdma_rdma_op_t);
 
-struct mca_btl_llrdma_conn_t;
-
-/* Post the operations waiting on `ep` while its BW connection has send
- * slots (called by the endpoint's drain of the BW path). */
-void mca_btl_llrdma_rdma_drain(struct mca_btl_base_endpoint_t *ep,
-                               struct mca_btl_llrdma_conn_t *conn);
-/* A connection is up: read back the RDMA read depths it was granted. */
-void mca_btl_llrdma_rdma_conn_up(struct mca_btl_llrdma_conn_t *conn);
-/* Queue the operation's callback with `status` (delivered after the lock
- * is released, then the operation is recycled). */
-void mca_btl_llrdma_rdma_complete(mca_btl_llrdma_rdma_op_t *op, int status);
-/* Complete every waiting operation of `ep` with `status` (endpoint failed). */
-void mca_btl_llrdma_rdma_fail_pending(struct mca_btl_base_endpoint_t *ep, int status);
-/* Finalize: release waiting operations without calling anyone back. */
-void mca_btl_llrdma_rdma_drop_pending(struct mca_btl_base_endpoint_t *ep);
-
 /* Module functions (installed by mca_btl_llrdma_rdma_init). */
 mca_btl_base_registration_handle_t *mca_btl_llrdma_register_mem(struct mca_btl_base_module_t *btl,
                                                                 struct mca_btl_base_endpoint_t *ep,

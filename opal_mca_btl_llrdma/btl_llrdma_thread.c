@@ -73,19 +73,6 @@ void mca_btl_llrdma_thread_channel_destroy(mca_btl_llrdma_module_t *m)
     }
 }
 
-void mca_btl_llrdma_thread_arm(mca_btl_llrdma_module_t *m, int p, struct ibv_cq *cq)
-{
-    if (NULL != m->channel && LLRDMA_PATH_BW == p &&
-        0 != mca_btl_llrdma_verbs.req_notify_cq(cq, 0)) {
-        /* No event will come for this CQ: the application's polling still
-         * takes its completions. */
-        opal_output_verbose(1, mca_btl_llrdma_component.output,
-                            "btl:llrdma: %s:%d: ibv_req_notify_cq failed; the progress thread "
-                            "misses this CQ's events",
-                            m->port.dev, m->port.port);
-    }
-}
-
 /* Take every event waiting, acknowledge and re-arm.  Module lock held. */
 static int take_events(mca_btl_llrdma_module_t *m)
 {
@@ -95,7 +82,7 @@ static int take_events(mca_btl_llrdma_module_t *m)
 
     while (0 == mca_btl_llrdma_verbs.get_cq_event(m->channel, &cq, &ctx)) {
         mca_btl_llrdma_verbs.ack_cq_events(cq, 1);
-        mca_btl_llrdma_thread_arm(m, LLRDMA_PATH_BW, cq);
+        mca_btl_llrdma_path_arm(m, LLRDMA_PATH_BW, cq);
         ++m->events[LLRDMA_PATH_BW];
         ++n;
     }

@@ -1,0 +1,61 @@
+/*
+ * btl/llrdma send path, the part its callers inline: sendi's post (see
+ * btl_llrdma_post.c for the rest of the post ring, credits and packing).
+ */
+#ifndef MCA_BTL_LLRDMA_POST_H
+#define MCA_BTL_LLRDMA_POST_H
+
+#include "btl_llrdma.h"
+
+BEGIN_C_DECLS
+
+/* A post that failed at the ring slot ring_head, with `unsignalled` WRs
+ * before it waiting for its signal: the endpoint fails, and those WRs'
+ * fragments and operations complete now (btl_llrdma_post.c). */
+void mca_btl_llrdma_conn_post_failed(mca_btl_llrdma_endpoint_t *ep,
+                                     struct mca_btl_llrdma_conn_t *conn, int rc,
+                                     uint32_t unsignalled);
+
+/* sendi's common case: one message of `len` wire bytes at `w` (on the
+ * caller's stack, header first) as one inline SEND on an established
+ * connection with a free slot and a credit (the caller checked), under the
+ * module lock.  The connection's prepared work request is patched, not
+ * built.  Inline in the caller, as the whole post (docs/btl-design.md,
+ * "Threads", cost): OPAL_SUCCESS, or an error after failing the endpoint. */
+static inline __attribute__((always_inline)) int
+mca_btl_llrdma_conn_post_inline(mca_btl_llrdma_endpoint_t *ep, struct mca_btl_llrdma_conn_t *conn,
+                                mca_btl_llrdma_hdr_t *w, uint32_t len)
+{
+    mca_btl_llrdma_wr_t *e = &conn->ring[conn->ring_head];
+    const uint64_t stamp = llrdma_credit_stamp(&conn->credit);
+    const uint32_t unsignalled = conn->sq.unsignalled;
+    struct ibv_send_wr *bad = NULL;
+    int rc;
+
+    if (0 != stamp) {
+        w->flags |= MCA_BTL_LLRDMA_HDR_CREDIT;
+        w->credit = (uint16_t)stamp;
+    }
+    conn->inl_sge.addr = (uintptr_t)w;
+    conn->inl_sge.length = len;
+    conn->inl_wr.wr_id = (uintptr_t)e;
+    conn->inl_wr.send_flags =
+        llrdma_sq_post(&conn->sq, 0, 0) ? IBV_SEND_INLINE | IBV_SEND_SIGNALED : IBV_SEND_INLINE;
+    e->conn = conn;
+    e->frag = NULL;
+    e->rdma = NULL;
+    e->send = 1;
+    rc = mca_btl_llrdma_verbs.post_send(conn->qp, &conn->inl_wr, &bad);
+    if (OPAL_UNLIKELY(0 != rc)) {
+        llrdma_sq_retire(&conn->sq, 1);
+        mca_btl_llrdma_conn_post_failed(ep, conn, rc, unsignalled);
+        return OPAL_ERR_UNREACH;
+    }
+    conn->ring_head = conn->ring_head + 1 == conn->sq.depth ? 0 : conn->ring_head + 1;
+    llrdma_credit_take(&conn->credit);
+    llrdma_credit_stamped(&conn->credit, stamp);
+    return OPAL_SUCCESS;
+}
+
+END_C_DECLS
+#endif
