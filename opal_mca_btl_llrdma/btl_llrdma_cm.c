@@ -106,7 +106,6 @@ static int take_peer_param(mca_btl_llrdma_conn_t *conn, const mca_btl_llrdma_con
     }
     conn->peer_credit_addr = req->credit_addr;
     conn->peer_credit_rkey = req->credit_rkey;
-    conn->peer_frag_max = req->frag_max;
     llrdma_credit_connect(&conn->credit, req->credits, conn->allot);
     /* The modex said the same; the connection's word is the one that counts. */
     if (req->frag_max < conn->endpoint->frag_max[conn->path]) {

@@ -32,7 +32,6 @@ static void conn_construct(mca_btl_llrdma_conn_t *c)
     c->inline_max = 0;
     c->superseded = 0;
     c->allot = 0;
-    c->peer_frag_max = 0;
     c->credit_buf = NULL;
     c->credit_mr = NULL;
     c->peer_credit_addr = 0;

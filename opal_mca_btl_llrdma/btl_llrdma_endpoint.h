@@ -63,9 +63,8 @@ typedef struct mca_btl_llrdma_conn_t {
     uint32_t ring_head, ring_tail;
     /* flow control */
     llrdma_credit_t credit;
-    uint32_t allot;         /* receive buffers this side allotted to the connection */
-    uint32_t peer_frag_max; /* largest fragment the peer receives on this path */
-    uint64_t *credit_buf;   /* [0] the peer writes returned credits here; [1] our source */
+    uint32_t allot;       /* receive buffers this side allotted to the connection */
+    uint64_t *credit_buf; /* [0] the peer writes returned credits here; [1] our source */
     struct ibv_mr *credit_mr;
     uint64_t peer_credit_addr;
     uint32_t peer_credit_rkey;

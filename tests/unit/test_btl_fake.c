@@ -374,7 +374,8 @@ static void test_lazy_connect_and_post_flags(void)
      * more than the profile's, within half the budget and half the SRQ. */
     CHECK(512 == ca->allot && 512 == cb->allot && fw[0].prof.ll.rq_depth < 512);
     CHECK(ca->credit.granted == cb->allot && cb->credit.granted == ca->allot);
-    CHECK(ca->peer_frag_max == fw[1].m->lim.frag_max[LL]);
+    /* The peer's fragment limit, from the private data, on the endpoint. */
+    CHECK(fw[0].ep[1]->frag_max[LL] == fw[1].m->lim.frag_max[LL]);
     CHECK(ca->peer_credit_addr == (uintptr_t)&cb->credit_buf[0]);
     CHECK(ca->peer_credit_rkey == cb->credit_mr->rkey &&
           cb->peer_credit_rkey == ca->credit_mr->rkey);
