@@ -190,7 +190,7 @@ mca_coll_base_module_t *mca_coll_llrdma_comm_query(struct ompi_communicator_t *c
 void mca_coll_llrdma_check_world(struct ompi_communicator_t *world);
 /* Some rank of MPI_COMM_WORLD without coll/llrdma: off_for_job, reported. */
 void mca_coll_llrdma_check_loaded(struct ompi_communicator_t *world);
-/* coll_llrdma_component.c: coll_llrdma_node_split must cover MPI_COMM_WORLD
+/* coll_llrdma_node_split must cover MPI_COMM_WORLD
  * exactly (an explicit list); otherwise MPI_Init ends naming the knob. */
 void mca_coll_llrdma_check_split(struct ompi_communicator_t *world);
 /* One line per job when btl/llrdma carries nothing although a btl_llrdma
@@ -199,7 +199,7 @@ void mca_coll_llrdma_check_netuse(struct ompi_communicator_t *world);
 /* Peers rank 0 looks at for it (llrdma-check: up to 256 from every rank). */
 #define LLRDMA_NETUSE_SAMPLE 64
 
-/* coll_llrdma_module.c: on the first Allreduce of a communicator, check
+/* coll_llrdma_agree.c: on the first Allreduce of a communicator, check
  * (through the module below) that every rank plans with the same hint,
  * algorithm and segment; otherwise the ranks' schedules would differ and
  * hang.  Returns 1 when llrdma may run, 0 to fall back for good. */
@@ -229,8 +229,8 @@ void mca_coll_llrdma_numa_report(struct ompi_communicator_t *comm, void *base, i
 /* Collective: replaces a broken arena by a fresh one (every rank calls it in
  * the same call, see llrdma_ar_shm_check); on failure there is none. */
 int mca_coll_llrdma_shm_rebuild(mca_coll_llrdma_module_t *m, struct ompi_communicator_t *comm);
-/* Tests only: 1 when LLRDMA_TEST_ALLOC_FAIL says this rank's allocation in
- * this arena call fails. */
+/* coll_llrdma_status.c, tests only: 1 when LLRDMA_TEST_ALLOC_FAIL says this
+ * rank's allocation in this arena call fails. */
 int mca_coll_llrdma_test_alloc_fails(const mca_coll_llrdma_module_t *m,
                                      struct ompi_communicator_t *comm);
 
@@ -355,7 +355,7 @@ int mca_coll_llrdma_pml_irecv(void *ctx, void *buf, size_t bytes, int peer, int 
 int mca_coll_llrdma_pml_waitall(void *ctx, int n, void **reqs);
 int mca_coll_llrdma_pml_waitall_sizes(void *ctx, int n, void **reqs, size_t *bytes);
 int mca_coll_llrdma_pml_cancel(void *ctx, void *req);
-/* Open MPI code for llrdma_ar_run's result. */
+/* coll_llrdma_status.c: the Open MPI code for llrdma_ar_run's result. */
 int mca_coll_llrdma_ar_status(int rc, int pml_err, struct ompi_communicator_t *comm);
 
 /* coll_llrdma_gpu.c: GPU buffers (see there). */
