@@ -190,6 +190,9 @@ mca_coll_base_module_t *mca_coll_llrdma_comm_query(struct ompi_communicator_t *c
 void mca_coll_llrdma_check_world(struct ompi_communicator_t *world);
 /* Some rank of MPI_COMM_WORLD without coll/llrdma: off_for_job, reported. */
 void mca_coll_llrdma_check_loaded(struct ompi_communicator_t *world);
+/* A knob's value that cannot be used: MPI_Init ends with the knob, its text
+ * and why (help-mpi-llrdma.txt "invalid coll knob"). */
+void mca_coll_llrdma_bad_knob(const char *name, const char *text, const char *why);
 /* coll_llrdma_node_split must cover MPI_COMM_WORLD
  * exactly (an explicit list); otherwise MPI_Init ends naming the knob. */
 void mca_coll_llrdma_check_split(struct ompi_communicator_t *world);

@@ -188,6 +188,13 @@ void mca_coll_llrdma_check_netuse(struct ompi_communicator_t *world)
     }
 }
 
+void mca_coll_llrdma_bad_knob(const char *name, const char *text, const char *why)
+{
+    char detail[1024];
+    snprintf(detail, sizeof(detail), "%s = '%s': %s", name, text ? text : "(null)", why);
+    llrdma_mca_fatal("invalid coll knob", detail);
+}
+
 /* coll_llrdma_node_split against this job: a grouping that does not fit
  * MPI_COMM_WORLD stops MPI_Init, naming the knob and its value. */
 void mca_coll_llrdma_check_split(struct ompi_communicator_t *world)
@@ -198,9 +205,6 @@ void mca_coll_llrdma_check_split(struct ompi_communicator_t *world)
     if (c->split_n > 0 && llrdma_ar_node_split_group(c->split_sizes, c->split_n, c->split_repeat,
                                                      ompi_comm_rank(world), ompi_comm_size(world),
                                                      err, sizeof(err)) < 0) {
-        char detail[1024];
-        snprintf(detail, sizeof(detail), "coll_llrdma_node_split = '%s': %s",
-                 NULL != c->node_split_text ? c->node_split_text : "(null)", err);
-        llrdma_mca_fatal("invalid coll knob", detail);
+        mca_coll_llrdma_bad_knob("coll_llrdma_node_split", c->node_split_text, err);
     }
 }

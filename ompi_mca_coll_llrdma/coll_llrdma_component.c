@@ -271,13 +271,6 @@ static int llrdma_close(void)
     return OMPI_SUCCESS;
 }
 
-static void bad_knob(const char *name, const char *text, const char *why)
-{
-    char detail[1024];
-    snprintf(detail, sizeof(detail), "%s = '%s': %s", name, text ? text : "(null)", why);
-    llrdma_mca_fatal("invalid coll knob", detail);
-}
-
 /* An enumerated knob Open MPI refused at registration: its text is gone by
  * now, so name it from the environment (mpirun --mca, -x) when it came from
  * there, else from a parameter file. */
@@ -293,7 +286,7 @@ static void bad_enum(const char *name, const char *why)
         llrdma_mca_fatal("invalid coll knob", detail);
         return;
     }
-    bad_knob(name, text, why);
+    mca_coll_llrdma_bad_knob(name, text, why);
 }
 
 /* The hint when btl/llrdma did not run in this process. */
@@ -406,11 +399,11 @@ int mca_coll_llrdma_init_query(bool enable_progress_threads, bool enable_mpi_thr
                  "shm_split");
     }
     if (LLRDMA_OK != llrdma_parse_size(c->segment_text, LLRDMA_HINT_MAX, &seg, err, sizeof(err))) {
-        bad_knob("coll_llrdma_allreduce_segment_size", c->segment_text, err);
+        mca_coll_llrdma_bad_knob("coll_llrdma_allreduce_segment_size", c->segment_text, err);
     }
     c->segment_bytes = (size_t)seg;
     if (LLRDMA_OK != llrdma_parse_size(c->gpu_fold_text, UINT64_MAX, &seg, err, sizeof(err))) {
-        bad_knob("coll_llrdma_gpu_fold_min", c->gpu_fold_text, err);
+        mca_coll_llrdma_bad_knob("coll_llrdma_gpu_fold_min", c->gpu_fold_text, err);
     }
     c->gpu_fold_min = (size_t)seg;
     if (NULL != c->gpu_stage_text && 0 == strcmp(c->gpu_stage_text, "auto")) {
@@ -418,21 +411,21 @@ int mca_coll_llrdma_init_query(bool enable_progress_threads, bool enable_mpi_thr
         seg = 0;
     } else if (LLRDMA_OK !=
                llrdma_parse_size(c->gpu_stage_text, UINT64_MAX, &seg, err, sizeof(err))) {
-        bad_knob("coll_llrdma_gpu_stage_max", c->gpu_stage_text, err);
+        mca_coll_llrdma_bad_knob("coll_llrdma_gpu_stage_max", c->gpu_stage_text, err);
     }
     c->gpu_stage_max = (size_t)seg;
     if (LLRDMA_OK !=
         llrdma_parse_size(c->shm_chunk_text, (uint64_t)1 << 30, &seg, err, sizeof(err))) {
-        bad_knob("coll_llrdma_shm_chunk_size", c->shm_chunk_text, err);
+        mca_coll_llrdma_bad_knob("coll_llrdma_shm_chunk_size", c->shm_chunk_text, err);
     }
     if (0 != seg % 64) {
-        bad_knob("coll_llrdma_shm_chunk_size", c->shm_chunk_text,
-                 "must be a multiple of 64 bytes (or 0 for the default)");
+        mca_coll_llrdma_bad_knob("coll_llrdma_shm_chunk_size", c->shm_chunk_text,
+                                 "must be a multiple of 64 bytes (or 0 for the default)");
     }
     c->shm_chunk = (size_t)seg;
     if (LLRDMA_OK !=
         llrdma_parse_size(c->shm_lines_text, LLRDMA_AR_SHM_LINES_MAX, &seg, err, sizeof(err))) {
-        bad_knob("coll_llrdma_shm_lines_max", c->shm_lines_text, err);
+        mca_coll_llrdma_bad_knob("coll_llrdma_shm_lines_max", c->shm_lines_text, err);
     }
     c->shm_lines_max = (size_t)seg;
     if (c->shm_index < 0) {
@@ -446,27 +439,29 @@ int mca_coll_llrdma_init_query(bool enable_progress_threads, bool enable_mpi_thr
     }
     if (LLRDMA_OK !=
         llrdma_parse_size(c->gpu_peer_min_text, (uint64_t)1 << 40, &seg, err, sizeof(err))) {
-        bad_knob("coll_llrdma_gpu_peer_min", c->gpu_peer_min_text, err);
+        mca_coll_llrdma_bad_knob("coll_llrdma_gpu_peer_min", c->gpu_peer_min_text, err);
     }
     c->gpu_peer_min = (size_t)seg;
     if (c->shm_liveness_ms < 0) {
         char v[32];
         snprintf(v, sizeof(v), "%d", c->shm_liveness_ms);
-        bad_knob("coll_llrdma_shm_liveness_ms", v, "negative (0 turns the check off)");
+        mca_coll_llrdma_bad_knob("coll_llrdma_shm_liveness_ms", v,
+                                 "negative (0 turns the check off)");
     }
     if (c->wait_spin_us < -1) {
         char v[32];
         snprintf(v, sizeof(v), "%d", c->wait_spin_us);
-        bad_knob("coll_llrdma_wait_spin_us", v, "below -1 (-1 = auto, 0 = yield at once)");
+        mca_coll_llrdma_bad_knob("coll_llrdma_wait_spin_us", v,
+                                 "below -1 (-1 = auto, 0 = yield at once)");
     }
     if (c->wait_sleep_ms < 0) {
         char v[32];
         snprintf(v, sizeof(v), "%d", c->wait_sleep_ms);
-        bad_knob("coll_llrdma_wait_sleep_ms", v, "negative (0 = never sleep)");
+        mca_coll_llrdma_bad_knob("coll_llrdma_wait_sleep_ms", v, "negative (0 = never sleep)");
     }
     wait_policy(c);
     if (LLRDMA_OK != llrdma_parse_size(c->scratch_cache_text, UINT64_MAX, &seg, err, sizeof(err))) {
-        bad_knob("coll_llrdma_scratch_cache_max", c->scratch_cache_text, err);
+        mca_coll_llrdma_bad_knob("coll_llrdma_scratch_cache_max", c->scratch_cache_text, err);
     }
     c->scratch_cache_max = (size_t)seg;
     {
@@ -493,7 +488,7 @@ int mca_coll_llrdma_init_query(bool enable_progress_threads, bool enable_mpi_thr
     if (LLRDMA_AR_OK != llrdma_ar_node_split_parse(c->node_split_text, c->split_sizes,
                                                    MCA_COLL_LLRDMA_SPLIT_MAX, &c->split_n,
                                                    &c->split_repeat, err, sizeof(err))) {
-        bad_knob("coll_llrdma_node_split", c->node_split_text, err);
+        mca_coll_llrdma_bad_knob("coll_llrdma_node_split", c->node_split_text, err);
     }
     if (c->mismatch_index < 0) {
         bad_enum("coll_llrdma_mismatch_action", "not one of abort, warn");
@@ -506,7 +501,7 @@ int mca_coll_llrdma_init_query(bool enable_progress_threads, bool enable_mpi_thr
     if (NULL != c->size_hint && '\0' != c->size_hint[0]) {
         /* This knob outranks even llrdma_set_size_hint(), for coll only. */
         if (LLRDMA_OK != llrdma_parse_size(c->size_hint, LLRDMA_HINT_MAX, &seg, err, sizeof(err))) {
-            bad_knob("coll_llrdma_size_hint", c->size_hint, err);
+            mca_coll_llrdma_bad_knob("coll_llrdma_size_hint", c->size_hint, err);
         }
         c->hint = seg;
     } else {

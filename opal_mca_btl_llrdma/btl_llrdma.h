@@ -15,7 +15,6 @@
 
 #include <netinet/in.h>
 #include <pthread.h>
-#include <string.h>
 #include <unistd.h>
 
 #include "opal/class/opal_hash_table.h"
@@ -300,47 +299,6 @@ mca_btl_llrdma_path_profile(const mca_btl_llrdma_module_t *m, int p)
 {
     return LLRDMA_PATH_LL == p ? &m->profile->ll : &m->profile->bw;
 }
-/* memcpy for the few bytes of a small send (ob1's header, a short payload):
- * overlapping word moves in line instead of a call into libc, whose entry
- * and size dispatch cost more than the copy (docs/btl-design.md, "The send
- * entry"). */
-static inline __attribute__((always_inline)) void
-mca_btl_llrdma_copy_small(void *dst, const void *src, size_t n)
-{
-    unsigned char *d = (unsigned char *)dst;
-    const unsigned char *s = (const unsigned char *)src;
-    uint64_t a, b;
-
-    if (n >= 8 && n <= 16) {
-        memcpy(&a, s, 8);
-        memcpy(&b, s + n - 8, 8);
-        memcpy(d, &a, 8);
-        memcpy(d + n - 8, &b, 8);
-    } else if (n > 16 && n <= 32) {
-        uint64_t c, e;
-        memcpy(&a, s, 8);
-        memcpy(&b, s + 8, 8);
-        memcpy(&c, s + n - 16, 8);
-        memcpy(&e, s + n - 8, 8);
-        memcpy(d, &a, 8);
-        memcpy(d + 8, &b, 8);
-        memcpy(d + n - 16, &c, 8);
-        memcpy(d + n - 8, &e, 8);
-    } else if (n >= 4 && n < 8) {
-        uint32_t x, y;
-        memcpy(&x, s, 4);
-        memcpy(&y, s + n - 4, 4);
-        memcpy(d, &x, 4);
-        memcpy(d + n - 4, &y, 4);
-    } else if (n < 4) {
-        for (size_t i = 0; i < n; ++i) {
-            d[i] = s[i];
-        }
-    } else {
-        memcpy(d, s, n);
-    }
-}
-
 /* Free slots of a connection's send queue, within its path's send-CQ room;
  * notes a connection held by the room alone, so that the path's next
  * completions drain every endpoint (module lock held).  Inline: every send

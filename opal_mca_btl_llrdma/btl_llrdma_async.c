@@ -134,7 +134,7 @@ static void async_handle(mca_btl_llrdma_module_t *t, const struct ibv_async_even
         conn = conn_of_qp(t, ev->element.qp);
         snprintf(detail, sizeof(detail), "%s on qp %u (%s path)", ev_str(ev->event_type),
                  NULL != ev->element.qp ? ev->element.qp->qp_num : 0u,
-                 NULL != conn && LLRDMA_PATH_LL == conn->path ? "ll" : "bw");
+                 mca_btl_llrdma_path_name(NULL != conn ? conn->path : LLRDMA_PATH_BW));
         if (NULL != conn && LLRDMA_CONN_CLOSED != conn->state) {
             mca_btl_llrdma_endpoint_fail(conn->endpoint, "the queue pair failed", detail);
         } else {

@@ -17,7 +17,6 @@
 #include "opal/util/proc.h"
 
 #include "btl_llrdma.h"
-#include "btl_llrdma_rdma.h"
 
 /* -------------------------------------------------------- connections */
 
@@ -191,8 +190,8 @@ static void active_failed(mca_btl_llrdma_conn_t *conn, llrdma_cm_err_t err, cons
         schedule_retry(ep, p, now + wait);
         opal_output_verbose(20, mca_btl_llrdma_component.output,
                             "btl:llrdma: %s to %s: %s (%s); waiting %u ms for its attempt",
-                            LLRDMA_PATH_LL == p ? "ll" : "bw", OPAL_NAME_PRINT(ep->proc->proc_name),
-                            what, status, wait);
+                            mca_btl_llrdma_path_name(p), OPAL_NAME_PRINT(ep->proc->proc_name), what,
+                            status, wait);
         return;
     }
     if (LLRDMA_CM_RETRY == next) {
@@ -200,8 +199,8 @@ static void active_failed(mca_btl_llrdma_conn_t *conn, llrdma_cm_err_t err, cons
         schedule_retry(ep, p, now + llrdma_cm_retry_delay_ms(ep->attempts[p]));
         opal_output_verbose(10, mca_btl_llrdma_component.output,
                             "btl:llrdma: %s to %s: %s (%s); retrying in %u ms (%llu ms so far)",
-                            LLRDMA_PATH_LL == p ? "ll" : "bw", OPAL_NAME_PRINT(ep->proc->proc_name),
-                            what, status, llrdma_cm_retry_delay_ms(ep->attempts[p]),
+                            mca_btl_llrdma_path_name(p), OPAL_NAME_PRINT(ep->proc->proc_name), what,
+                            status, llrdma_cm_retry_delay_ms(ep->attempts[p]),
                             (unsigned long long)elapsed);
         return;
     }
@@ -300,8 +299,7 @@ static void conn_established(mca_btl_llrdma_conn_t *conn, const mca_btl_llrdma_c
          * a second QP on the path must not carry traffic. */
         opal_output_verbose(1, mca_btl_llrdma_component.output,
                             "btl:llrdma: a second %s connection with %s came up; closing it",
-                            LLRDMA_PATH_LL == p ? "ll" : "bw",
-                            OPAL_NAME_PRINT(ep->proc->proc_name));
+                            mca_btl_llrdma_path_name(p), OPAL_NAME_PRINT(ep->proc->proc_name));
         conn_setup_over(conn);
         conn->state = LLRDMA_CONN_ESTABLISHED;
         mca_btl_llrdma_conn_destroy(conn);
@@ -329,7 +327,7 @@ static void conn_established(mca_btl_llrdma_conn_t *conn, const mca_btl_llrdma_c
     opal_output_verbose(20, mca_btl_llrdma_component.output,
                         "btl:llrdma: %s connection %s %s established (qp %u, %u credits each "
                         "way: %u to send, %u allotted)",
-                        LLRDMA_PATH_LL == p ? "ll" : "bw", conn->active ? "to" : "from",
+                        mca_btl_llrdma_path_name(p), conn->active ? "to" : "from",
                         OPAL_NAME_PRINT(ep->proc->proc_name), conn->qp->qp_num,
                         conn->credit.granted, conn->credit.granted, conn->allot);
     mca_btl_llrdma_endpoint_drain_path(ep, p);
@@ -468,7 +466,7 @@ static void handle_connect_request(mca_btl_llrdma_module_t *m, struct rdma_cm_id
         opal_output_verbose(1, mca_btl_llrdma_component.output,
                             "btl:llrdma: %s asked for a %s connection that one side has no "
                             "path for",
-                            OPAL_NAME_PRINT(name), LLRDMA_PATH_LL == req->path ? "ll" : "bw");
+                            OPAL_NAME_PRINT(name), mca_btl_llrdma_path_name(req->path));
         reject(m, id, MCA_BTL_LLRDMA_REJ_NOPATH);
         return;
     }
@@ -476,7 +474,7 @@ static void handle_connect_request(mca_btl_llrdma_module_t *m, struct rdma_cm_id
     if (LLRDMA_CM_REJECT_TIE == decision || LLRDMA_CM_REJECT_DUP == decision) {
         opal_output_verbose(20, mca_btl_llrdma_component.output,
                             "btl:llrdma: %s connection request from %s rejected: %s",
-                            LLRDMA_PATH_LL == req->path ? "ll" : "bw", OPAL_NAME_PRINT(name),
+                            mca_btl_llrdma_path_name(req->path), OPAL_NAME_PRINT(name),
                             LLRDMA_CM_REJECT_TIE == decision ? "our attempt wins the tie-break"
                                                              : "the path is connected");
         reject(m, id,
@@ -493,7 +491,7 @@ static void handle_connect_request(mca_btl_llrdma_module_t *m, struct rdma_cm_id
         opal_output_verbose(20, mca_btl_llrdma_component.output,
                             "btl:llrdma: %s connection request from %s replaces its earlier "
                             "attempt",
-                            LLRDMA_PATH_LL == req->path ? "ll" : "bw", OPAL_NAME_PRINT(name));
+                            mca_btl_llrdma_path_name(req->path), OPAL_NAME_PRINT(name));
         ep->conn[req->path] = NULL;
         conn_drop(stale);
     }
@@ -512,7 +510,7 @@ static void handle_connect_request(mca_btl_llrdma_module_t *m, struct rdma_cm_id
     if (OPAL_SUCCESS != mca_btl_llrdma_conn_setup_qp(conn, why, sizeof(why))) {
         opal_output_verbose(1, mca_btl_llrdma_component.output,
                             "btl:llrdma: cannot accept %s's %s connection: %s",
-                            OPAL_NAME_PRINT(name), LLRDMA_PATH_LL == req->path ? "ll" : "bw", why);
+                            OPAL_NAME_PRINT(name), mca_btl_llrdma_path_name(req->path), why);
         goto reject_release_conn;
     }
     if (0 != take_peer_param(conn, req)) {

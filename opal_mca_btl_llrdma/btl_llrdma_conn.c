@@ -108,8 +108,7 @@ int mca_btl_llrdma_conn_setup_qp(mca_btl_llrdma_conn_t *conn, char *why, size_t 
     if (OPAL_SUCCESS != opal_hash_table_set_value_uint32(&m->by_qp, conn->qp->qp_num, conn)) {
         goto fail_free_ring;
     }
-    llrdma_sq_init(&conn->sq, depth,
-                   (LLRDMA_PATH_LL == p ? m->profile->ll : m->profile->bw).signal_interval);
+    llrdma_sq_init(&conn->sq, depth, mca_btl_llrdma_path_profile(m, p)->signal_interval);
     conn->sq.room = &m->path[p].scq_room;
     conn->ring_head = conn->ring_tail = 0;
     return OPAL_SUCCESS;
@@ -169,7 +168,7 @@ int mca_btl_llrdma_conn_start_active(mca_btl_llrdma_endpoint_t *ep, int p)
     }
     opal_output_verbose(20, mca_btl_llrdma_component.output,
                         "btl:llrdma: connecting %s path to %s on %s (attempt %u)",
-                        LLRDMA_PATH_LL == p ? "ll" : "bw", OPAL_NAME_PRINT(ep->proc->proc_name),
+                        mca_btl_llrdma_path_name(p), OPAL_NAME_PRINT(ep->proc->proc_name),
                         ep->addr.dev, ep->attempts[p] + 1);
     return OPAL_SUCCESS;
 

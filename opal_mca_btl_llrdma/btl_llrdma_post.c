@@ -723,8 +723,8 @@ int mca_btl_llrdma_endpoint_unstall(mca_btl_llrdma_module_t *m)
                     "and go when it progresses",
                     OPAL_NAME_PRINT(ep->proc->proc_name), (unsigned)ep->proc->proc_name.vpid,
                     llrdma_proc_hostname(ep->proc, host, sizeof(host)),
-                    (unsigned long long)(now - conn->stall_since),
-                    p == LLRDMA_PATH_LL ? "ll" : "bw", opal_list_get_size(&ep->pending[p]));
+                    (unsigned long long)(now - conn->stall_since), mca_btl_llrdma_path_name(p),
+                    opal_list_get_size(&ep->pending[p]));
             }
         }
     }

@@ -100,7 +100,7 @@ static void describe_path(mca_btl_llrdma_endpoint_t *ep, int p, char *buf, size_
                     (LLRDMA_PATH_BW == p ? opal_list_get_size(&ep->rdma_pending) : 0);
 
     if (NULL == c) {
-        snprintf(buf, len, "%s: none%s, %zu queued", LLRDMA_PATH_LL == p ? "ll" : "bw",
+        snprintf(buf, len, "%s: none%s, %zu queued", mca_btl_llrdma_path_name(p),
                  0 != ep->retry_at_ms[p] ? " (retry scheduled)" : "", queued);
         return;
     }
@@ -108,8 +108,8 @@ static void describe_path(mca_btl_llrdma_endpoint_t *ep, int p, char *buf, size_
     snprintf(buf, len,
              "%s: %s qp %u, sq %u/%u posted (%u await completion), credits %u of %u (sent %llu, "
              "peer returned %llu), peer's sends consumed %llu returned %llu%s, %zu queued%s",
-             LLRDMA_PATH_LL == p ? "ll" : "bw", conn_state_str(c),
-             NULL != c->qp ? c->qp->qp_num : 0, c->sq.posted, c->sq.depth, conn_waiting_wrs(c),
+             mca_btl_llrdma_path_name(p), conn_state_str(c), NULL != c->qp ? c->qp->qp_num : 0,
+             c->sq.posted, c->sq.depth, conn_waiting_wrs(c),
              LLRDMA_CONN_ESTABLISHED == c->state ? mca_btl_llrdma_conn_credits(c) : 0, cr->granted,
              (unsigned long long)cr->sent, (unsigned long long)cr->seen,
              (unsigned long long)cr->consumed, (unsigned long long)cr->returned,
@@ -251,8 +251,8 @@ static void wd_nudge(mca_btl_llrdma_module_t *m, mca_btl_llrdma_endpoint_t *ep,
                         "btl:llrdma: %s:%d: qp %u (%s path to rank %u on %s): no work request "
                         "completed for %llu ms while %u waited, past the queue pair's retry "
                         "budget; %s (btl_llrdma_completion_timeout)",
-                        m->port.dev, m->port.port, c->qp->qp_num,
-                        LLRDMA_PATH_LL == c->path ? "ll" : "bw", (unsigned)ep->proc->proc_name.vpid,
+                        m->port.dev, m->port.port, c->qp->qp_num, mca_btl_llrdma_path_name(c->path),
+                        (unsigned)ep->proc->proc_name.vpid,
                         llrdma_proc_hostname(ep->proc, host, sizeof(host)),
                         (unsigned long long)quiet, waiting,
                         0 == rc ? "posted one more work request to restart it"
@@ -272,8 +272,8 @@ static void wd_fail(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_conn_t *c, uin
              "live peer's NIC answers or fails them within %.1f s: ACK timeout %u = %.2f s, %u "
              "retries); the queue pair is moved to the error state "
              "(btl_llrdma_completion_timeout)",
-             (unsigned long long)quiet, waiting, LLRDMA_PATH_LL == c->path ? "ll" : "bw",
-             c->qp->qp_num, budget_s, c->qp_timeout, try_s, c->qp_retry);
+             (unsigned long long)quiet, waiting, mca_btl_llrdma_path_name(c->path), c->qp->qp_num,
+             budget_s, c->qp_timeout, try_s, c->qp_retry);
     /* Report first (ob1 aborts there); otherwise the flush below hands every
      * waiting fragment and put/get back with an error at the next poll. */
     mca_btl_llrdma_endpoint_fail(ep, "the connection stopped completing work", status);
@@ -315,7 +315,7 @@ static void wd_look(mca_btl_llrdma_module_t *m, uint64_t now)
                                     "outstanding and the peer may have no receive buffer for it "
                                     "(receiver not ready, retried for ever): waiting on",
                                     m->port.dev, m->port.port, c->qp->qp_num,
-                                    LLRDMA_PATH_LL == c->path ? "ll" : "bw",
+                                    mca_btl_llrdma_path_name(c->path),
                                     (unsigned)ep->proc->proc_name.vpid,
                                     (unsigned long long)(now - c->wd_since), waiting);
                 c->wd_since = now;

@@ -90,6 +90,10 @@ expect_fail "bad coll segment size" "coll_llrdma_allreduce_segment_size" "'4Q'" 
   -np 2 --mca coll_llrdma_allreduce_segment_size 4Q "$TRING"
 expect_fail "bad coll size hint" "coll_llrdma_size_hint" "'x1'" -- \
   -np 2 --mca coll_llrdma_size_hint x1 "$TRING"
+# Well-formed, but its groups do not cover the job: found when
+# MPI_COMM_WORLD is set up (coll_llrdma_check.c), still before the program.
+expect_fail "coll node_split larger than the job" "coll_llrdma_node_split = '3,3'" \
+  "the groups cover 6 ranks, the job has 4" -- -np 4 --mca coll_llrdma_node_split 3,3 "$TRING"
 expect_fail "bad GPU staging threshold" "coll_llrdma_gpu_stage_max" "'2Z'" -- \
   -np 2 --mca coll_llrdma_gpu_stage_max 2Z "$TRING"
 expect_fail "shm knob not 0 or 1" "coll_llrdma_shm" "'2'" "not 0 or 1" -- \

@@ -5,12 +5,7 @@
 # a circle, with the calls that close it.
 set -u
 src="${srcdir:-.}"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-n=0 fail=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-skip() { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
-bad() { n=$((n + 1)); fail=1; echo "not ok $n - $1"; sed 's/^/# /' "$tmp/out"; }
+. "$src/tests/tools/tap.sh"
 command -v python3 >/dev/null || { echo "1..1"; skip "call layers" "no python3"; exit 0; }
 command -v nm >/dev/null || { echo "1..1"; skip "call layers" "no nm"; exit 0; }
 echo "1..4"

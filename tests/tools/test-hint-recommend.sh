@@ -5,20 +5,7 @@
 set -u
 src="${srcdir:-.}"
 . "$src/tests/tools/dumpgen.sh"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-n=0 fail=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-bad() { n=$((n + 1)); fail=1; echo "not ok $n - $1"; sed 's/^/# /' "$tmp/out"; }
-# run NAME EXPECTED_RC PATTERN CMD...: exit status and a line of the output.
-run() {
-  local name=$1 want=$2 pat=$3
-  shift 3
-  "$@" >"$tmp/out" 2>&1
-  local rc=$?
-  if [ "$rc" -eq "$want" ] && grep -qE -- "$pat" "$tmp/out"; then ok "$name"; else
-    echo "# exit $rc (want $want), pattern '$pat'"; bad "$name"; fi
-}
+. "$src/tests/tools/tap.sh"
 
 # A 4-rank job at hint 64K whose messages are 256 B..4K (failure case 1).
 mkdir "$tmp/job"

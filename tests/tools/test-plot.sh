@@ -6,20 +6,7 @@ set -u
 src="${srcdir:-.}"
 fix="$src/tests/tools/fixtures"
 . "$src/tests/tools/dumpgen.sh"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-n=0 fail=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-skip() { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
-bad() { n=$((n + 1)); fail=1; echo "not ok $n - $1"; sed 's/^/# /' "$tmp/out"; }
-run() { # NAME RC PATTERN CMD...
-  local name=$1 want=$2 pat=$3
-  shift 3
-  "$@" >"$tmp/out" 2>&1
-  local rc=$?
-  if [ "$rc" -eq "$want" ] && grep -qE -- "$pat" "$tmp/out"; then ok "$name"; else
-    echo "# exit $rc (want $want), pattern '$pat'"; bad "$name"; fi
-}
+. "$src/tests/tools/tap.sh"
 # png_ok FILE W H: PNG signature and IHDR size (od), then content (python3).
 png_ok() {
   local f=$1 w=$2 h=$3
