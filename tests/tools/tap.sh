@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034 # fail: the sourcing test exits with it
 # TAP helpers of the tools tests (sourced): a scratch directory removed on
 # exit, the test count n and the verdict fail, ok/skip/bad, and run, which
 # checks a command's exit status and a line of its output.  bad prints the
