@@ -19,7 +19,9 @@
 # are printed last.
 #   bash contrib/bench/h200-arena.sh A.tar.gz B.tar.gz
 # HOST_RANKS (default "8 16"), RUNS (2), SIZES (64,4K,64K,256K,1M,4M),
-# BUDGET seconds for the whole script (560).
+# BUDGET seconds for the whole script (560); A_ENV, B_ENV: NAME=VALUE words
+# exported for that side only (one tarball twice, a knob on one side:
+# B_ENV=OMPI_MCA_coll_llrdma_shm_single_copy_min=64K).
 set -u
 a_tar=$(readlink -f "${1:?tarball A}")
 b_tar=$(readlink -f "${2:?tarball B}")
@@ -45,7 +47,8 @@ step() { echo "=== $* ($SECONDS s)"; }
 { date -u; nproc; lscpu | grep -E 'Model name|Thread|L2|L3|NUMA node'; mpirun --version | head -1
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
   sed 's/^/yama ptrace_scope /' /proc/sys/kernel/yama/ptrace_scope 2>/dev/null
-  grep -E '^btl_vader' /etc/openmpi/openmpi-mca-params.conf; uptime; } > "$R/machine.txt" 2>&1
+  grep -E '^btl_vader' /etc/openmpi/openmpi-mca-params.conf; uptime
+  echo "A_ENV=${A_ENV:-} B_ENV=${B_ENV:-}"; } > "$R/machine.txt" 2>&1
 
 build() { # NAME TARBALL [make targets]
   local w=/tmp/ab/$1 tar=$2
@@ -62,10 +65,14 @@ step "built: A rc=$ra B rc=$rb"
 if [ $ra != 0 ] || [ $rb != 0 ]; then tail -20 "$R"/build-*.err; exit 1; fi
 mpicc -O2 -o /tmp/ab/ar-avg "$here/ar-avg.c" && cc -O2 -o /tmp/ab/cma-probe "$here/cma-probe.c" || exit 1
 
-use() { # A or B: that build's components, libraries and tools
-  local p=/tmp/ab/$1/inst
+use() { # A or B: that build's components, libraries and tools, and its A_ENV / B_ENV
+  local p=/tmp/ab/$1/inst v
   export PATH="$p/bin:$path0" LD_LIBRARY_PATH="$p/lib"
   export OMPI_MCA_mca_base_component_path="$p/lib/openmpi:SYS_DEFAULT"
+  for v in ${A_ENV:-} ${B_ENV:-}; do unset "${v%%=*}"; done
+  # shellcheck disable=SC2086 # NAME=VALUE words
+  if [ "$1" = A ]; then set -- ${A_ENV:-}; else set -- ${B_ENV:-}; fi
+  for v in "$@"; do export "${v?}"; done
 }
 M=(--bind-to core)
 avg() { # LABEL NP [mpirun args]: ar-avg once
