@@ -262,7 +262,7 @@ typedef struct {
 
 /* The phases of a round through the arena's slots (llrdma_ar_shm_t.phase_ns). */
 typedef enum {
-    LLRDMA_AR_PHASE_COPY_IN,  /* input into the slots (single copy: the read) */
+    LLRDMA_AR_PHASE_COPY_IN,  /* this rank's input into its slot */
     LLRDMA_AR_PHASE_WAIT_IN,  /* until every rank's input is there */
     LLRDMA_AR_PHASE_FOLD,     /* the fold: this rank's slice, or all of it */
     LLRDMA_AR_PHASE_WAIT_RED, /* until the other ranks' slices are reduced */
@@ -298,22 +298,6 @@ typedef struct llrdma_ar_shm {
     int time_phases;
     uint64_t phase_rounds;
     uint64_t phase_ns[LLRDMA_AR_PHASES];
-    /* Single-copy input (shm_split, docs/allreduce.md "Single copy"): a
-     * rank whose buffers are host memory leaves a round's input of at least
-     * single_copy_min bytes where it is and publishes its address with its
-     * in flag; each folder reads its slice of it with read_peer (the glue:
-     * process_vm_readv) into the slot it would have been copied to.  So
-     * every byte is copied once on its way to the fold instead of twice.
-     * read_peer(ctx, pid, remote, local, bytes): 0, or an errno (the call
-     * fails).  NULL or single_copy_min 0: every input goes through the
-     * slots.  Both must be equal on every rank (a rank that publishes needs
-     * every folder to read); pid is this process's. */
-    int (*read_peer)(void *ctx, int64_t pid, const void *remote, void *local, size_t bytes);
-    void *read_peer_ctx;
-    size_t single_copy_min;
-    int64_t pid;
-    /* Rounds in which this rank read another rank's input single-copy. */
-    uint64_t single_copy_rounds;
 } llrdma_ar_shm_t;
 
 /* The phase's name as the verbose line says it ("copy in", ...). */

@@ -162,19 +162,6 @@ static int llrdma_register(void)
               "512 bytes they were slower, docs/benchmarks-h200.md); 0 = never, at most 1K; "
               "rank 0's value counts. Same size syntax as the hint",
               MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_6, &c->shm_lines_text);
-    c->shm_single_text = "0";
-    (void)reg("shm_single_copy_min",
-              "Shared-memory Allreduces on host buffers: rounds of at least this many bytes "
-              "leave each rank's input where it is, and every rank reads its slice of the "
-              "others' inputs with process_vm_readv (Linux cross-memory attach, CMA) instead "
-              "of through a copy in the arena, so each byte is copied once on its way to the "
-              "fold instead of twice. Tried once per arena (every rank reads every other's "
-              "pid word); where the kernel refuses (ptrace rules, containers) the arena "
-              "copies as without it, said at verbose 5. Under Yama ptrace_scope 1 the ranks "
-              "allow any process of the same user to attach (PR_SET_PTRACER_ANY, as "
-              "btl/vader's CMA does). 0 = never; rank 0's value counts. Same size syntax as "
-              "the hint",
-              MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_5, &c->shm_single_text);
     c->gpu_fold_text = "64K";
     (void)reg("gpu_fold_min",
               "GPU buffers through the shared-memory arena: slices of at least this many bytes "
@@ -441,11 +428,6 @@ int mca_coll_llrdma_init_query(bool enable_progress_threads, bool enable_mpi_thr
         mca_coll_llrdma_bad_knob("coll_llrdma_shm_lines_max", c->shm_lines_text, err);
     }
     c->shm_lines_max = (size_t)seg;
-    if (LLRDMA_OK !=
-        llrdma_parse_size(c->shm_single_text, (uint64_t)1 << 40, &seg, err, sizeof(err))) {
-        mca_coll_llrdma_bad_knob("coll_llrdma_shm_single_copy_min", c->shm_single_text, err);
-    }
-    c->shm_single_min = (size_t)seg;
     if (c->shm_index < 0) {
         bad_enum("coll_llrdma_shm", "not 0 or 1");
     }
@@ -539,7 +521,6 @@ int mca_coll_llrdma_init_query(bool enable_progress_threads, bool enable_mpi_thr
     cfg.coll_shm = c->shm_enable;
     cfg.coll_shm_chunk_knob = c->shm_chunk;
     cfg.coll_shm_lines_max = c->shm_lines_max;
-    cfg.coll_shm_single_min = c->shm_single_min;
     cfg.coll_gpu_peer = c->gpu_peer;
     cfg.coll_gpu_peer_min = c->gpu_peer_min;
     cfg.coll_gpu_stage_auto = c->gpu_stage_auto;

@@ -24,11 +24,6 @@
  * GPU path uses bytes 0-7); a rank waiting in the arena asks whether the
  * rank it waits for still exists (peer_alive) every coll_llrdma_shm_liveness_ms.
  *
- * Single copy (coll_llrdma_shm_single_copy_min): bytes 16-23 hold where the
- * rank's own mapping has its pid word; with the knob on, every rank reads
- * every other's pid word through process_vm_readv once, and an Allreduce of
- * the outcome turns the core's read_peer on on every rank or on none.
- *
  * Tests: LLRDMA_TEST_SHM_FAIL=RANK:STEP makes step STEP (1 open, 2 reserve or
  * check the size, 3 map) fail on communicator rank RANK, to run every
  * cleanup path; step 4 makes rank 0's first reservation find /dev/shm full
@@ -45,8 +40,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
-#include <sys/uio.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -69,7 +62,6 @@ typedef struct {
     char name[NAME_LEN];
     uint64_t chunk;
     uint64_t lines_max;
-    uint64_t single_min; /* coll_llrdma_shm_single_copy_min: every rank must read alike */
 } seg_info_t;
 
 static void progress(void *ctx)
@@ -86,70 +78,6 @@ static int peer_alive(void *ctx, int rank)
     const uint64_t *line = llrdma_ar_shm_rank_info(&m->shm, m->shm_ranks, rank);
     long pid = (NULL != line) ? (long)__atomic_load_n(&line[1], __ATOMIC_ACQUIRE) : 0;
     return mca_coll_llrdma_pid_alive(pid);
-}
-
-/* Single copy: `bytes` of process pid's memory at remote into local, by
- * cross-memory attach; 0 or an errno (a short read: EIO). */
-static int read_peer(void *ctx, int64_t pid, const void *remote, void *local, size_t bytes)
-{
-    (void)ctx;
-#if defined(__linux__)
-    while (bytes > 0) {
-        struct iovec l = {.iov_base = local, .iov_len = bytes};
-        struct iovec r = {.iov_base = (void *)remote, .iov_len = bytes};
-        ssize_t got = process_vm_readv((pid_t)pid, &l, 1, &r, 1, 0);
-        if (got < 0 && EINTR == errno) {
-            continue;
-        }
-        if (got <= 0) {
-            return got < 0 ? errno : EIO;
-        }
-        bytes -= (size_t)got;
-        local = (char *)local + got;
-        remote = (const char *)remote + got;
-    }
-    return 0;
-#else
-    (void)pid;
-    (void)remote;
-    (void)local;
-    (void)bytes;
-    return ENOSYS;
-#endif
-}
-
-/* Under Yama's ptrace_scope 1 a process may read only its descendants'
- * memory; the ranks are siblings, so each allows any process of its user,
- * as btl/vader does for its CMA. */
-static void allow_readers(void)
-{
-#if defined(__linux__) && defined(PR_SET_PTRACER)
-    (void)prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
-#endif
-}
-
-/* Whether this rank reads every other rank's pid word (its info line, at
- * the address that rank published) by cross-memory attach, and finds the
- * pid: 1, or 0 with why filled in. */
-static int probe_single_copy(const llrdma_ar_shm_t *shm, int nranks, int me, char *why,
-                             size_t cap)
-{
-    for (int r = 0; r < nranks; ++r) {
-        const uint64_t *line = llrdma_ar_shm_rank_info(shm, nranks, r);
-        uint64_t pid = __atomic_load_n(&line[1], __ATOMIC_ACQUIRE), got = 0;
-        const void *at = (const void *)(uintptr_t)__atomic_load_n(&line[2], __ATOMIC_ACQUIRE);
-        int rc;
-        if (r == me) {
-            continue;
-        }
-        rc = read_peer(NULL, (int64_t)pid, at, &got, sizeof(got));
-        if (0 != rc || got != pid) {
-            snprintf(why, cap, "reading rank %d's memory (pid %lu): %s", r, (unsigned long)pid,
-                     0 != rc ? strerror(rc) : "a different value");
-            return 0;
-        }
-    }
-    return 1;
 }
 
 /* Rank `rank`'s own chunks: rank 0 gives them back (punch) after its
@@ -319,7 +247,7 @@ static void segment_name(struct ompi_communicator_t *comm, char *name)
  * `me`); on failure the ranks that failed say why. */
 static int finish_setup(mca_coll_llrdma_module_t *m, struct ompi_communicator_t *comm, void *base,
                         int creator, const char *name, int nranks, int me, size_t chunk,
-                        size_t lines_max, size_t single_min, size_t bytes, const char *why)
+                        size_t lines_max, size_t bytes, const char *why)
 {
     mca_coll_llrdma_component_t *c = &mca_coll_llrdma_component;
     int mine, all, rc;
@@ -328,11 +256,6 @@ static int finish_setup(mca_coll_llrdma_module_t *m, struct ompi_communicator_t 
         llrdma_ar_shm_t view = {.base = base, .chunk_bytes = chunk};
         uint64_t *line = llrdma_ar_shm_rank_info(&view, nranks, me);
         __atomic_store_n(&line[1], (uint64_t)getpid(), __ATOMIC_RELEASE);
-        /* Where this process sees its pid word: the single-copy probe's target. */
-        __atomic_store_n(&line[2], (uint64_t)(uintptr_t)&line[1], __ATOMIC_RELEASE);
-        if (0 != single_min) {
-            allow_readers();
-        }
     }
     mine = (NULL != base || nranks == 1) ? 1 : 0;
     rc =
@@ -369,36 +292,14 @@ static int finish_setup(mca_coll_llrdma_module_t *m, struct ompi_communicator_t 
     m->shm.time_phases = opal_output_get_verbosity(c->output) >= 5 ? 1 : 0;
     m->shm.phase_rounds = 0;
     memset(m->shm.phase_ns, 0, sizeof(m->shm.phase_ns));
-    m->shm.read_peer = NULL;
-    m->shm.read_peer_ctx = NULL;
-    m->shm.single_copy_min = 0;
-    m->shm.pid = (int64_t)getpid();
-    m->shm.single_copy_rounds = 0;
-    if (0 != single_min) {
-        /* Every rank must read every other, or none publishes: one more
-         * Allreduce, at set-up only. */
-        char no[160] = "";
-        mine = probe_single_copy(&m->shm, nranks, me, no, sizeof(no));
-        rc = m->previous_allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm,
-                                   m->previous_allreduce_module);
-        if (OMPI_SUCCESS == rc && 1 == all) {
-            m->shm.read_peer = read_peer;
-            m->shm.single_copy_min = single_min;
-        } else if ('\0' != no[0]) {
-            opal_output_verbose(5, c->output,
-                                "coll:llrdma: %s: no single copy in the arena (rank %d: %s)",
-                                comm->c_name, ompi_comm_rank(comm), no);
-        }
-    }
     m->shm_ranks = nranks;
     m->shm_rank = me;
     m->shm_bytes = bytes;
     opal_output_verbose(5, c->output,
                         "coll:llrdma: %s: shared-memory arena of %lu bytes, chunk %lu (%s), "
-                        "%d ranks, vectors up to %lu bytes in lines, single copy from %lu "
-                        "bytes (0: off)",
+                        "%d ranks, vectors up to %lu bytes in lines",
                         comm->c_name, (unsigned long)bytes, (unsigned long)chunk, name, nranks,
-                        (unsigned long)lines_max, (unsigned long)m->shm.single_copy_min);
+                        (unsigned long)lines_max);
     mca_coll_llrdma_numa_report(comm, base, nranks, me, chunk);
     return OMPI_SUCCESS;
 }
@@ -424,7 +325,6 @@ int mca_coll_llrdma_shm_setup(mca_coll_llrdma_module_t *m, struct ompi_communica
         }
         info.chunk = chunk;
         info.lines_max = c->shm_lines_max;
-        info.single_min = c->shm_single_min;
     }
     rc = comm->c_coll->coll_bcast(&info, (int)sizeof(info), MPI_BYTE, 0, comm,
                                   comm->c_coll->coll_bcast_module);
@@ -437,7 +337,7 @@ int mca_coll_llrdma_shm_setup(mca_coll_llrdma_module_t *m, struct ompi_communica
         base = attach_segment(comm, n, me, info.name, chunk, bytes, why, sizeof(why));
     }
     return finish_setup(m, comm, base, 0 == me, info.name, n, me, chunk, (size_t)info.lines_max,
-                        (size_t)info.single_min, bytes, why);
+                        bytes, why);
 }
 
 size_t mca_coll_llrdma_shm_name_bytes(void)
@@ -472,7 +372,6 @@ int mca_coll_llrdma_shm_setup_node(mca_coll_llrdma_module_t *m, struct ompi_comm
         }
         info.chunk = chunk;
         info.lines_max = c->shm_lines_max;
-        info.single_min = c->shm_single_min;
     }
     /* Every node's first rank publishes its arena; the others map their node's. */
     rc = comm->c_coll->coll_allgather(&info, (int)sizeof(info), MPI_BYTE, all, (int)sizeof(info),
@@ -487,7 +386,7 @@ int mca_coll_llrdma_shm_setup_node(mca_coll_llrdma_module_t *m, struct ompi_comm
         base = attach_segment(comm, L, me, info.name, chunk, bytes, why, sizeof(why));
     }
     return finish_setup(m, comm, base, 0 == me, info.name, L, me, chunk, (size_t)info.lines_max,
-                        (size_t)info.single_min, bytes, why);
+                        bytes, why);
 }
 
 /* Where this rank's rounds through the slots went (verbose 5): the mean of
@@ -518,12 +417,10 @@ void mca_coll_llrdma_shm_release(mca_coll_llrdma_module_t *m)
         /* Which path the calls took (test-shm.sh checks the line count). */
         opal_output_verbose(5, mca_coll_llrdma_component.output,
                             "coll:llrdma: arena of %d ranks released after %llu rounds, %llu of "
-                            "them in lines (%llu calls without re-planning), %llu reading "
-                            "single-copy",
+                            "them in lines (%llu calls without re-planning)",
                             m->shm_ranks, (unsigned long long)m->shm.gen,
                             (unsigned long long)m->shm.line_rounds,
-                            (unsigned long long)m->fast_calls,
-                            (unsigned long long)m->shm.single_copy_rounds);
+                            (unsigned long long)m->fast_calls);
         report_phases(m);
         mca_coll_llrdma_gpu_unregister(m);
         munmap(m->shm.base, m->shm_bytes);

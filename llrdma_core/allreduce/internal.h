@@ -218,12 +218,6 @@ class Arena
     // lies whole, to be read in place (after wait_lines; it stays until this
     // rank posts round g + 1, so until it is done with round g).
     const unsigned char *line_data(uint64_t g, int r) const { return lines(g, r); }
-    // Single copy (llrdma_ar_shm_t.read_peer): before its in flag, a rank
-    // says where its input of the round lies (words 2 and 3 of its in-flag
-    // line: address and pid; nullptr: in its slot as usual).  Read after
-    // wait_in; valid until that rank posts its next round.
-    void publish_input(const void *addr, int64_t pid);
-    const void *peer_input(int r, int64_t *pid) const;
     // The placement word (word 1 of this rank's in-flag line): call number
     // and a small code (0..3), read by the others without a round, so that
     // a rank that knows its outcome alone need not wait for anyone
@@ -305,10 +299,6 @@ class ShmInput
     int round(uint64_t g, size_t off, size_t n, size_t next);
 
   private:
-    // Single copy: this rank's slice [s, s + len) of every rank's published
-    // input of round g read into that rank's slot.
-    int read_published(uint64_t g, size_t n);
-
     const Args &a_;
     Arena &ar_;
     bool skip_own_;

@@ -273,21 +273,6 @@ int Arena::wait(int which, uint64_t g)
     return LLRDMA_AR_OK;
 }
 
-void Arena::publish_input(const void *addr, int64_t pid)
-{
-    uint64_t *w = flag(rank_, 0);
-    // Plain stores: post_in's release publishes them with the flag.
-    w[2] = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(addr));
-    w[3] = static_cast<uint64_t>(pid);
-}
-
-const void *Arena::peer_input(int r, int64_t *pid) const
-{
-    const uint64_t *w = flag(r, 0);
-    *pid = static_cast<int64_t>(w[3]);
-    return reinterpret_cast<const void *>(static_cast<uintptr_t>(w[2]));
-}
-
 void Arena::post_place(uint64_t call, unsigned code)
 {
     __atomic_store_n(flag(rank_, 0) + 1, call << 2 | (code & 3u), __ATOMIC_RELEASE);
@@ -342,18 +327,7 @@ int ShmInput::round(uint64_t g, size_t off, size_t n, size_t next)
     const bool hooked = t.hooked();
     auto src = static_cast<unsigned char *>(const_cast<void *>(a_.sendbuf ? a_.sendbuf : a_.buf));
     int rc = LLRDMA_AR_OK;
-    // Single copy: shm_split only (its folders read slices; shm_direct's
-    // read whole vectors, small ones), host buffers only (the folders read
-    // this process's memory), and only rounds large enough to pay for the
-    // system calls (llrdma_ar_shm_t.single_copy_min).
-    const llrdma_ar_shm_t *sh = a_.shm;
-    const bool single = skip_own_ && !hooked && sh->read_peer && sh->single_copy_min > 0 &&
-                        n * a_.esize >= sh->single_copy_min;
-    if (skip_own_)
-        ar_.publish_input(single ? src + off * a_.esize : nullptr, sh->pid);
-    if (single) {
-        // Nothing to copy: the folders read it where it is.
-    } else if (skip_own_ && !hooked) {
+    if (skip_own_ && !hooked) {
         // Around the own block: the bytes before it and after it.
         const size_t s = block_start(n, t.size(), t.rank()), len = block_len(n, t.size(), t.rank());
         const size_t es = a_.esize;
@@ -373,40 +347,12 @@ int ShmInput::round(uint64_t g, size_t off, size_t n, size_t next)
     if ((rc = ar_.wait_in(g)) != LLRDMA_AR_OK)
         return rc;
     ar_.lap(LLRDMA_AR_PHASE_WAIT_IN);
-    if (skip_own_ && sh->read_peer && (rc = read_published(g, n)) != LLRDMA_AR_OK)
-        return ar_.fail(rc);
     // Every rank finished round g - 1, so nobody reads the slots of g + 1's
     // parity any more: enqueue the next copy in now.
     prefetched_ = hooked && next > 0;
     if (prefetched_ && (rc = t.copy(ar_.slot(g + 1, t.rank()), src + (off + n) * a_.esize,
                                     next * a_.esize)) != LLRDMA_AR_OK)
         return ar_.fail(rc);
-    return LLRDMA_AR_OK;
-}
-
-int ShmInput::read_published(uint64_t g, size_t n)
-{
-    Transport &t = *a_.t;
-    const size_t es = a_.esize;
-    const size_t s = block_start(n, t.size(), t.rank()), len = block_len(n, t.size(), t.rank());
-    bool read = false;
-    for (int r = 0; r < t.size() && len > 0; ++r) {
-        int64_t pid = 0;
-        const void *in = r == t.rank() ? nullptr : ar_.peer_input(r, &pid);
-        if (in == nullptr)
-            continue;
-        // Into rank r's slot at this slice: r left its slot alone this
-        // round, and nobody else reads this slice of it, so the fold finds
-        // it where a copy in would have put it.
-        if (a_.shm->read_peer(a_.shm->read_peer_ctx, pid,
-                              static_cast<const unsigned char *>(in) + s * es,
-                              ar_.slot(g, r) + s * es, len * es) != 0)
-            return LLRDMA_AR_ERR_MEMORY;
-        read = true;
-    }
-    if (read)
-        ++a_.shm->single_copy_rounds;
-    ar_.lap(LLRDMA_AR_PHASE_COPY_IN);
     return LLRDMA_AR_OK;
 }
 
