@@ -328,21 +328,6 @@ template <typename Body> int shm_rounds(const Args &a, Arena &ar, Body body, boo
     }
     return LLRDMA_AR_OK;
 }
-// Hint: the lines of [p, p + n) will be read by other cores next, so move
-// them from this core's caches to the shared one (x86 CLDEMOTE; a no-op on
-// CPUs without it and elsewhere).
-inline void demote(const void *p, size_t n)
-{
-#if defined(__x86_64__)
-    auto c = reinterpret_cast<uintptr_t>(p) & ~static_cast<uintptr_t>(63);
-    const auto end = reinterpret_cast<uintptr_t>(p) + n;
-    for (; c < end; c += 64)
-        asm volatile(".byte 0x0f, 0x1c, 0x00" ::"a"(c) : "memory"); // cldemote (%rax)
-#else
-    (void)p;
-    (void)n;
-#endif
-}
 // out = v0 OP v1 OP ... OP v(p-1), elements [s, s + n) of the slots of round g.
 // mine (optional): this rank's input for those elements, read instead of its
 // slot; also (optional): a second place each finished piece of out is

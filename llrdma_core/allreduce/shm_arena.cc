@@ -338,8 +338,6 @@ int ShmInput::round(uint64_t g, size_t off, size_t n, size_t next)
     } else if (!prefetched_) {
         rc = t.copy(ar_.slot(g, t.rank()), src + off * a_.esize, n * a_.esize);
     }
-    if (!hooked && rc == LLRDMA_AR_OK)
-        demote(ar_.slot(g, t.rank()), n * a_.esize);
     if (rc == LLRDMA_AR_OK && hooked)
         rc = t.sync(); // the copy in, and whatever this rank enqueued before
     if (rc != LLRDMA_AR_OK)

@@ -53,8 +53,6 @@ void shm_fold_slots(const Args &a, const Arena &ar, uint64_t g, size_t s, size_t
             reduce3(a.op, a.dtype, o, in(r, i), o, m);
         if (also)
             std::memcpy(at(also, i, a.esize), o, m * a.esize);
-        if (!a.t->hooked())
-            demote(o, m * a.esize);
     }
 }
 
