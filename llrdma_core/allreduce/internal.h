@@ -143,7 +143,7 @@ class Transport
 
     static constexpr size_t kSend = static_cast<size_t>(-1);
     const llrdma_ar_comm_t *c_;
-    void *live_[kMaxLive] = {};
+    void *live_[kMaxLive];    // [0, nlive_) only: not zeroed per call (64 words)
     size_t expect_[kMaxLive]; // a receive's bytes, kSend for a send (set by track)
     int nlive_ = 0;
     int err_ = LLRDMA_AR_OK;
@@ -183,9 +183,26 @@ class Arena
 {
   public:
     Arena(llrdma_ar_shm_t *s, int rank, int size);
-    unsigned char *slot(uint64_t g, int r) const;
-    unsigned char *result(uint64_t g) const;
-    unsigned char *own(uint64_t g) const; // this rank's private chunk
+    // In line: a small call takes each several times (2 ranks, 1 KB: about
+    // 40 instructions a call as calls into shm_arena.cc).
+    unsigned char *slot(uint64_t g, int r) const
+    {
+        return slots_ +
+               (static_cast<size_t>(g % 2) * static_cast<size_t>(size_) + static_cast<size_t>(r)) *
+                   chunk_;
+    }
+    unsigned char *result(uint64_t g) const
+    {
+        return slots_ + (2 * static_cast<size_t>(size_) + static_cast<size_t>(g % 2)) * chunk_;
+    }
+    unsigned char *own(uint64_t g) const // this rank's private chunk
+    {
+        return slots_ + (2 * static_cast<size_t>(size_) + 2 +
+                         static_cast<size_t>(g % 2) * static_cast<size_t>(size_) +
+                         static_cast<size_t>(rank_)) *
+                            chunk_;
+    }
+    static constexpr size_t kFlagsPerRank = 3 * 64; // in, red, info: a line each
     void post_in(uint64_t g) { post(0, g); }
     void post_red(uint64_t g) { post(1, g); }
     // LLRDMA_AR_OK once every other rank posted round g, LLRDMA_AR_ERR_TRANSPORT
@@ -244,11 +261,25 @@ class Arena
     // Phase timing (llrdma_ar_shm_t.time_phases): start() at a round's
     // beginning, lap(phase) at the end of each phase adds the time since the
     // last mark to it.  Nothing while timing is off.
-    void phase_start();
-    void lap(llrdma_ar_phase_t phase);
+    void phase_start()
+    {
+        if (s_->time_phases)
+            phase_start_timed();
+    }
+    void lap(llrdma_ar_phase_t phase)
+    {
+        if (s_->time_phases)
+            lap_timed(phase);
+    }
 
   private:
-    uint64_t *flag(int r, int which) const;
+    void phase_start_timed();
+    void lap_timed(llrdma_ar_phase_t phase);
+    uint64_t *flag(int r, int which) const
+    {
+        return reinterpret_cast<uint64_t *>(base_ + static_cast<size_t>(r) * kFlagsPerRank +
+                                            static_cast<size_t>(which) * 64);
+    }
     unsigned char *lines(uint64_t g, int r) const;
     void post(int which, uint64_t g);
     int wait(int which, uint64_t g);
@@ -261,9 +292,18 @@ class Arena
 
     llrdma_ar_shm_t *s_;
     unsigned char *base_;
+    unsigned char *slots_; // base_ + the slots' offset (the layout: shm_arena.cc)
+    size_t chunk_;
     int rank_, size_;
     uint64_t mark_ns_ = 0;
 };
+
+// llrdma_ar_lines_fit, in line for the calls' hot path.
+inline bool lines_fit(const llrdma_ar_shm_t *shm, int size, size_t bytes)
+{
+    return shm && shm->base && size >= 2 && bytes <= shm->lines_max && bytes <= Arena::kLinesMax &&
+           bytes <= shm->chunk_bytes;
+}
 
 // Non-power-of-two fold (recursive_doubling.cc): fold_in leaves the odd rank of
 // each pair holding v[2i] OP v[2i+1]; fold_out copies the final vector back to
@@ -328,6 +368,8 @@ template <typename Body> int shm_rounds(const Args &a, Arena &ar, Body body, boo
     }
     return LLRDMA_AR_OK;
 }
+// The fold's tile: a tile of out stays in L1 while every input's is folded in.
+constexpr size_t kFoldTileBytes = 4096;
 // out = v0 OP v1 OP ... OP v(p-1), elements [s, s + n) of the slots of round g.
 // mine (optional): this rank's input for those elements, read instead of its
 // slot; also (optional): a second place each finished piece of out is

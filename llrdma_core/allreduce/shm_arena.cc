@@ -34,7 +34,7 @@ namespace
 {
 
 constexpr size_t kLine = 64;
-constexpr size_t kFlagsPerRank = 3 * kLine;
+constexpr size_t kFlagsPerRank = Arena::kFlagsPerRank;
 constexpr unsigned kPollsPerYield = 64;
 
 inline void cpu_relax()
@@ -110,50 +110,24 @@ uint64_t now_ns()
 } // namespace
 
 Arena::Arena(llrdma_ar_shm_t *s, int rank, int size)
-    : s_(s), base_(static_cast<unsigned char *>(s->base)), rank_(rank), size_(size)
+    : s_(s), base_(static_cast<unsigned char *>(s->base)), slots_(base_ + slots_offset(size)),
+      chunk_(s->chunk_bytes), rank_(rank), size_(size)
 {
 }
 
-void Arena::phase_start()
+void Arena::phase_start_timed()
 {
-    if (s_->time_phases) {
-        mark_ns_ = now_ns();
-        ++s_->phase_rounds;
-    }
+    mark_ns_ = now_ns();
+    ++s_->phase_rounds;
 }
 
-void Arena::lap(llrdma_ar_phase_t phase)
+void Arena::lap_timed(llrdma_ar_phase_t phase)
 {
-    if (s_->time_phases && phase >= 0 && phase < LLRDMA_AR_PHASES) {
+    if (phase >= 0 && phase < LLRDMA_AR_PHASES) {
         uint64_t t = now_ns();
         s_->phase_ns[phase] += t - mark_ns_;
         mark_ns_ = t;
     }
-}
-
-unsigned char *Arena::slot(uint64_t g, int r) const
-{
-    size_t i = static_cast<size_t>(g % 2) * static_cast<size_t>(size_) + static_cast<size_t>(r);
-    return base_ + slots_offset(size_) + i * s_->chunk_bytes;
-}
-
-unsigned char *Arena::result(uint64_t g) const
-{
-    size_t i = 2 * static_cast<size_t>(size_) + static_cast<size_t>(g % 2);
-    return base_ + slots_offset(size_) + i * s_->chunk_bytes;
-}
-
-unsigned char *Arena::own(uint64_t g) const
-{
-    size_t i = 2 * static_cast<size_t>(size_) + 2 +
-               static_cast<size_t>(g % 2) * static_cast<size_t>(size_) + static_cast<size_t>(rank_);
-    return base_ + slots_offset(size_) + i * s_->chunk_bytes;
-}
-
-uint64_t *Arena::flag(int r, int which) const
-{
-    return reinterpret_cast<uint64_t *>(base_ + static_cast<size_t>(r) * kFlagsPerRank +
-                                        static_cast<size_t>(which) * kLine);
 }
 
 unsigned char *Arena::lines(uint64_t g, int r) const

@@ -20,6 +20,8 @@
 // every rank has posted the next round.
 #include "internal.h"
 
+#include <cstring>
+
 namespace llrdma
 {
 namespace ar
@@ -106,7 +108,7 @@ int run_shm_direct(const Args &a)
     Arena ar(a.shm, t.rank(), t.size());
     const size_t bytes = a.count * a.esize;
     // Not by buffer kind: ranks whose buffers differ must run the same rounds.
-    if (llrdma_ar_lines_fit(a.shm, t.size(), bytes))
+    if (lines_fit(a.shm, t.size(), bytes))
         return run_in_lines(a, ar);
     const bool hooked = t.hooked(), device = hooked && a.shm->device_fold;
     return shm_rounds(a, ar, [&](uint64_t g, size_t off, size_t n) {
@@ -132,9 +134,7 @@ int run_shm_direct(const Args &a)
 
 extern "C" int llrdma_ar_lines_fit(const llrdma_ar_shm_t *shm, int size, size_t bytes)
 {
-    using llrdma::ar::Arena;
-    return shm && shm->base && size >= 2 && bytes <= shm->lines_max && bytes <= Arena::kLinesMax &&
-           bytes <= shm->chunk_bytes;
+    return llrdma::ar::lines_fit(shm, size, bytes);
 }
 
 namespace
@@ -154,11 +154,51 @@ int lines_call(llrdma_ar_shm_t *shm, int rank, int size, const void *sendbuf, vo
     return rc;
 }
 
+// One round through the slots from host memory, as run_shm_direct runs a
+// vector of at most one round (shm_round_elems) -- the same copy in, flag,
+// wait and tile-by-tile fold in rank order, so ranks on either path agree
+// round for round and bit for bit -- without the transport, the argument
+// block and the round loop, which cost a 1 KB call on 2 ranks about a fifth
+// of its instructions (docs/benchmarks-h200.md, 2026-12-06).
+int slots_call(llrdma_ar_shm_t *shm, int rank, int size, const void *in, void *out, size_t count,
+               size_t es, int dtype, int op)
+{
+    using namespace llrdma::ar;
+    Arena ar(shm, rank, size);
+    if (ar.broken())
+        return LLRDMA_AR_ERR_TRANSPORT;
+    const size_t bytes = count * es;
+    uint64_t g = ar.next_round();
+    ar.phase_start();
+    std::memcpy(ar.slot(g, rank), in, bytes);
+    ar.lap(LLRDMA_AR_PHASE_COPY_IN);
+    ar.post_in(g);
+    int rc = ar.wait_in(g);
+    if (rc != LLRDMA_AR_OK)
+        return ar.fail(rc);
+    ar.lap(LLRDMA_AR_PHASE_WAIT_IN);
+    // One tile for the small vectors this serves, without a division.
+    const size_t tile = bytes <= kFoldTileBytes   ? count
+                        : kFoldTileBytes / es > 0 ? kFoldTileBytes / es
+                                                  : 1;
+    auto o = static_cast<unsigned char *>(out);
+    for (size_t i = 0; i < count; i += tile) {
+        const size_t m = count - i < tile ? count - i : tile, b = i * es;
+        reduce3(op, dtype, ar.slot(g, 0) + b, ar.slot(g, 1) + b, o + b, m);
+        for (int r = 2; r < size; ++r)
+            reduce3(op, dtype, o + b, ar.slot(g, r) + b, o + b, m);
+    }
+    ar.lap(LLRDMA_AR_PHASE_FOLD);
+    return LLRDMA_AR_OK;
+}
+
 bool host_args_ok(const llrdma_ar_shm_t *shm, int rank, int size, const void *recvbuf, size_t count,
                   size_t es, int dtype, int op)
 {
+    size_t bytes;
+    // Overflow by multiplication: a division costs tens of cycles on every call.
     return shm && shm->base && recvbuf && size >= 2 && rank >= 0 && rank < size && es > 0 &&
-           count <= static_cast<size_t>(-1) / es && llrdma_ar_supported(dtype, op);
+           !__builtin_mul_overflow(count, es, &bytes) && llrdma_ar_supported(dtype, op);
 }
 } // namespace
 
@@ -173,10 +213,15 @@ extern "C" int llrdma_ar_shm_direct_host(const llrdma_ar_plan_t *plan, llrdma_ar
     if (!plan || plan->alg != LLRDMA_AR_SHM_DIRECT ||
         !host_args_ok(shm, rank, size, recvbuf, count, es, dtype, op))
         return LLRDMA_AR_ERR_INVALID;
-    if (llrdma_ar_lines_fit(shm, size, count * es))
+    if (lines_fit(shm, size, count * es))
         return lines_call(shm, rank, size, sendbuf, recvbuf, count, es, dtype, op);
-    if (llrdma_ar_shm_bytes(size, shm->chunk_bytes) == 0)
+    if (shm->chunk_bytes == 0) // an arena the set-up sized (llrdma_ar_shm_bytes) has a chunk
         return LLRDMA_AR_ERR_INVALID;
+    // One round (shm_round_elems: the chunk, or the plan's smaller segment).
+    const size_t bytes = count * es, seg = plan->segment_bytes;
+    if (bytes <= shm->chunk_bytes && (seg == 0 || bytes <= seg))
+        return slots_call(shm, rank, size, sendbuf ? sendbuf : recvbuf, recvbuf, count, es, dtype,
+                          op);
     // No message, hook or scratch: a transport of the arena alone.
     llrdma_ar_comm_t c{};
     c.rank = rank;

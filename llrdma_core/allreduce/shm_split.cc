@@ -38,9 +38,8 @@ namespace ar
 void shm_fold_slots(const Args &a, const Arena &ar, uint64_t g, size_t s, size_t n, void *out,
                     const void *mine, void *also)
 {
-    constexpr size_t kTileBytes = 4096;
     const int p = a.t->size(), me = a.t->rank();
-    const size_t tile = kTileBytes / a.esize > 0 ? kTileBytes / a.esize : 1;
+    const size_t tile = kFoldTileBytes / a.esize > 0 ? kFoldTileBytes / a.esize : 1;
     auto in = [&](int r, size_t i) -> void * {
         return r == me && mine ? at(const_cast<void *>(mine), i, a.esize)
                                : at(ar.slot(g, r), s + i, a.esize);
