@@ -16,7 +16,9 @@
 #   contrib/bench/cluster-paired.sh --summary [DIR] # only the table
 # Environment: PREFIX (_build/inst), OUT (_build/cluster-paired; its parent is
 # shared read-write with the guests), ROUNDS (3), HINTS (0 8K 64K), SIZES
-# (512,1K,4K,8K,16K,32K), ITERS (100), VM_TIMEOUT (3600).
+# (512,1K,4K,8K,16K,32K), ITERS (100), VM_TIMEOUT (3600), EXTRA (more mpirun
+# words for every run, e.g. "--mca coll_llrdma_allreduce_algorithm ring": it
+# forces the inter-node step's algorithm).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
@@ -26,6 +28,7 @@ ROUNDS=${ROUNDS:-3}
 HINTS=${HINTS:-0 8K 64K}
 SIZES=${SIZES:-512,1K,4K,8K,16K,32K}
 ITERS=${ITERS:-100}
+EXTRA=${EXTRA:-}
 
 guest() {
   local d=$1 r h hints
@@ -42,7 +45,7 @@ guest() {
     echo "uname: $(uname -srvm)"; echo "nproc: $(nproc)"; echo "nodes: $SOFTROCE_VM_NODES"
     cat "$SOFTROCE_VM_HOSTFILE"
     echo "mpirun: $(mpirun --version | head -1)"
-    echo "ROUNDS=$ROUNDS HINTS=$HINTS SIZES=$SIZES ITERS=$ITERS"
+    echo "ROUNDS=$ROUNDS HINTS=$HINTS SIZES=$SIZES ITERS=$ITERS EXTRA=$EXTRA"
   } > "$d/machine.txt" 2>&1
   cat "$d/machine.txt"
   read -r -a hints <<<"$HINTS"
@@ -53,7 +56,7 @@ guest() {
       h=${hints[$(((k + r - 1) % n))]}
       echo "=== round $r hint $h ($SECONDS s)"
       # shellcheck disable=SC2086
-      timeout 900 mpirun -np 4 $C $OB1 --map-by node --mca btl_llrdma_size_hint "$h" \
+      timeout 900 mpirun -np 4 $C $OB1 $EXTRA --map-by node --mca btl_llrdma_size_hint "$h" \
         "$PREFIX/bin/llrdma-bench" allreduce --paired --verify --sizes "$SIZES" \
         --iters "$ITERS" --warmup 20 --csv "$d/paired-$h-r$r.csv" > "$d/paired-$h-r$r.txt" 2>&1
       echo "rc=$?" | tee "$d/paired-$h-r$r.rc"
@@ -102,7 +105,7 @@ bench_note() { echo "prefix: $PREFIX"; }
 # shellcheck source=contrib/bench/bench-lib.sh
 . "$here/bench-lib.sh"
 bench_main "$0" "$@"
-export PREFIX ROUNDS HINTS SIZES ITERS
+export PREFIX ROUNDS HINTS SIZES ITERS EXTRA
 "$here/../softroce-vm" --nodes 2 --rw "$(dirname "$OUT")" --timeout "${VM_TIMEOUT:-3600}" -- \
   bash "$here/cluster-paired.sh" --guest "$OUT" 2>&1 | tee "$OUT/guest.log"
 summary "$OUT" | tee "$OUT/summary.md"
