@@ -32,6 +32,13 @@ namespace
 // 0.72-0.82x han's time with one slice and 1.13-1.18x with two
 // (docs/benchmarks-cluster.md, 2026-12-06); 16 KB was level either way.
 constexpr size_t kMinSliceBytes = 8192;
+// Between two nodes, slices up to this go across in one exchange (recursive
+// doubling) instead of two of half the slice (Rabenseifner, the ring: the
+// same bytes, a second network latency, half the reduction).  Across two
+// guests at hint 8K, forced by the knob: 4 KB vectors 0.78x han's time
+// against 0.99-1.01 with the halves, 32 KB (16 KiB slices) 0.89 against
+// 0.98-1.03 (docs/benchmarks-cluster.md, 2026-12-06); measured up to 16 KiB.
+constexpr size_t kTwoNodesOneExchangeMax = 16384;
 constexpr int kSplitMax = 1 << 20; // ranks in one group of the test knob
 
 } // namespace
@@ -130,6 +137,11 @@ extern "C" int llrdma_ar_plan_hier(size_t bytes, size_t dtype_size, const llrdma
                                inner_forced, forced_segment, &inner);
     if (rc != LLRDMA_AR_OK)
         return rc;
+    if (topo->nnodes == 2 && inner_forced == LLRDMA_AR_AUTO &&
+        slice_bytes <= kTwoNodesOneExchangeMax && inner.alg != LLRDMA_AR_RECURSIVE_DOUBLING) {
+        inner.alg = LLRDMA_AR_RECURSIVE_DOUBLING;
+        inner.why = "two nodes: the slice in one exchange (<= 16K)";
+    }
     *out = inner;
     out->alg = LLRDMA_AR_HIER;
     out->why = slices > 1 ? "several nodes: one slice per local rank, each across nodes"

@@ -173,6 +173,27 @@ BOOST_AUTO_TEST_CASE(plan_slices_and_inter_node_step)
     BOOST_CHECK_EQUAL(p.inter_alg, LLRDMA_AR_RECURSIVE_DOUBLING);
     BOOST_REQUIRE_EQUAL(llrdma_ar_plan_hier(96 << 10, 8, &t4, 0, 0, 0, 0, &p), LLRDMA_AR_OK);
     BOOST_CHECK_EQUAL(p.inter_alg, LLRDMA_AR_RABENSEIFNER);
+    // Two nodes: slices up to 16K cross in one exchange (recursive doubling)
+    // whatever the hint and eager limit; larger ones are planned as above.
+    llrdma_ar_topo_t t2 = topo(2, 2, 2, 1, 0);
+    for (uint64_t hint : {uint64_t(0), uint64_t(8192), uint64_t(65536)}) {
+        for (size_t bytes : {size_t(4096), size_t(16384), size_t(32768)}) {
+            BOOST_REQUIRE_EQUAL(llrdma_ar_plan_hier(bytes, 8, &t2, hint, 2000, 0, 0, &p),
+                                LLRDMA_AR_OK);
+            BOOST_CHECK_MESSAGE(p.inter_alg == LLRDMA_AR_RECURSIVE_DOUBLING,
+                                bytes << " bytes, hint " << hint << ": " << p.inter_why);
+        }
+        BOOST_REQUIRE_EQUAL(llrdma_ar_plan_hier(64 << 10, 8, &t2, hint, 2000, 0, 0, &p),
+                            LLRDMA_AR_OK); // 32K slices
+        llrdma_ar_plan_t flat;
+        BOOST_REQUIRE_EQUAL(llrdma_ar_plan_ex(32 << 10, 8, 2, hint, 2000, 0, 0, &flat),
+                            LLRDMA_AR_OK);
+        BOOST_CHECK_EQUAL(p.inter_alg, flat.alg);
+    }
+    // The knob still forces the inter-node step on two nodes.
+    BOOST_REQUIRE_EQUAL(llrdma_ar_plan_hier(4096, 8, &t2, 8192, 0, LLRDMA_AR_RING, 0, &p),
+                        LLRDMA_AR_OK);
+    BOOST_CHECK_EQUAL(p.inter_alg, LLRDMA_AR_RING);
     // Large slices: a 1M slice on 3 nodes takes the ring, segmented by the hint.
     llrdma_ar_topo_t t3 = topo(3, 2, 2, 1, 0);
     BOOST_REQUIRE_EQUAL(llrdma_ar_plan_hier(2 << 20, 8, &t3, 128 << 10, 0, 0, 0, &p), LLRDMA_AR_OK);
