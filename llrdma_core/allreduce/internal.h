@@ -370,6 +370,28 @@ template <typename Body> int shm_rounds(const Args &a, Arena &ar, Body body, boo
 }
 // The fold's tile: a tile of out stays in L1 while every input's is folded in.
 constexpr size_t kFoldTileBytes = 4096;
+// The arena's fold, the one place its order is written: out = v0 OP v1 OP
+// ... OP v(p-1) in rank order, tile by tile; src(r, i) is rank r's input at
+// element i, done(i, o, m) gets each finished piece of out (m elements at
+// o) while it is in L1.  Every path through the arena folds with it, which
+// is what makes them agree bit for bit.
+template <typename Src, typename Done>
+inline void fold_rank_order(int op, int dtype, size_t es, int p, size_t n, unsigned char *out,
+                            Src src, Done done)
+{
+    // One tile without a division for the small vectors of the hot path.
+    const size_t tile = n * es <= kFoldTileBytes  ? n
+                        : kFoldTileBytes / es > 0 ? kFoldTileBytes / es
+                                                  : 1;
+    for (size_t i = 0; i < n; i += tile) {
+        const size_t m = n - i < tile ? n - i : tile;
+        unsigned char *o = out + i * es;
+        reduce3(op, dtype, src(0, i), src(1, i), o, m);
+        for (int r = 2; r < p; ++r)
+            reduce3(op, dtype, o, src(r, i), o, m);
+        done(i, o, m);
+    }
+}
 // out = v0 OP v1 OP ... OP v(p-1), elements [s, s + n) of the slots of round g.
 // mine (optional): this rank's input for those elements, read instead of its
 // slot; also (optional): a second place each finished piece of out is

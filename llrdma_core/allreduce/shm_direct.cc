@@ -177,17 +177,10 @@ int slots_call(llrdma_ar_shm_t *shm, int rank, int size, const void *in, void *o
     if (rc != LLRDMA_AR_OK)
         return ar.fail(rc);
     ar.lap(LLRDMA_AR_PHASE_WAIT_IN);
-    // One tile for the small vectors this serves, without a division.
-    const size_t tile = bytes <= kFoldTileBytes   ? count
-                        : kFoldTileBytes / es > 0 ? kFoldTileBytes / es
-                                                  : 1;
-    auto o = static_cast<unsigned char *>(out);
-    for (size_t i = 0; i < count; i += tile) {
-        const size_t m = count - i < tile ? count - i : tile, b = i * es;
-        reduce3(op, dtype, ar.slot(g, 0) + b, ar.slot(g, 1) + b, o + b, m);
-        for (int r = 2; r < size; ++r)
-            reduce3(op, dtype, o + b, ar.slot(g, r) + b, o + b, m);
-    }
+    fold_rank_order(
+        op, dtype, es, size, count, static_cast<unsigned char *>(out),
+        [&](int r, size_t i) -> const void * { return ar.slot(g, r) + i * es; },
+        [](size_t, const unsigned char *, size_t) {});
     ar.lap(LLRDMA_AR_PHASE_FOLD);
     return LLRDMA_AR_OK;
 }

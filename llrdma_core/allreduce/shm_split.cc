@@ -38,21 +38,18 @@ namespace ar
 void shm_fold_slots(const Args &a, const Arena &ar, uint64_t g, size_t s, size_t n, void *out,
                     const void *mine, void *also)
 {
-    const int p = a.t->size(), me = a.t->rank();
-    const size_t tile = kFoldTileBytes / a.esize > 0 ? kFoldTileBytes / a.esize : 1;
-    auto in = [&](int r, size_t i) -> void * {
-        return r == me && mine ? at(const_cast<void *>(mine), i, a.esize)
-                               : at(ar.slot(g, r), s + i, a.esize);
-    };
-    for (size_t i = 0; i < n; i += tile) {
-        const size_t m = n - i < tile ? n - i : tile;
-        void *o = at(out, i, a.esize);
-        reduce3(a.op, a.dtype, in(0, i), in(1, i), o, m);
-        for (int r = 2; r < p; ++r)
-            reduce3(a.op, a.dtype, o, in(r, i), o, m);
-        if (also)
-            std::memcpy(at(also, i, a.esize), o, m * a.esize);
-    }
+    const int me = a.t->rank();
+    const size_t es = a.esize;
+    fold_rank_order(
+        a.op, a.dtype, es, a.t->size(), n, static_cast<unsigned char *>(out),
+        [&](int r, size_t i) -> const void * {
+            return r == me && mine ? at(const_cast<void *>(mine), i, es)
+                                   : at(ar.slot(g, r), s + i, es);
+        },
+        [&](size_t i, const unsigned char *o, size_t m) {
+            if (also)
+                std::memcpy(at(also, i, es), o, m * es);
+        });
 }
 
 size_t scratch_shm_split(const llrdma_ar_plan_t *plan, size_t count, size_t esize, int size)

@@ -479,6 +479,31 @@ BOOST_AUTO_TEST_CASE(shm_direct_host_same_rounds_as_the_plan)
                       LLRDMA_AR_ERR_INVALID);
     BOOST_CHECK(!llrdma_ar_lines_fit(comm.shm, 2, 1025));
     BOOST_CHECK(llrdma_ar_lines_fit(comm.shm, 2, 1024));
+
+    // Failures on the one-round slots path (129 doubles: past the lines),
+    // rank 0 alone: an arena broken before the call fails it at once; a
+    // rank that never posts and is reported dead ends the wait naming it
+    // gone, and the arena is marked so for everyone.
+    {
+        sim::World wb(2, sim::Options{});
+        llrdma_ar_comm_t cb = wb.comm(0);
+        llrdma_ar_shm_fail(cb.shm, 2);
+        BOOST_CHECK_EQUAL(llrdma_ar_shm_direct_host(&direct, cb.shm, 0, 2, nullptr, v.data(),
+                                                    v.size(), LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM),
+                          LLRDMA_AR_ERR_TRANSPORT);
+    }
+    {
+        sim::World wd(2, sim::Options{});
+        llrdma_ar_comm_t cd = wd.comm(0);
+        cd.shm->alive = [](void *, int) { return 0; };
+        cd.shm->liveness_ns = 1;
+        BOOST_CHECK_EQUAL(llrdma_ar_shm_direct_host(&direct, cd.shm, 0, 2, nullptr, v.data(),
+                                                    v.size(), LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM),
+                          LLRDMA_AR_ERR_PEER_GONE);
+        int gone = -1;
+        BOOST_CHECK_EQUAL(llrdma_ar_shm_check(cd.shm, 2, &gone), LLRDMA_AR_SHM_PEER_GONE);
+        BOOST_CHECK_EQUAL(gone, 1);
+    }
 }
 
 // shm_split on host buffers: a rank's own block of each round never goes
