@@ -21,7 +21,8 @@
 # HOST_RANKS (default "8 16"), RUNS (2), SIZES (64,4K,64K,256K,1M,4M),
 # BUDGET seconds for the whole script (560); A_ENV, B_ENV: NAME=VALUE words
 # exported for that side only (one tarball twice, a knob on one side:
-# B_ENV=OMPI_MCA_coll_llrdma_shm_single_copy_min=64K).
+# B_ENV=OMPI_MCA_coll_llrdma_shm_lines_max=0; the CMA build of f1a0c65 was
+# measured with B_ENV=OMPI_MCA_coll_llrdma_shm_single_copy_min=64K).
 set -u
 a_tar=$(readlink -f "${1:?tarball A}")
 b_tar=$(readlink -f "${2:?tarball B}")
