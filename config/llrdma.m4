@@ -148,6 +148,11 @@ AC_DEFUN([LLRDMA_FIND_VERBS], [
     AC_CHECK_LIB([ibverbs], [ibv_open_device], [:], [llrdma_verbs_missing="$llrdma_verbs_missing libibverbs"])
     AC_CHECK_LIB([rdmacm], [rdma_create_id], [:], [llrdma_verbs_missing="$llrdma_verbs_missing librdmacm"])
     AC_CHECK_DECLS([ibv_reg_dmabuf_mr], [], [], [[#include <infiniband/verbs.h>]])
+    # rdma-core's work-request API (ibv_wr_*, rdma_create_qp_ex) for sendi's
+    # inline post; without it every post is ibv_post_send.
+    AC_CHECK_DECLS([ibv_wr_send, rdma_create_qp_ex], [], [],
+      [[#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>]])
     # rdma-core 35+: tells whether the kernel copies registered pages on fork()
     # (then ibv_fork_init is unneeded); older rdma-core: btl/llrdma calls ibv_fork_init.
     AC_CHECK_DECLS([ibv_is_fork_initialized], [], [], [[#include <infiniband/verbs.h>]])

@@ -104,6 +104,7 @@ std::string to_json(const llrdma_rank_config_t &c)
     dev["cq_mod_count_granted"] = d.cq_mod_count_granted;
     dev["cq_mod_usec_granted"] = d.cq_mod_usec_granted;
     dev["progress_note"] = from_fixed(d.progress_note, sizeof d.progress_note);
+    dev["post_api"] = from_fixed(d.post_api, sizeof d.post_api);
     o["device"] = std::move(dev);
     // Every device btl/llrdma saw, chosen or not, and why (docs/btl-design.md "Devices by
     // locality").
@@ -296,6 +297,7 @@ bool from_json(const char *text, llrdma_rank_config_t &c)
         dr.unsig("cq_mod_count_granted", d.cq_mod_count_granted, UINT32_MAX);
         dr.unsig("cq_mod_usec_granted", d.cq_mod_usec_granted, UINT32_MAX);
         dr.str("progress_note", d.progress_note, sizeof d.progress_note);
+        dr.str("post_api", d.post_api, sizeof d.post_api);
         if (!dr.ok)
             return false;
     }

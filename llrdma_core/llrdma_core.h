@@ -176,6 +176,9 @@ typedef struct {
     uint32_t cq_mod_count_granted, cq_mod_usec_granted;
     /* What that means, or why there is no progress thread. */
     char progress_note[128];
+    /* How sendi's inline sends are posted on each path: "ll: ibv_wr_send,
+     * bw: ibv_post_send (why)" (btl_llrdma_wr_api); "" when no BTL ran. */
+    char post_api[160];
 } llrdma_device_info_t;
 
 /* One verbs device as btl/llrdma's device policy judged it (llrdma_nic.h). */
@@ -223,8 +226,9 @@ typedef struct {
                                      peermem), RDMA on: coll/llrdma's GPU-direct step may run */
 } llrdma_rank_config_t;
 
-/* Buffer size that holds the JSON of any llrdma_rank_config_t (worst-case escaping). */
-#define LLRDMA_CONFIG_JSON_MAX 65536
+/* Buffer size that holds the JSON of any llrdma_rank_config_t (worst-case escaping,
+ * with room to spare: test_config_json keeps the worst case under half). */
+#define LLRDMA_CONFIG_JSON_MAX 131072
 
 /* One JSON object (single line, no trailing newline).  On LLRDMA_ERR_TRUNCATED buf
  * holds the empty string, never a partial object. */

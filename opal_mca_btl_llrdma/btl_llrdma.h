@@ -99,6 +99,10 @@ typedef struct mca_btl_llrdma_module_t {
     const llrdma_profile_t *profile;
     llrdma_btl_granted_t granted;
     uint32_t inline_req[LLRDMA_NPATHS]; /* max_inline_data the device accepted in a request */
+    /* The path's QPs are created for the work-request API (the probe QP
+     * was; btl_llrdma_wr_api), and why not when they are not. */
+    int wr_api[LLRDMA_NPATHS];
+    char wr_api_why[LLRDMA_NPATHS][64];
     llrdma_btl_limits_t lim;
     struct rdma_event_channel *cm_channel;
     struct rdma_cm_id *listen_id;
@@ -205,6 +209,7 @@ typedef struct mca_btl_llrdma_component_t {
     int stall_warn_ms;         /* a peer without credits this long is reported (verbose 1) */
     int completion_timeout_ms; /* no completion this long fails the peer; 0 derived, -1 never */
     int coalesce;              /* pack messages behind a queued fragment (docs/btl-design.md) */
+    int wr_api;                /* sendi's inline post by ibv_wr_* where the provider has it */
     int progress_thread;       /* a thread per module sleeps on the BW CQs' events */
     int progress_thread_ll_idle_ms; /* the thread polls LL after this long without progress */
     char *fork_safe;                /* auto | yes | no */
@@ -287,6 +292,9 @@ int mca_btl_llrdma_path_repost(mca_btl_llrdma_module_t *m, int path,
 /* QP attributes for a path (shared by the probe QP and real connections). */
 void mca_btl_llrdma_path_qp_attr(const mca_btl_llrdma_module_t *m, int path,
                                  struct ibv_qp_init_attr *attr);
+/* The same for a QP sendi posts to by the work-request API (a SEND). */
+void mca_btl_llrdma_path_qp_attr_ex(const mca_btl_llrdma_module_t *m, int path,
+                                    struct ibv_qp_init_attr_ex *attr);
 /* Arm a BW CQ for its next event on the module's channel (the progress
  * thread's); LL CQs are never armed. */
 void mca_btl_llrdma_path_arm(mca_btl_llrdma_module_t *m, int p, struct ibv_cq *cq);

@@ -546,6 +546,7 @@ destroy_qp:
     mca_btl_llrdma_conn_forget_qp(conn);
     mca_btl_llrdma_verbs.cm_destroy_qp(id);
     conn->qp = NULL;
+    conn->qpx = NULL;
     (void)mca_btl_llrdma_verbs.dereg_mr(conn->credit_mr);
     conn->credit_mr = NULL;
     mca_btl_llrdma_path_release(m, conn);

@@ -46,6 +46,7 @@ void mca_btl_llrdma_conn_destroy(mca_btl_llrdma_conn_t *conn)
             mca_btl_llrdma_conn_forget_qp(conn);
             mca_btl_llrdma_verbs.cm_destroy_qp(conn->id);
             conn->qp = NULL;
+            conn->qpx = NULL;
         }
         (void)mca_btl_llrdma_verbs.cm_destroy_id(conn->id);
         conn->id = NULL;
@@ -84,10 +85,22 @@ int mca_btl_llrdma_conn_setup_qp(mca_btl_llrdma_conn_t *conn, char *why, size_t 
                  strerror(errno));
         goto fail_release;
     }
-    mca_btl_llrdma_path_qp_attr(m, p, &attr);
-    if (0 != mca_btl_llrdma_verbs.cm_create_qp(conn->id, m->pd, &attr)) {
-        snprintf(why, whylen, "rdma_create_qp failed: %s", strerror(errno));
-        goto fail_dereg;
+    conn->qpx = NULL;
+    if (m->wr_api[p]) {
+        /* As the probe QP was; one the device refuses now (resources) is
+         * created the classic way, and sendi posts to it by ibv_post_send. */
+        struct ibv_qp_init_attr_ex ax;
+        mca_btl_llrdma_path_qp_attr_ex(m, p, &ax);
+        if (0 == mca_btl_llrdma_verbs.cm_create_qp_ex(conn->id, &ax)) {
+            conn->qpx = mca_btl_llrdma_verbs.qp_to_qp_ex(conn->id->qp);
+        }
+    }
+    if (NULL == conn->id->qp) {
+        mca_btl_llrdma_path_qp_attr(m, p, &attr);
+        if (0 != mca_btl_llrdma_verbs.cm_create_qp(conn->id, m->pd, &attr)) {
+            snprintf(why, whylen, "rdma_create_qp failed: %s", strerror(errno));
+            goto fail_dereg;
+        }
     }
     conn->qp = conn->id->qp;
     conn->inline_max = m->lim.inline_max[p];
@@ -119,6 +132,7 @@ fail_free_ring:
 fail_destroy_qp:
     mca_btl_llrdma_verbs.cm_destroy_qp(conn->id);
     conn->qp = NULL;
+    conn->qpx = NULL;
 fail_dereg:
     (void)mca_btl_llrdma_verbs.dereg_mr(conn->credit_mr);
     conn->credit_mr = NULL;

@@ -27,6 +27,7 @@ static void conn_construct(mca_btl_llrdma_conn_t *c)
     c->endpoint = NULL;
     c->id = NULL;
     c->qp = NULL;
+    c->qpx = NULL;
     c->ring = NULL;
     c->ring_head = c->ring_tail = 0;
     c->inline_max = 0;

@@ -60,6 +60,9 @@ typedef struct mca_btl_llrdma_conn_t {
      * zeroed per message). */
     struct ibv_send_wr inl_wr;
     struct ibv_sge inl_sge;
+    /* The QP's work-request handle when it was created for ibv_wr_* (the
+     * module's wr_api): sendi then posts through it; NULL: inl_wr. */
+    struct ibv_qp_ex *qpx;
     uint32_t ring_head, ring_tail;
     /* flow control */
     llrdma_credit_t credit;

@@ -759,6 +759,21 @@ int mca_btl_llrdma_module_granted(const mca_btl_llrdma_module_t *m, llrdma_devic
                  "one event per %u completions or %u us", dev->cq_mod_count_granted,
                  dev->cq_mod_usec_granted);
     }
+    {
+        /* What sendi posts with (btl_llrdma_wr_api), per path in use. */
+        char one[LLRDMA_NPATHS][96];
+        for (int p = 0; p < LLRDMA_NPATHS; ++p) {
+            one[p][0] = '\0';
+            if (m->path_used[p]) {
+                snprintf(one[p], sizeof(one[p]), "%s: %s%s%s%s", mca_btl_llrdma_path_name(p),
+                         m->wr_api[p] ? "ibv_wr_send" : "ibv_post_send",
+                         m->wr_api[p] ? "" : " (", m->wr_api_why[p], m->wr_api[p] ? "" : ")");
+            }
+        }
+        snprintf(dev->post_api, sizeof(dev->post_api), "%s%s%s", one[LLRDMA_PATH_LL],
+                 '\0' != one[LLRDMA_PATH_LL][0] && '\0' != one[LLRDMA_PATH_BW][0] ? ", " : "",
+                 one[LLRDMA_PATH_BW]);
+    }
     dev->gid_index = m->port.gid_index;
     dev->min_rnr_timer = mca_btl_llrdma_component.min_rnr_timer;
     dev->rnr_retry = mca_btl_llrdma_component.rnr_retry;

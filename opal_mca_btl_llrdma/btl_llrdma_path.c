@@ -89,6 +89,24 @@ void mca_btl_llrdma_path_qp_attr(const mca_btl_llrdma_module_t *m, int p,
     attr->cap.max_inline_data = m->inline_req[p];
 }
 
+void mca_btl_llrdma_path_qp_attr_ex(const mca_btl_llrdma_module_t *m, int p,
+                                    struct ibv_qp_init_attr_ex *ax)
+{
+    struct ibv_qp_init_attr a;
+
+    mca_btl_llrdma_path_qp_attr(m, p, &a);
+    memset(ax, 0, sizeof(*ax));
+    ax->send_cq = a.send_cq;
+    ax->recv_cq = a.recv_cq;
+    ax->srq = a.srq;
+    ax->qp_type = a.qp_type;
+    ax->sq_sig_all = a.sq_sig_all;
+    ax->cap = a.cap;
+    ax->pd = m->pd;
+    ax->comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+    ax->send_ops_flags = IBV_QP_EX_WITH_SEND;
+}
+
 /* Arm a BW CQ for its next event on the module's channel (the progress
  * thread's); LL CQs are busy-polled and never armed. */
 void mca_btl_llrdma_path_arm(mca_btl_llrdma_module_t *m, int p, struct ibv_cq *cq)
@@ -325,6 +343,37 @@ fail_pools:
     return OPAL_ERR_OUT_OF_RESOURCE;
 }
 
+/* Whether path p's QPs can be created for the work-request API, by
+ * creating one as connections will (with the inline size granted): only
+ * then does sendi post through it, and a provider without it costs nothing
+ * but this QP. */
+static void probe_wr_api(mca_btl_llrdma_module_t *m, int p)
+{
+    struct ibv_qp_init_attr_ex ax;
+    struct ibv_qp *qp;
+
+    m->wr_api[p] = 0;
+    if (!mca_btl_llrdma_component.wr_api) {
+        snprintf(m->wr_api_why[p], sizeof(m->wr_api_why[p]), "btl_llrdma_wr_api=0");
+        return;
+    }
+    mca_btl_llrdma_path_qp_attr_ex(m, p, &ax);
+    ax.cap.max_inline_data = m->granted.inline_bytes[p];
+    qp = mca_btl_llrdma_verbs.create_qp_ex(m->pd->context, &ax);
+    if (NULL == qp) {
+        snprintf(m->wr_api_why[p], sizeof(m->wr_api_why[p]), "ibv_create_qp_ex: %s",
+                 strerror(errno));
+        return;
+    }
+    if (NULL == mca_btl_llrdma_verbs.qp_to_qp_ex(qp)) {
+        snprintf(m->wr_api_why[p], sizeof(m->wr_api_why[p]), "no ibv_qp_ex for the QP");
+    } else {
+        m->wr_api[p] = 1;
+        m->wr_api_why[p][0] = '\0';
+    }
+    (void)mca_btl_llrdma_verbs.destroy_qp(qp);
+}
+
 /* Create a QP as connections will, read back what the device granted, and
  * destroy it.  A device that rejects the inline size is asked for half as
  * much until it accepts (0 = no inline): that is what "granted" means. */
@@ -353,5 +402,6 @@ int mca_btl_llrdma_path_probe(mca_btl_llrdma_module_t *m, int p)
         m->granted.sq_depth[p] = init.cap.max_send_wr;
     }
     (void)mca_btl_llrdma_verbs.destroy_qp(qp);
+    probe_wr_api(m, p);
     return OPAL_SUCCESS;
 }

@@ -33,9 +33,9 @@
  * and those WRs' fragments and operations complete now, since no
  * completion will retire them. */
 void mca_btl_llrdma_conn_post_failed(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_conn_t *conn,
-                                     int rc, uint32_t unsignalled)
+                                     const char *what, int rc, uint32_t unsignalled)
 {
-    mca_btl_llrdma_endpoint_fail(ep, "ibv_post_send failed", strerror(rc));
+    mca_btl_llrdma_endpoint_fail(ep, what, strerror(rc));
     for (uint32_t k = 1; k <= unsignalled && k < conn->sq.depth; ++k) {
         mca_btl_llrdma_wr_t *o =
             &conn->ring[(conn->ring_head + conn->sq.depth - k) % conn->sq.depth];
@@ -76,7 +76,7 @@ static int post_wr_for(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_conn_t *con
         e->frag = NULL;
         e->rdma = NULL;
         llrdma_sq_retire(&conn->sq, 1);
-        mca_btl_llrdma_conn_post_failed(ep, conn, rc, unsignalled);
+        mca_btl_llrdma_conn_post_failed(ep, conn, "ibv_post_send failed", rc, unsignalled);
         return OPAL_ERR_UNREACH;
     }
     /* No division on the hot path. */
@@ -304,7 +304,8 @@ static void post_chain(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_conn_t *con
             (void)llrdma_sq_post(&conn->sq, !inl[i], 1);
             conn->ring_head = (conn->ring_head + 1) % conn->sq.depth;
         }
-        mca_btl_llrdma_conn_post_failed(ep, conn, rc, conn->sq.unsignalled);
+        mca_btl_llrdma_conn_post_failed(ep, conn, "ibv_post_send failed", rc,
+                                        conn->sq.unsignalled);
     }
     for (uint32_t i = 0; i < n; ++i) {
         if (i < k) {

@@ -9,18 +9,20 @@
 
 BEGIN_C_DECLS
 
-/* A post that failed at the ring slot ring_head, with `unsignalled` WRs
- * before it waiting for its signal: the endpoint fails, and those WRs'
- * fragments and operations complete now (btl_llrdma_post.c). */
+/* A post (`what` failed, with errno rc) that failed at the ring slot
+ * ring_head, with `unsignalled` WRs before it waiting for its signal: the
+ * endpoint fails, and those WRs' fragments and operations complete now
+ * (btl_llrdma_post.c). */
 void mca_btl_llrdma_conn_post_failed(mca_btl_llrdma_endpoint_t *ep,
-                                     struct mca_btl_llrdma_conn_t *conn, int rc,
+                                     struct mca_btl_llrdma_conn_t *conn, const char *what, int rc,
                                      uint32_t unsignalled);
 
 /* sendi's common case: one message of `len` wire bytes at `w` (on the
  * caller's stack, header first) as one inline SEND on an established
  * connection with a free slot and a credit (the caller checked), under the
- * module lock.  The connection's prepared work request is patched, not
- * built.  Inline in the caller, as the whole post (docs/btl-design.md,
+ * module lock.  By the work-request API where the QP has it (the provider
+ * fills its entry from the arguments), else the connection's prepared work
+ * request is patched, not built.  Inline in the caller, as the whole post (docs/btl-design.md,
  * "Threads", cost): OPAL_SUCCESS, or an error after failing the endpoint. */
 static inline __attribute__((always_inline)) int
 mca_btl_llrdma_conn_post_inline(mca_btl_llrdma_endpoint_t *ep, struct mca_btl_llrdma_conn_t *conn,
@@ -36,19 +38,27 @@ mca_btl_llrdma_conn_post_inline(mca_btl_llrdma_endpoint_t *ep, struct mca_btl_ll
         w->flags |= MCA_BTL_LLRDMA_HDR_CREDIT;
         w->credit = (uint16_t)stamp;
     }
-    conn->inl_sge.addr = (uintptr_t)w;
-    conn->inl_sge.length = len;
-    conn->inl_wr.wr_id = (uintptr_t)e;
-    conn->inl_wr.send_flags =
+    const unsigned flags =
         llrdma_sq_post(&conn->sq, 0, 0) ? IBV_SEND_INLINE | IBV_SEND_SIGNALED : IBV_SEND_INLINE;
     e->conn = conn;
     e->frag = NULL;
     e->rdma = NULL;
     e->send = 1;
-    rc = mca_btl_llrdma_verbs.post_send(conn->qp, &conn->inl_wr, &bad);
+    if (OPAL_LIKELY(NULL != conn->qpx)) {
+        rc = mca_btl_llrdma_verbs.wr_send_inline(conn->qpx, (uintptr_t)e, flags, w, len);
+    } else {
+        conn->inl_sge.addr = (uintptr_t)w;
+        conn->inl_sge.length = len;
+        conn->inl_wr.wr_id = (uintptr_t)e;
+        conn->inl_wr.send_flags = flags;
+        rc = mca_btl_llrdma_verbs.post_send(conn->qp, &conn->inl_wr, &bad);
+    }
     if (OPAL_UNLIKELY(0 != rc)) {
         llrdma_sq_retire(&conn->sq, 1);
-        mca_btl_llrdma_conn_post_failed(ep, conn, rc, unsignalled);
+        mca_btl_llrdma_conn_post_failed(ep, conn,
+                                        NULL != conn->qpx ? "ibv_wr_send failed"
+                                                          : "ibv_post_send failed",
+                                        rc, unsignalled);
         return OPAL_ERR_UNREACH;
     }
     conn->ring_head = conn->ring_head + 1 == conn->sq.depth ? 0 : conn->ring_head + 1;

@@ -65,6 +65,22 @@ typedef struct mca_btl_llrdma_verbs_ops_t {
     int (*post_srq_recv)(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
     int (*poll_cq)(struct ibv_cq *cq, int num, struct ibv_wc *wc);
     const char *(*wc_status_str)(enum ibv_wc_status status);
+    /* rdma-core's work-request API (ibv_wr_*) for sendi's inline SEND, on a
+     * QP created with IBV_QP_EX_WITH_SEND in its send_ops_flags: the
+     * provider fills its queue entry from the arguments instead of parsing
+     * an ibv_send_wr (rxe: about 100 fewer instructions per post,
+     * docs/btl-design.md, "The post").  create_qp_ex / cm_create_qp_ex create
+     * such a QP (NULL or -1 with errno set, ENOSYS when the rdma-core built
+     * against has no such API); qp_to_qp_ex gives its handle, NULL for a QP
+     * created without; wr_send_inline posts one SEND of len inline bytes
+     * (ibv_wr_start, wr_send, wr_set_inline_data, wr_complete) and returns 0
+     * or an errno, nothing posted then.  Other posts on such a QP still go
+     * through post_send (rdma-core allows both outside a wr_start/complete
+     * section). */
+    struct ibv_qp *(*create_qp_ex)(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr);
+    struct ibv_qp_ex *(*qp_to_qp_ex)(struct ibv_qp *qp);
+    int (*wr_send_inline)(struct ibv_qp_ex *qpx, uint64_t wr_id, unsigned int flags,
+                          const void *addr, size_t len);
 
     /* asynchronous events of a device (port state, QP, CQ and SRQ errors):
      * never blocks, -1 with errno EAGAIN when none waits; every event taken
@@ -89,6 +105,9 @@ typedef struct mca_btl_llrdma_verbs_ops_t {
                            int timeout_ms);
     int (*cm_resolve_route)(struct rdma_cm_id *id, int timeout_ms);
     int (*cm_create_qp)(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
+    /* rdma_create_qp_ex: as cm_create_qp with the extended attributes (pd
+     * and send_ops_flags in them), for the work-request API above */
+    int (*cm_create_qp_ex)(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *attr);
     void (*cm_destroy_qp)(struct rdma_cm_id *id);
     int (*cm_connect)(struct rdma_cm_id *id, struct rdma_conn_param *param);
     int (*cm_accept)(struct rdma_cm_id *id, struct rdma_conn_param *param);

@@ -132,6 +132,9 @@ static void print_row(const llrdma_rank_config_t *c)
                c->profile.bw.cq_mod_count, c->profile.bw.cq_mod_usec,
                c->device.cq_mod_count_granted, c->device.cq_mod_usec_granted,
                c->device.progress_note);
+        if ('\0' != c->device.post_api[0]) {
+            printf("      small sends posted by %s\n", c->device.post_api);
+        }
         if (0 != c->device.rdma_limit_granted) {
             char a[32], b[32];
             llrdma_format_size(c->profile.bw.rdma_frag_bytes, a, sizeof(a));

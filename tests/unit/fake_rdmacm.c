@@ -427,6 +427,16 @@ static int f_cm_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_q
     return NULL == id->qp ? -1 : 0;
 }
 
+static int f_cm_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *a)
+{
+    if (FAIL_POINT()) {
+        errno = ENOMEM;
+        return -1;
+    }
+    id->qp = fake_new_qp_ex(a);
+    return NULL == id->qp ? -1 : 0;
+}
+
 static void f_cm_destroy_qp(struct rdma_cm_id *id)
 {
     (void)fake_destroy_qp(id->qp);
@@ -682,6 +692,7 @@ void fake_cm_install(mca_btl_llrdma_verbs_ops_t *ops)
     ops->cm_resolve_addr = f_cm_resolve_addr;
     ops->cm_resolve_route = f_cm_resolve_route;
     ops->cm_create_qp = f_cm_create_qp;
+    ops->cm_create_qp_ex = f_cm_create_qp_ex;
     ops->cm_destroy_qp = f_cm_destroy_qp;
     ops->cm_connect = f_cm_connect;
     ops->cm_accept = f_cm_accept;

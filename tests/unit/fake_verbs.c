@@ -512,6 +512,58 @@ static struct ibv_qp *f_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a)
     return fake_new_qp(pd, a);
 }
 
+/* The send operations a QP may be created for (as rxe's RC QPs); the BTL
+ * asks for SEND only. */
+#define FAKE_SEND_OPS                                                                              \
+    (IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_READ)
+
+struct ibv_qp *fake_new_qp_ex(struct ibv_qp_init_attr_ex *ax)
+{
+    struct ibv_qp_init_attr a;
+    struct ibv_qp *qp;
+
+    if (fake.no_wr_api) {
+        errno = EOPNOTSUPP;
+        return NULL;
+    }
+    if (0 == (ax->comp_mask & IBV_QP_INIT_ATTR_PD) || NULL == ax->pd ||
+        0 != (ax->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) ||
+        0 != (ax->send_ops_flags & ~(uint64_t)FAKE_SEND_OPS)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    memset(&a, 0, sizeof(a));
+    a.qp_context = ax->qp_context;
+    a.send_cq = ax->send_cq;
+    a.recv_cq = ax->recv_cq;
+    a.srq = ax->srq;
+    a.cap = ax->cap;
+    a.qp_type = ax->qp_type;
+    a.sq_sig_all = ax->sq_sig_all;
+    qp = fake_new_qp(ax->pd, &a);
+    if (NULL != qp) {
+        ax->cap = a.cap; /* as granted */
+        fake_qp(qp)->ex = 0 != (ax->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
+                          0 != (ax->send_ops_flags & IBV_QP_EX_WITH_SEND);
+    }
+    return qp;
+}
+
+static struct ibv_qp *f_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_ex *ax)
+{
+    (void)c;
+    if (FAIL_POINT()) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return fake_new_qp_ex(ax);
+}
+
+static struct ibv_qp_ex *f_qp_to_qp_ex(struct ibv_qp *qp)
+{
+    return fake_qp(qp)->ex ? &fake_qp(qp)->qpx : NULL;
+}
+
 static int f_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask,
                       struct ibv_qp_init_attr *init)
 {
@@ -672,6 +724,63 @@ static int enqueue(fake_qp_t *q, const struct ibv_send_wr *wr)
     return 0;
 }
 
+/* What the BTL posted, for the tests to read. */
+static void record_send(struct ibv_qp *qp, const struct ibv_send_wr *wr)
+{
+    fake_wr_t *r = &fake.sends[fake.nsends++ % FAKE_MAX_WR];
+    r->qp = qp;
+    r->wr_id = wr->wr_id;
+    r->length = 0;
+    for (int i = 0; i < wr->num_sge; ++i) {
+        r->length += wr->sg_list[i].length;
+    }
+    r->flags = wr->send_flags;
+    r->opcode = wr->opcode;
+    r->addr = wr->num_sge > 0 ? (void *)(uintptr_t)wr->sg_list[0].addr : NULL;
+    r->remote_addr = wr->wr.rdma.remote_addr;
+    r->rkey = wr->wr.rdma.rkey;
+}
+
+/* ibv_wr_start, wr_send, wr_set_inline_data, wr_complete: the same checks
+ * as a post (connected, room, the inline size granted), on a QP created
+ * for it; a failure posts nothing, as wr_complete's. */
+static int f_wr_send_inline(struct ibv_qp_ex *qpx, uint64_t wr_id, unsigned int flags,
+                            const void *addr, size_t len)
+{
+    fake_qp_t *q = (fake_qp_t *)((char *)qpx - offsetof(fake_qp_t, qpx));
+    struct ibv_sge sge = {.addr = (uintptr_t)addr, .length = (uint32_t)len};
+    struct ibv_send_wr wr = {.wr_id = wr_id,
+                             .sg_list = &sge,
+                             .num_sge = 1,
+                             .opcode = IBV_WR_SEND,
+                             .send_flags = flags | IBV_SEND_INLINE};
+    int rc;
+
+    if (FAIL_POINT()) {
+        return ENOMEM;
+    }
+    if (0 != fake.post_send_errno) {
+        return fake.post_send_errno;
+    }
+    if (!q->ex) {
+        fake_fault(&fake.bad_posts, "ibv_wr_send on qp %u, created without IBV_QP_EX_WITH_SEND",
+                   q->qp.qp_num);
+        return EOPNOTSUPP;
+    }
+    if (len > UINT32_MAX) {
+        fake_fault(&fake.inline_overflows, "%zu bytes inline on qp %u", len, q->qp.qp_num);
+        return ENOSPC;
+    }
+    rc = enqueue(q, &wr);
+    if (0 != rc) {
+        return rc;
+    }
+    ++fake.nsend_posts;
+    ++fake.nwr_posts;
+    record_send(&q->qp, &wr);
+    return 0;
+}
+
 static int f_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
     if (FAIL_POINT()) {
@@ -684,24 +793,12 @@ static int f_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_sen
     }
     ++fake.nsend_posts;
     for (; NULL != wr; wr = wr->next) {
-        fake_wr_t *r;
         int rc = enqueue(fake_qp(qp), wr);
         if (0 != rc) {
             *bad = wr;
             return rc;
         }
-        r = &fake.sends[fake.nsends++ % FAKE_MAX_WR];
-        r->qp = qp;
-        r->wr_id = wr->wr_id;
-        r->length = 0;
-        for (int i = 0; i < wr->num_sge; ++i) {
-            r->length += wr->sg_list[i].length;
-        }
-        r->flags = wr->send_flags;
-        r->opcode = wr->opcode;
-        r->addr = wr->num_sge > 0 ? (void *)(uintptr_t)wr->sg_list[0].addr : NULL;
-        r->remote_addr = wr->wr.rdma.remote_addr;
-        r->rkey = wr->wr.rdma.rkey;
+        record_send(qp, wr);
     }
     return 0;
 }
@@ -1157,6 +1254,9 @@ mca_btl_llrdma_verbs_ops_t fake_ops = {
     .destroy_qp = f_destroy_qp,
     .modify_qp = f_modify_qp,
     .post_send = f_post_send,
+    .create_qp_ex = f_create_qp_ex,
+    .qp_to_qp_ex = f_qp_to_qp_ex,
+    .wr_send_inline = f_wr_send_inline,
     .post_srq_recv = f_post_srq_recv,
     .poll_cq = f_poll_cq,
     .wc_status_str = f_wc_status_str,

@@ -129,6 +129,8 @@ typedef struct fake_qp {
     uint64_t head, exec, tail; /* oldest not retired, next to run, next free */
     uint64_t sends_done, recvs_done, writes_done, reads_done;
     uint32_t max_rd_atomic, max_dest_rd_atomic; /* set by rdma_cm from the parameters */
+    int ex;                   /* created for ibv_wr_send (send_ops_flags): qpx is its handle */
+    struct ibv_qp_ex qpx;
 } fake_qp_t;
 
 typedef struct fake_state {
@@ -153,7 +155,8 @@ typedef struct fake_state {
     uint64_t last_iova;        /* of the last one */
     uint64_t last_dmabuf_size; /* the size of its fd (lseek SEEK_END, as the kernel sees it) */
     char last_dmabuf_link[64]; /* what /proc/self/fd/N names */
-    int post_send_errno;       /* nonzero: every post_send fails with it */
+    int post_send_errno;       /* nonzero: every post_send and wr_send_inline fails with it */
+    int no_wr_api;             /* the provider has no ibv_wr_* API: create_qp_ex fails */
     int port_state;            /* nonzero: query_port reports this enum ibv_port_state */
     int port_down_after;       /* nonzero: that many more queries see ACTIVE, then DOWN
                                   (a port whose state lags its failed work, as rxe's) */
@@ -164,7 +167,9 @@ typedef struct fake_state {
     /* what the BTL did */
     fake_wr_t sends[FAKE_MAX_WR];
     int nsends;
-    int nsend_posts;             /* post_send calls that got through to the wire (a chain is one) */
+    int nsend_posts;             /* post_send calls that got through to the wire (a chain is one),
+                                    and wr_send_inline calls */
+    int nwr_posts;               /* wr_send_inline calls that got through */
     uint64_t recvs[FAKE_MAX_WR]; /* wr_ids posted to any SRQ */
     int nrecvs;
     struct ibv_qp_init_attr last_qp_attr;
@@ -286,6 +291,8 @@ int fake_cq_destroy_check(fake_cq_t *f);
 extern struct ibv_context fake_ctx;
 void fake_fault(int *counter, const char *fmt, ...);
 struct ibv_qp *fake_new_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a);
+/* As ibv_create_qp_ex (NULL with errno set; EOPNOTSUPP with fake.no_wr_api). */
+struct ibv_qp *fake_new_qp_ex(struct ibv_qp_init_attr_ex *a);
 int fake_destroy_qp(struct ibv_qp *qp);
 void fake_unwire(fake_qp_t *q);
 /* The QP enters the error state (IBV_EVENT_QP_LAST_WQE_REACHED once, on an SRQ). */

@@ -1061,6 +1061,80 @@ static void test_sendi_sizes(void)
     fw_end(0);
 }
 
+/* sendi's inline post by rdma-core's work-request API (btl_llrdma_wr_api).
+ * `no_api`: the device has none; `knob`: btl_llrdma_wr_api; `refuse`: the
+ * device grants the probe QP but refuses each connection's.  Checks that
+ * the fast lane posted by the API only where every step allowed it (the
+ * fake's counts of each kind of post), the dump says which and why, the
+ * messages arrive intact, and a failed post fails the peer naming the call. */
+static int refuse_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *a)
+{
+    (void)id, (void)a;
+    errno = ENOMEM;
+    return -1;
+}
+
+static void sendi_post_api_case(int no_api, int knob, int refuse, const char *want)
+{
+    const int by_wr = !no_api && knob && !refuse;
+    mca_btl_base_descriptor_t *d = NULL;
+    llrdma_device_info_t dev;
+    char why[256];
+    int wr0, posts0;
+
+    fw_begin();
+    fake.no_wr_api = no_api;
+    mca_btl_llrdma_component.wr_api = knob;
+    if (refuse) {
+        mca_btl_llrdma_verbs.cm_create_qp_ex = refuse_ex;
+    }
+    CHECK(0 == fw_add(8192, 0, 0) && 1 == fw_add(8192, 0, 0));
+    fw_mesh();
+    (void)fw_send(0, 1, 16, 0);
+    (void)fw_send(0, 1, 30000, 1);
+    fw_settle(100);
+    CHECK(NULL != fw_conn(0, 1, LL) && LLRDMA_CONN_ESTABLISHED == fw_conn(0, 1, LL)->state);
+    CHECK(fw[0].m->wr_api[LL] == (!no_api && knob));
+    CHECK(by_wr == (NULL != fw_conn(0, 1, LL)->qpx) && by_wr == (NULL != fw_conn(1, 0, LL)->qpx));
+    memset(&dev, 0, sizeof(dev));
+    (void)mca_btl_llrdma_module_granted(fw[0].m, &dev, why, sizeof(why));
+    CHECK(0 == strcmp(dev.post_api, want));
+    if (0 != strcmp(dev.post_api, want)) {
+        printf("#   post_api \"%s\", expected \"%s\"\n", dev.post_api, want);
+    }
+    wr0 = fake.nwr_posts;
+    posts0 = fake.nsend_posts;
+    for (int k = 0; k < 5; ++k) {
+        CHECK(OPAL_SUCCESS == sendi(0, 1, 24 + k, 16, &d) && NULL == d);
+    }
+    CHECK(fake.nsend_posts == posts0 + 5 && fake.nwr_posts == wr0 + (by_wr ? 5 : 0));
+    CHECK(fake.sends[(fake.nsends - 1) % FAKE_MAX_WR].flags & IBV_SEND_INLINE);
+    fw_settle(100);
+    fw_check_all_arrived(); /* the receiver checks every byte */
+    CHECK(0 == fw[1].recv_bad && 0 == fake_faults());
+    /* A post the device refuses: the peer fails, once, naming the call. */
+    fake.post_send_errno = EIO;
+    (void)sendi(0, 1, 24, 16, &d);
+    fake.post_send_errno = 0;
+    fw_settle(20);
+    CHECK(1 == fw[0].err_calls &&
+          NULL != strstr(fw[0].err_text, by_wr ? "ibv_wr_send failed" : "ibv_post_send failed"));
+    fw_end(0);
+}
+
+static void test_sendi_post_api(void)
+{
+    sendi_post_api_case(0, 1, 0, "ll: ibv_wr_send, bw: ibv_wr_send");
+    sendi_post_api_case(1, 1, 0,
+                        "ll: ibv_post_send (ibv_create_qp_ex: Operation not supported), "
+                        "bw: ibv_post_send (ibv_create_qp_ex: Operation not supported)");
+    sendi_post_api_case(0, 0, 0,
+                        "ll: ibv_post_send (btl_llrdma_wr_api=0), "
+                        "bw: ibv_post_send (btl_llrdma_wr_api=0)");
+    /* The probe said yes; each connection's QP was then created the classic way. */
+    sendi_post_api_case(0, 1, 1, "ll: ibv_wr_send, bw: ibv_wr_send");
+}
+
 /* ------------------------------------------------------ coalescing */
 
 /* Largest record sequence queued on a path: never more than the peer takes. */
@@ -1231,6 +1305,7 @@ int main(int argc, char **argv)
     test_simultaneous_connects();
     test_sendi();
     test_sendi_packed();
+    test_sendi_post_api();
     test_sendi_sizes();
     test_coalesce();
     test_burst_packs_into_a_busy_receiver();

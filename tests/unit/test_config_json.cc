@@ -53,6 +53,8 @@ llrdma_rank_config_t sample(uint64_t hint)
     c.device.cq_mod_usec_granted = 8;
     std::snprintf(c.device.progress_note, sizeof c.device.progress_note,
                   "one event per 16 completions or 8 us");
+    std::snprintf(c.device.post_api, sizeof c.device.post_api,
+                  "ll: ibv_wr_send, bw: ibv_post_send (btl_llrdma_wr_api=0)");
     std::snprintf(c.btl_status, sizeof c.btl_status, "active");
     std::snprintf(c.fork_safe, sizeof c.fork_safe, "kernel");
     c.coll_hint = hint / 2;
@@ -136,7 +138,8 @@ BOOST_AUTO_TEST_CASE(key_order_and_shape)
         "\"rd_atomic_granted\":16,\"dest_rd_atomic_granted\":8,\"rdma_limit_granted\":1048576,"
         "\"gpu_rdma\":\"none (the device has no dma-buf MRs)\",\"progress_ll\":\"poll\","
         "\"progress_bw\":\"event\",\"cq_mod_count_granted\":16,\"cq_mod_usec_granted\":8,"
-        "\"progress_note\":\"one event per 16 completions or 8 us\"}",
+        "\"progress_note\":\"one event per 16 completions or 8 us\","
+        "\"post_api\":\"ll: ibv_wr_send, bw: ibv_post_send (btl_llrdma_wr_api=0)\"}",
         "\"nic_policy\":\"nearest\",\"nic_near\":\"GPU 0000:1b:00.0\",\"nics\":["
         "{\"name\":\"mlx5_0\",\"ports\":\"1\",\"class\":\"PIX\",\"chosen\":true,"
         "\"reason\":\"same PCIe switch as GPU 0000:1b:00.0\"},{\"name\":\"mlx5_4\",\"ports\":\"\","
@@ -368,6 +371,7 @@ BOOST_AUTO_TEST_CASE(worst_case_fits_json_max)
     fill(c.device.progress_ll, sizeof c.device.progress_ll);
     fill(c.device.progress_bw, sizeof c.device.progress_bw);
     fill(c.device.progress_note, sizeof c.device.progress_note);
+    fill(c.device.post_api, sizeof c.device.post_api);
     fill(c.hint.text, sizeof c.hint.text);
     fill(c.btl_status, sizeof c.btl_status);
     fill(c.device.name, sizeof c.device.name);
