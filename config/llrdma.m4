@@ -149,10 +149,13 @@ AC_DEFUN([LLRDMA_FIND_VERBS], [
     AC_CHECK_LIB([rdmacm], [rdma_create_id], [:], [llrdma_verbs_missing="$llrdma_verbs_missing librdmacm"])
     AC_CHECK_DECLS([ibv_reg_dmabuf_mr], [], [], [[#include <infiniband/verbs.h>]])
     # rdma-core's work-request API (ibv_wr_*, rdma_create_qp_ex) for sendi's
-    # inline post; without it every post is ibv_post_send.
+    # inline post; without it every post is ibv_post_send.  A flag, not the
+    # config header: btl_llrdma_post.h is included after Open MPI's headers.
     AC_CHECK_DECLS([ibv_wr_send, rdma_create_qp_ex], [], [],
       [[#include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>]])
+    AS_IF([test "x$ac_cv_have_decl_ibv_wr_send" = xyes && test "x$ac_cv_have_decl_rdma_create_qp_ex" = xyes],
+      [VERBS_CPPFLAGS="$VERBS_CPPFLAGS -DLLRDMA_HAVE_WR_API=1"])
     # rdma-core 35+: tells whether the kernel copies registered pages on fork()
     # (then ibv_fork_init is unneeded); older rdma-core: btl/llrdma calls ibv_fork_init.
     AC_CHECK_DECLS([ibv_is_fork_initialized], [], [], [[#include <infiniband/verbs.h>]])

@@ -304,8 +304,7 @@ static void post_chain(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_conn_t *con
             (void)llrdma_sq_post(&conn->sq, !inl[i], 1);
             conn->ring_head = (conn->ring_head + 1) % conn->sq.depth;
         }
-        mca_btl_llrdma_conn_post_failed(ep, conn, "ibv_post_send failed", rc,
-                                        conn->sq.unsignalled);
+        mca_btl_llrdma_conn_post_failed(ep, conn, "ibv_post_send failed", rc, conn->sq.unsignalled);
     }
     for (uint32_t i = 0; i < n; ++i) {
         if (i < k) {

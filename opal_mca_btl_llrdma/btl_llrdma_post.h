@@ -44,9 +44,20 @@ mca_btl_llrdma_conn_post_inline(mca_btl_llrdma_endpoint_t *ep, struct mca_btl_ll
     e->frag = NULL;
     e->rdma = NULL;
     e->send = 1;
+#ifdef LLRDMA_HAVE_WR_API /* configure: rdma-core has ibv_wr_* */
     if (OPAL_LIKELY(NULL != conn->qpx)) {
-        rc = mca_btl_llrdma_verbs.wr_send_inline(conn->qpx, (uintptr_t)e, flags, w, len);
-    } else {
+        /* wr_id and wr_flags are read by the builder (ibv_wr_send), inside
+         * the provider's critical section. */
+        struct ibv_qp_ex *x = conn->qpx;
+        ibv_wr_start(x);
+        x->wr_id = (uintptr_t)e;
+        x->wr_flags = flags;
+        ibv_wr_send(x);
+        ibv_wr_set_inline_data(x, w, len);
+        rc = ibv_wr_complete(x);
+    } else
+#endif
+    {
         conn->inl_sge.addr = (uintptr_t)w;
         conn->inl_sge.length = len;
         conn->inl_wr.wr_id = (uintptr_t)e;
@@ -55,10 +66,9 @@ mca_btl_llrdma_conn_post_inline(mca_btl_llrdma_endpoint_t *ep, struct mca_btl_ll
     }
     if (OPAL_UNLIKELY(0 != rc)) {
         llrdma_sq_retire(&conn->sq, 1);
-        mca_btl_llrdma_conn_post_failed(ep, conn,
-                                        NULL != conn->qpx ? "ibv_wr_send failed"
-                                                          : "ibv_post_send failed",
-                                        rc, unsignalled);
+        mca_btl_llrdma_conn_post_failed(
+            ep, conn, NULL != conn->qpx ? "ibv_wr_send failed" : "ibv_post_send failed", rc,
+            unsignalled);
         return OPAL_ERR_UNREACH;
     }
     conn->ring_head = conn->ring_head + 1 == conn->sq.depth ? 0 : conn->ring_head + 1;

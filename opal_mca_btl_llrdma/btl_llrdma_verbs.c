@@ -9,7 +9,7 @@
 #include <poll.h>
 
 #include "btl_llrdma_verbs.h"
-#include "llrdma_build_config.h" /* HAVE_DECL_IBV_IS_FORK_INITIALIZED, ..._REG_DMABUF_MR, ... */
+#include "llrdma_build_config.h" /* HAVE_DECL_IBV_IS_FORK_INITIALIZED, ..._REG_DMABUF_MR */
 #include "btl_llrdma_gpu.h"
 
 static struct ibv_device **real_get_device_list(int *n)
@@ -190,7 +190,7 @@ static int real_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_
     return ibv_post_send(qp, wr, bad);
 }
 
-#if HAVE_DECL_IBV_WR_SEND && HAVE_DECL_RDMA_CREATE_QP_EX
+#ifdef LLRDMA_HAVE_WR_API /* configure: rdma-core has ibv_wr_* and rdma_create_qp_ex */
 static struct ibv_qp *real_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_ex *a)
 {
     return ibv_create_qp_ex(c, a);
@@ -199,19 +199,6 @@ static struct ibv_qp *real_create_qp_ex(struct ibv_context *c, struct ibv_qp_ini
 static struct ibv_qp_ex *real_qp_to_qp_ex(struct ibv_qp *qp)
 {
     return ibv_qp_to_qp_ex(qp);
-}
-
-/* wr_id and wr_flags are read by the builder (ibv_wr_send), inside the
- * provider's critical section. */
-static int real_wr_send_inline(struct ibv_qp_ex *x, uint64_t wr_id, unsigned int flags,
-                               const void *addr, size_t len)
-{
-    ibv_wr_start(x);
-    x->wr_id = wr_id;
-    x->wr_flags = flags;
-    ibv_wr_send(x);
-    ibv_wr_set_inline_data(x, (void *)(uintptr_t)addr, len);
-    return ibv_wr_complete(x);
 }
 
 static int real_cm_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *a)
@@ -231,13 +218,6 @@ static struct ibv_qp_ex *real_qp_to_qp_ex(struct ibv_qp *qp)
 {
     (void)qp;
     return NULL;
-}
-
-static int real_wr_send_inline(struct ibv_qp_ex *x, uint64_t wr_id, unsigned int flags,
-                               const void *addr, size_t len)
-{
-    (void)x, (void)wr_id, (void)flags, (void)addr, (void)len;
-    return ENOSYS;
 }
 
 static int real_cm_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *a)
@@ -419,11 +399,11 @@ static struct ibv_mr *real_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, siz
         .create_qp = real_create_qp, .query_qp = real_query_qp, .destroy_qp = real_destroy_qp,     \
         .modify_qp = real_modify_qp, .post_send = real_post_send,                                  \
         .create_qp_ex = real_create_qp_ex, .qp_to_qp_ex = real_qp_to_qp_ex,                        \
-        .wr_send_inline = real_wr_send_inline, .cm_create_qp_ex = real_cm_create_qp_ex,            \
-        .post_srq_recv = real_post_srq_recv, .poll_cq = real_poll_cq,                              \
-        .wc_status_str = real_wc_status_str, .cm_get_devices = real_cm_get_devices,                \
-        .get_async_event = real_get_async_event, .ack_async_event = real_ack_async_event,          \
-        .event_type_str = real_event_type_str, .cm_free_devices = real_cm_free_devices,            \
+        .cm_create_qp_ex = real_cm_create_qp_ex, .post_srq_recv = real_post_srq_recv,              \
+        .poll_cq = real_poll_cq, .wc_status_str = real_wc_status_str,                              \
+        .cm_get_devices = real_cm_get_devices, .get_async_event = real_get_async_event,            \
+        .ack_async_event = real_ack_async_event, .event_type_str = real_event_type_str,            \
+        .cm_free_devices = real_cm_free_devices,                                                   \
         .cm_create_event_channel = real_cm_create_event_channel,                                   \
         .cm_destroy_event_channel = real_cm_destroy_event_channel,                                 \
         .cm_create_id = real_cm_create_id, .cm_destroy_id = real_cm_destroy_id,                    \

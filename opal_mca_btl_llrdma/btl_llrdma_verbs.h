@@ -68,19 +68,18 @@ typedef struct mca_btl_llrdma_verbs_ops_t {
     /* rdma-core's work-request API (ibv_wr_*) for sendi's inline SEND, on a
      * QP created with IBV_QP_EX_WITH_SEND in its send_ops_flags: the
      * provider fills its queue entry from the arguments instead of parsing
-     * an ibv_send_wr (rxe: about 100 fewer instructions per post,
-     * docs/btl-design.md, "The post").  create_qp_ex / cm_create_qp_ex create
-     * such a QP (NULL or -1 with errno set, ENOSYS when the rdma-core built
-     * against has no such API); qp_to_qp_ex gives its handle, NULL for a QP
-     * created without; wr_send_inline posts one SEND of len inline bytes
-     * (ibv_wr_start, wr_send, wr_set_inline_data, wr_complete) and returns 0
-     * or an errno, nothing posted then.  Other posts on such a QP still go
-     * through post_send (rdma-core allows both outside a wr_start/complete
-     * section). */
+     * an ibv_send_wr (docs/btl-design.md, "The small-message send").
+     * create_qp_ex / cm_create_qp_ex create such a QP (NULL or -1 with errno
+     * set; ENOSYS when the rdma-core built against has no such API);
+     * qp_to_qp_ex gives its handle, NULL for a QP created without.  The
+     * ibv_wr_start / wr_send / wr_set_inline_data / wr_complete calls
+     * themselves go through that handle's own function table, as rdma-core
+     * dispatches them (a second table here would cost a call per send): the
+     * fake device hands out handles whose functions are its own.  Other posts
+     * on such a QP still use post_send (rdma-core allows both outside a
+     * wr_start / wr_complete section). */
     struct ibv_qp *(*create_qp_ex)(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr);
     struct ibv_qp_ex *(*qp_to_qp_ex)(struct ibv_qp *qp);
-    int (*wr_send_inline)(struct ibv_qp_ex *qpx, uint64_t wr_id, unsigned int flags,
-                          const void *addr, size_t len);
 
     /* asynchronous events of a device (port state, QP, CQ and SRQ errors):
      * never blocks, -1 with errno EAGAIN when none waits; every event taken

@@ -5,8 +5,9 @@
 # an 8-byte payload, every message checked) runs under callgrind, collecting
 # only inside llrdma_sendi, then again collecting only inside the receiver's
 # progress (recv_progress).  Printed per hint: llrdma_sendi's inclusive
-# instructions per call, the fake device's post (f_wr_send_inline, or
-# f_post_send without the work-request API; a real provider replaces it)
+# instructions per call, the fake device's post (its ibv_wr_start, wr_send,
+# wr_set_inline_data and wr_complete, or f_post_send without the
+# work-request API; a real provider replaces them)
 # and the difference, the BTL's own share;
 # and per received message, the receiver's progress less the fake device's
 # poll (which also moves the data), its receive repost and the test's
@@ -36,9 +37,9 @@ for h in "${hints[@]}"; do
     { echo "sendi-fake-cost: not every message arrived: $out" >&2; exit 1; }
   ann=$(callgrind_annotate --inclusive=yes "$tmp/cg.$h" 2>/dev/null)
   total=$(awk '/PROGRAM TOTALS/ {gsub(",","",$1); print $1; exit}' <<<"$ann")
-  # The fake device's post: f_wr_send_inline (the work-request API, the
-  # default) or f_post_send (btl_llrdma_wr_api=0, or as the fallback).
-  post=$(awk '/fake_verbs.c:f_post_send \[|fake_verbs.c:f_wr_send_inline \[/ {
+  # The fake device's post: its fx_* work-request functions (the default)
+  # or f_post_send (btl_llrdma_wr_api=0, or as the fallback).
+  post=$(awk '/fake_verbs.c:(f_post_send|fx_start|fx_send|fx_set_inline_data|fx_complete) \[/ {
                 gsub(",","",$1); s += $1} END {print s + 0}' <<<"$ann")
   LD_LIBRARY_PATH=$build/.libs valgrind --tool=callgrind --callgrind-out-file="$tmp/cgr.$h" \
     --toggle-collect=recv_progress "$bin" "$iters" "$h" > "$tmp/r.$h" 2>&1 || { cat "$tmp/r.$h" >&2; exit 1; }

@@ -301,9 +301,15 @@ LOCKED(int, cm_accept, (struct rdma_cm_id * id, struct rdma_conn_param *p), (id,
 LOCKED(int, cm_create_qp_ex, (struct rdma_cm_id * id, struct ibv_qp_init_attr_ex *a), (id, a))
 LOCKED(struct ibv_qp *, create_qp_ex, (struct ibv_context * c, struct ibv_qp_init_attr_ex *a),
        (c, a))
-LOCKED(int, wr_send_inline,
-       (struct ibv_qp_ex * x, uint64_t id, unsigned int f, const void *a, size_t n),
-       (x, id, f, a, n))
+static void wr_lock(void)
+{
+    pthread_mutex_lock(&fake_mutex);
+}
+
+static void wr_unlock(void)
+{
+    pthread_mutex_unlock(&fake_mutex);
+}
 LOCKED(int, cm_set_ack_timeout, (struct rdma_cm_id * id, uint8_t t), (id, t))
 LOCKED(int, cm_reject, (struct rdma_cm_id * id, const void *d, uint8_t n), (id, d, n))
 LOCKED(int, cm_disconnect, (struct rdma_cm_id * id), (id))
@@ -356,7 +362,8 @@ void fake_lock_install(void)
     SWAP(query_qp);
     SWAP(modify_qp);
     SWAP(post_send);
-    SWAP(wr_send_inline);
+    fake_wr_lock = wr_lock; /* ibv_wr_start .. wr_complete, as post_send */
+    fake_wr_unlock = wr_unlock;
     SWAP(create_qp_ex);
     SWAP(cm_create_qp_ex);
     SWAP(post_srq_recv);

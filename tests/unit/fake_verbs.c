@@ -514,8 +514,13 @@ static struct ibv_qp *f_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a)
 
 /* The send operations a QP may be created for (as rxe's RC QPs); the BTL
  * asks for SEND only. */
-#define FAKE_SEND_OPS                                                                              \
-    (IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_READ)
+#define FAKE_SEND_OPS (IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_READ)
+
+static void fx_start(struct ibv_qp_ex *x);
+static void fx_send(struct ibv_qp_ex *x);
+static void fx_set_inline_data(struct ibv_qp_ex *x, void *addr, size_t len);
+static int fx_complete(struct ibv_qp_ex *x);
+static void fx_abort(struct ibv_qp_ex *x);
 
 struct ibv_qp *fake_new_qp_ex(struct ibv_qp_init_attr_ex *ax)
 {
@@ -543,8 +548,15 @@ struct ibv_qp *fake_new_qp_ex(struct ibv_qp_init_attr_ex *ax)
     qp = fake_new_qp(ax->pd, &a);
     if (NULL != qp) {
         ax->cap = a.cap; /* as granted */
-        fake_qp(qp)->ex = 0 != (ax->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
-                          0 != (ax->send_ops_flags & IBV_QP_EX_WITH_SEND);
+        fake_qp_t *q = fake_qp(qp);
+        q->ex = 0 != (ax->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
+                0 != (ax->send_ops_flags & IBV_QP_EX_WITH_SEND);
+        /* Only the operations the BTL uses; the others stay NULL. */
+        q->qpx.wr_start = fx_start;
+        q->qpx.wr_send = fx_send;
+        q->qpx.wr_set_inline_data = fx_set_inline_data;
+        q->qpx.wr_complete = fx_complete;
+        q->qpx.wr_abort = fx_abort;
     }
     return qp;
 }
@@ -741,44 +753,112 @@ static void record_send(struct ibv_qp *qp, const struct ibv_send_wr *wr)
     r->rkey = wr->wr.rdma.rkey;
 }
 
-/* ibv_wr_start, wr_send, wr_set_inline_data, wr_complete: the same checks
- * as a post (connected, room, the inline size granted), on a QP created
- * for it; a failure posts nothing, as wr_complete's. */
-static int f_wr_send_inline(struct ibv_qp_ex *qpx, uint64_t wr_id, unsigned int flags,
-                            const void *addr, size_t len)
-{
-    fake_qp_t *q = (fake_qp_t *)((char *)qpx - offsetof(fake_qp_t, qpx));
-    struct ibv_sge sge = {.addr = (uintptr_t)addr, .length = (uint32_t)len};
-    struct ibv_send_wr wr = {.wr_id = wr_id,
-                             .sg_list = &sge,
-                             .num_sge = 1,
-                             .opcode = IBV_WR_SEND,
-                             .send_flags = flags | IBV_SEND_INLINE};
-    int rc;
+/* The work-request API of a QP created for it, as far as the BTL uses it
+ * (one SEND per section, its data inline): wr_start opens the QP's section
+ * (taking the fake's lock when the lock layer is on, as rxe takes its send
+ * queue's spinlock), wr_send starts a SEND from qpx->wr_id and wr_flags,
+ * wr_set_inline_data gives its data (at most the inline size granted),
+ * wr_complete posts it with the checks of a post (connected, room) and
+ * closes the section; a failure posts nothing.  Calls out of order are
+ * misuse. */
+void (*fake_wr_lock)(void), (*fake_wr_unlock)(void);
 
+static fake_qp_t *fake_qpx(struct ibv_qp_ex *x)
+{
+    return (fake_qp_t *)((char *)x - offsetof(fake_qp_t, qpx));
+}
+
+static void fx_start(struct ibv_qp_ex *x)
+{
+    fake_qp_t *q = fake_qpx(x);
+    if (NULL != fake_wr_lock) {
+        fake_wr_lock();
+    }
+    if (q->wr_open) {
+        fake_fault(&fake.misuse, "ibv_wr_start on qp %u inside a section", q->qp.qp_num);
+    }
+    q->wr_open = 1;
+    q->wr_built = 0;
+    q->wr_err = 0;
+}
+
+static void fx_send(struct ibv_qp_ex *x)
+{
+    fake_qp_t *q = fake_qpx(x);
+    if (!q->wr_open || q->wr_built) {
+        fake_fault(&fake.misuse, "ibv_wr_send on qp %u %s", q->qp.qp_num,
+                   q->wr_open ? "twice in a section" : "outside a section");
+        q->wr_err = EINVAL;
+        return;
+    }
+    memset(&q->wr_pend, 0, sizeof(q->wr_pend));
+    q->wr_pend.wr_id = x->wr_id;
+    q->wr_pend.send_flags = x->wr_flags;
+    q->wr_pend.opcode = IBV_WR_SEND;
+    q->wr_built = 1;
+}
+
+static void fx_set_inline_data(struct ibv_qp_ex *x, void *addr, size_t len)
+{
+    fake_qp_t *q = fake_qpx(x);
+    if (!q->wr_open || 1 != q->wr_built) {
+        fake_fault(&fake.misuse, "ibv_wr_set_inline_data on qp %u without a WR", q->qp.qp_num);
+        q->wr_err = EINVAL;
+        return;
+    }
+    if (len > q->attr.cap.max_inline_data) {
+        fake_fault(&fake.inline_overflows, "%zu bytes inline on qp %u, which was granted %u", len,
+                   q->qp.qp_num, q->attr.cap.max_inline_data);
+        q->wr_err = ENOSPC;
+        return;
+    }
+    q->wr_sge.addr = (uintptr_t)addr;
+    q->wr_sge.length = (uint32_t)len;
+    q->wr_pend.sg_list = &q->wr_sge;
+    q->wr_pend.num_sge = 1;
+    q->wr_pend.send_flags |= IBV_SEND_INLINE; /* the data is copied now, whatever the flags */
+    q->wr_built = 2;
+}
+
+static void fx_close(fake_qp_t *q)
+{
+    q->wr_open = 0;
+    q->wr_built = 0;
+    if (NULL != fake_wr_unlock) {
+        fake_wr_unlock();
+    }
+}
+
+static int fx_complete(struct ibv_qp_ex *x)
+{
+    fake_qp_t *q = fake_qpx(x);
+    int rc = 0;
+
+    if (!q->wr_open) {
+        fake_fault(&fake.misuse, "ibv_wr_complete on qp %u outside a section", q->qp.qp_num);
+        return EINVAL;
+    }
     if (FAIL_POINT()) {
-        return ENOMEM;
+        rc = ENOMEM;
+    } else if (0 != q->wr_err) {
+        rc = q->wr_err;
+    } else if (0 != fake.post_send_errno) {
+        rc = fake.post_send_errno;
+    } else if (0 != q->wr_built) {
+        rc = enqueue(q, &q->wr_pend);
+        if (0 == rc) {
+            ++fake.nsend_posts;
+            ++fake.nwr_posts;
+            record_send(&q->qp, &q->wr_pend);
+        }
     }
-    if (0 != fake.post_send_errno) {
-        return fake.post_send_errno;
-    }
-    if (!q->ex) {
-        fake_fault(&fake.bad_posts, "ibv_wr_send on qp %u, created without IBV_QP_EX_WITH_SEND",
-                   q->qp.qp_num);
-        return EOPNOTSUPP;
-    }
-    if (len > UINT32_MAX) {
-        fake_fault(&fake.inline_overflows, "%zu bytes inline on qp %u", len, q->qp.qp_num);
-        return ENOSPC;
-    }
-    rc = enqueue(q, &wr);
-    if (0 != rc) {
-        return rc;
-    }
-    ++fake.nsend_posts;
-    ++fake.nwr_posts;
-    record_send(&q->qp, &wr);
-    return 0;
+    fx_close(q);
+    return rc;
+}
+
+static void fx_abort(struct ibv_qp_ex *x)
+{
+    fx_close(fake_qpx(x));
 }
 
 static int f_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
@@ -1256,7 +1336,6 @@ mca_btl_llrdma_verbs_ops_t fake_ops = {
     .post_send = f_post_send,
     .create_qp_ex = f_create_qp_ex,
     .qp_to_qp_ex = f_qp_to_qp_ex,
-    .wr_send_inline = f_wr_send_inline,
     .post_srq_recv = f_post_srq_recv,
     .poll_cq = f_poll_cq,
     .wc_status_str = f_wc_status_str,
@@ -1278,6 +1357,7 @@ void fake_install(void)
         mrs = NULL;
     }
     memset(&fake, 0, sizeof(fake));
+    fake_wr_lock = fake_wr_unlock = NULL; /* the lock layer sets them */
     async_head = async_n = 0;
     fake.max_inline = 1024;
     fake.max_qp_wr = 4096;

@@ -129,8 +129,13 @@ typedef struct fake_qp {
     uint64_t head, exec, tail; /* oldest not retired, next to run, next free */
     uint64_t sends_done, recvs_done, writes_done, reads_done;
     uint32_t max_rd_atomic, max_dest_rd_atomic; /* set by rdma_cm from the parameters */
-    int ex;                   /* created for ibv_wr_send (send_ops_flags): qpx is its handle */
+    int ex; /* created for ibv_wr_send (send_ops_flags): qpx is its handle */
     struct ibv_qp_ex qpx;
+    int wr_open;                /* inside ibv_wr_start .. wr_complete */
+    int wr_built;               /* 1: wr_send called, 2: and its inline data */
+    int wr_err;                 /* what wr_complete will return */
+    struct ibv_send_wr wr_pend; /* the WR being built */
+    struct ibv_sge wr_sge;
 } fake_qp_t;
 
 typedef struct fake_state {
@@ -155,7 +160,7 @@ typedef struct fake_state {
     uint64_t last_iova;        /* of the last one */
     uint64_t last_dmabuf_size; /* the size of its fd (lseek SEEK_END, as the kernel sees it) */
     char last_dmabuf_link[64]; /* what /proc/self/fd/N names */
-    int post_send_errno;       /* nonzero: every post_send and wr_send_inline fails with it */
+    int post_send_errno;       /* nonzero: every post_send and ibv_wr_complete fails with it */
     int no_wr_api;             /* the provider has no ibv_wr_* API: create_qp_ex fails */
     int port_state;            /* nonzero: query_port reports this enum ibv_port_state */
     int port_down_after;       /* nonzero: that many more queries see ACTIVE, then DOWN
@@ -168,8 +173,8 @@ typedef struct fake_state {
     fake_wr_t sends[FAKE_MAX_WR];
     int nsends;
     int nsend_posts;             /* post_send calls that got through to the wire (a chain is one),
-                                    and wr_send_inline calls */
-    int nwr_posts;               /* wr_send_inline calls that got through */
+                                    and ibv_wr_complete calls */
+    int nwr_posts;               /* ibv_wr_complete calls that got through */
     uint64_t recvs[FAKE_MAX_WR]; /* wr_ids posted to any SRQ */
     int nrecvs;
     struct ibv_qp_init_attr last_qp_attr;
@@ -292,6 +297,9 @@ extern struct ibv_context fake_ctx;
 void fake_fault(int *counter, const char *fmt, ...);
 struct ibv_qp *fake_new_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a);
 /* As ibv_create_qp_ex (NULL with errno set; EOPNOTSUPP with fake.no_wr_api). */
+/* The lock layer's lock, taken by ibv_wr_start and released by
+ * ibv_wr_complete / wr_abort (NULL without the layer). */
+extern void (*fake_wr_lock)(void), (*fake_wr_unlock)(void);
 struct ibv_qp *fake_new_qp_ex(struct ibv_qp_init_attr_ex *a);
 int fake_destroy_qp(struct ibv_qp *qp);
 void fake_unwire(fake_qp_t *q);

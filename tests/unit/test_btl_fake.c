@@ -250,8 +250,10 @@ static void test_profile_to_qp_attributes(void)
     fw_begin();
     CHECK(0 == fw_add(8192, 0, 0));
     m = fw[0].m;
-    /* The probe QP of the BW path was created last with the BW profile. */
-    CHECK(2 == fake.nqp_created);
+    /* Two probe QPs per path (the second for the work-request API); the
+     * BW path's were created last, with the BW profile. */
+    CHECK(4 == fake.nqp_created);
+    CHECK(m->wr_api[LL] && m->wr_api[BW]);
     CHECK(fake.last_qp_attr.cap.max_send_wr == fw[0].prof.bw.sq_depth);
     CHECK(fake.last_qp_attr.cap.max_inline_data == fw[0].prof.bw.inline_bytes);
     CHECK(IBV_QPT_RC == fake.last_qp_attr.qp_type);
@@ -290,7 +292,7 @@ static void test_profile_to_qp_attributes(void)
     /* No hint: one generic path (BW), no LL path in the record. */
     fw_begin();
     CHECK(0 == fw_add(0, 0, 0));
-    CHECK(1 == fake.nqp_created);
+    CHECK(2 == fake.nqp_created);
     CHECK(!fw[0].m->path_used[LL] && 0 == fw[0].m->addr.frag_max[LL]);
     CHECK(0 != fw[0].m->addr.frag_max[BW]);
     fw_end(0);
@@ -349,7 +351,7 @@ static void test_lazy_connect_and_post_flags(void)
     ep = fw[0].ep[1];
     CHECK(NULL != ep && ep->use_path[LL] && ep->use_path[BW]);
     CHECK(ep->frag_max[LL] == fw[1].m->lim.frag_max[LL]);
-    CHECK(0 == fake.nsends && 0 == fake.nrecvs && 2 * 2 == fake.nqp_created);
+    CHECK(0 == fake.nsends && 0 == fake.nrecvs && 2 * 4 == fake.nqp_created); /* the probes */
     /* First small send: queued; only the LL path connects. */
     CHECK(OPAL_SUCCESS == fw_send(0, 1, 16, 0));
     CHECK(LLRDMA_EP_CONNECTING == ep->state);
