@@ -766,8 +766,8 @@ int mca_btl_llrdma_module_granted(const mca_btl_llrdma_module_t *m, llrdma_devic
             one[p][0] = '\0';
             if (m->path_used[p]) {
                 snprintf(one[p], sizeof(one[p]), "%s: %s%s%s%s", mca_btl_llrdma_path_name(p),
-                         m->wr_api[p] ? "ibv_wr_send" : "ibv_post_send",
-                         m->wr_api[p] ? "" : " (", m->wr_api_why[p], m->wr_api[p] ? "" : ")");
+                         m->wr_api[p] ? "ibv_wr_send" : "ibv_post_send", m->wr_api[p] ? "" : " (",
+                         m->wr_api_why[p], m->wr_api[p] ? "" : ")");
             }
         }
         snprintf(dev->post_api, sizeof(dev->post_api), "%s%s%s", one[LLRDMA_PATH_LL],

@@ -4,7 +4,9 @@
 # hints 0, 8K and 64K, each size around the hint and above the eager limit
 # (RGET), every byte verified; the same with btl_llrdma_progress_thread=1,
 # whose dump says the BW path is event-driven and whose finalize record
-# counts completion events; llrdma-check --threads shows every rank active.
+# counts completion events; sendi's posts by ibv_wr_send (and, with
+# btl_llrdma_wr_api 0, by ibv_post_send), as each dump says; llrdma-check
+# --threads shows every rank active.
 # Soft-RoCE VM only.  Connection set-up happens from 4 threads at once (no
 # warm-up).  Each check requires exit status 0, no FAIL line and every
 # rank's PASS line (env.sh: check_pass).
@@ -34,12 +36,24 @@ for pt in 0 1; do
         has '"bw":{[^}]*"cq_events":[1-9]'
     else
       out=$cfg check_run "hint $hint: no thread: bw polled" count '"progress_bw":"poll"' 4
+      # rxe has rdma-core's work-request API: sendi posts by ibv_wr_send.
+      want='"post_api":"ll: ibv_wr_send, bw: ibv_wr_send"'
+      [ $hint = 0 ] && want='"post_api":"bw: ibv_wr_send"'
+      out=$cfg check_run "hint $hint: small sends posted by ibv_wr_send, said" count "$want" 4
     fi
     launch -np 4 "${B[@]}" --mca btl_llrdma_size_hint $hint --mca btl_llrdma_progress_thread $pt \
       "$T" alltoall 2 8 $((hint + 1)) 100000
     check_pass "progress thread $pt, hint $hint: 4 threads x all-to-all on 4 ranks" t_threads 4
   done
 done
+
+# The same ping-pong with sendi's posts by ibv_post_send (the knob off).
+rm -f "$dumps"/*.json
+launch -np 4 "${B[@]}" --mca btl_llrdma_size_hint 8192 --mca btl_llrdma_wr_api 0 \
+  --mca btl_llrdma_dump "$dumps/d-%r.json" "$T" pingpong 3 1 8 8191 8192 70000
+check_pass "btl_llrdma_wr_api 0, hint 8192: 4 threads x 2 pairs ping-pong" t_threads 4
+out=$(cat "$dumps"/*.json 2>/dev/null) check_run "btl_llrdma_wr_api 0: ibv_post_send, said" \
+  count '"post_api":"ll: ibv_post_send (btl_llrdma_wr_api=0), bw: ibv_post_send (btl_llrdma_wr_api=0)"' 4
 
 launch -np 4 "${B[@]}" --mca btl_llrdma_size_hint 8K "$top_builddir/llrdma-check" --threads
 threads_active() { has 'thread level: MPI_THREAD_MULTIPLE' && [ "$(grep -c ' active$' <<<"$out")" = 4 ]; }
