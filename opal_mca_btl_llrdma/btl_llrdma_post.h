@@ -47,7 +47,9 @@ mca_btl_llrdma_conn_post_inline(mca_btl_llrdma_endpoint_t *ep, struct mca_btl_ll
 #ifdef LLRDMA_HAVE_WR_API /* configure: rdma-core has ibv_wr_* */
     if (OPAL_LIKELY(NULL != conn->qpx)) {
         /* wr_id and wr_flags are read by the builder (ibv_wr_send), inside
-         * the provider's critical section. */
+         * the provider's critical section.  IBV_SEND_INLINE stays in the
+         * flags: rxe's wr_set_inline_data does not set it, and rxe's kernel
+         * takes the payload from the queue entry only when it is there. */
         struct ibv_qp_ex *x = conn->qpx;
         ibv_wr_start(x);
         x->wr_id = (uintptr_t)e;

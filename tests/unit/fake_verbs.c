@@ -757,7 +757,8 @@ static void record_send(struct ibv_qp *qp, const struct ibv_send_wr *wr)
  * (one SEND per section, its data inline): wr_start opens the QP's section
  * (taking the fake's lock when the lock layer is on, as rxe takes its send
  * queue's spinlock), wr_send starts a SEND from qpx->wr_id and wr_flags,
- * wr_set_inline_data gives its data (at most the inline size granted),
+ * wr_set_inline_data gives its data (at most the inline size granted, and
+ * IBV_SEND_INLINE must be in wr_flags, which rxe's kernel reads),
  * wr_complete posts it with the checks of a post (connected, room) and
  * closes the section; a failure posts nothing.  Calls out of order are
  * misuse. */
@@ -812,11 +813,17 @@ static void fx_set_inline_data(struct ibv_qp_ex *x, void *addr, size_t len)
         q->wr_err = ENOSPC;
         return;
     }
+    if (!(q->wr_pend.send_flags & IBV_SEND_INLINE)) {
+        /* rxe's kernel would read the inline bytes as a list of SGEs. */
+        fake_fault(&fake.bad_posts, "inline data on qp %u without IBV_SEND_INLINE in wr_flags",
+                   q->qp.qp_num);
+        q->wr_err = EINVAL;
+        return;
+    }
     q->wr_sge.addr = (uintptr_t)addr;
     q->wr_sge.length = (uint32_t)len;
     q->wr_pend.sg_list = &q->wr_sge;
     q->wr_pend.num_sge = 1;
-    q->wr_pend.send_flags |= IBV_SEND_INLINE; /* the data is copied now, whatever the flags */
     q->wr_built = 2;
 }
 
