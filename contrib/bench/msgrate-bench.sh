@@ -14,7 +14,9 @@
 #   contrib/bench/msgrate-bench.sh --summary [DIR] # only the table, from DIR (default $OUT)
 # Environment: PREFIX (/tmp/sb/inst), OUT (/tmp/sb/msgrate; its parent must be
 # writable: it is passed with --rw), SIZES (8,4K), WINDOW (64), WINDOWS (2000),
-# ROUNDS (3), VM_TIMEOUT (seconds for the guest, 1500).
+# ROUNDS (3), VM_TIMEOUT (seconds for the guest, 1500), HINTS ("0 8K 64K"),
+# VARIANT ("NAME=MCA words": one more llrdma stack per round at hint 8K, named
+# llrdma-NAME, e.g. VARIANT="postsend=--mca btl_llrdma_wr_api 0").
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 PREFIX=${PREFIX:-/tmp/sb/inst}
@@ -23,7 +25,7 @@ SIZES=${SIZES:-8,4K}
 WINDOW=${WINDOW:-64}
 WINDOWS=${WINDOWS:-2000}
 ROUNDS=${ROUNDS:-3}
-HINTS="0 8K 64K"
+HINTS=${HINTS:-0 8K 64K}
 COMMON=(-np 2 --oversubscribe --bind-to none --mca mpi_yield_when_idle 1)
 UCX=(--mca pml ucx --mca btl ^vader,tcp,openib,uct,ofi,llrdma --mca osc ^ucx
      -x UCX_NET_DEVICES=rxe0:1 -x UCX_UD_ETH_DGID_CHECK=n -x UCX_TLS=rc_verbs,ud_verbs,self)
@@ -61,6 +63,11 @@ guest() {
       run "$d/r$k-llrdma-$h" timeout 600 "$mpirun" "${COMMON[@]}" --mca pml ob1 \
         --mca btl self,llrdma --mca btl_llrdma_size_hint "$h" llrdma-bench $(rate_args)
     done
+    if [ -n "${VARIANT:-}" ]; then # NAME=MCA-WORDS: one more llrdma stack at hint 8K
+      # shellcheck disable=SC2086  # the MCA words split on purpose
+      run "$d/r$k-llrdma-${VARIANT%%=*}" timeout 600 "$mpirun" "${COMMON[@]}" --mca pml ob1 \
+        --mca btl self,llrdma --mca btl_llrdma_size_hint 8K ${VARIANT#*=} llrdma-bench $(rate_args)
+    fi
     run "$d/r$k-ucx" timeout 600 "$mpirun" "${COMMON[@]}" "${UCX[@]}" llrdma-bench $(rate_args)
   done
   echo "=== done ($((SECONDS - t0)) s)"
@@ -106,7 +113,7 @@ bench_note() { echo "prefix: $PREFIX"; }
 # shellcheck source=contrib/bench/bench-lib.sh
 . "$here/bench-lib.sh"
 bench_main "$0" "$@"
-export PREFIX SIZES WINDOW WINDOWS ROUNDS
+export PREFIX SIZES WINDOW WINDOWS ROUNDS HINTS VARIANT
 "$here/../softroce-vm" --rw "$(dirname "$OUT")" --timeout "${VM_TIMEOUT:-1500}" -- \
   bash "$here/msgrate-bench.sh" --guest "$OUT" 2>&1 | tee "$OUT/guest.log"
 summary "$OUT" | tee "$OUT/summary.md"
