@@ -361,9 +361,23 @@ static void check_min(const char *name, int value, int min, const char *what)
     mca_btl_llrdma_bad_knob(name, v, why);
 }
 
+/* The knobs whose help says "1 on, 0 off". */
+static void check_on_off(const char *name, int value)
+{
+    char v[32];
+    if (0 == value || 1 == value) {
+        return;
+    }
+    snprintf(v, sizeof(v), "%d", value);
+    mca_btl_llrdma_bad_knob(name, v, "1 (on) or 0 (off)");
+}
+
 void mca_btl_llrdma_check_params(void)
 {
     mca_btl_llrdma_component_t *c = &mca_btl_llrdma_component;
+    check_on_off("coalesce", c->coalesce);
+    check_on_off("wr_api", c->wr_api);
+    check_on_off("progress_thread", c->progress_thread);
     check_max("min_rnr_timer", c->min_rnr_timer, 31, "a 5-bit IB RNR timer code");
     check_max("rnr_retry", c->rnr_retry, 7, "a 3-bit retry count (7 = forever)");
     check_max("retry_count", c->retry_count, 7, "a 3-bit retry count");
