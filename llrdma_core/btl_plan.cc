@@ -124,4 +124,5 @@ extern "C" void llrdma_sq_init(llrdma_sq_t *sq, uint32_t depth, uint32_t interva
     sq->unsignalled = 0;
     sq->owed = 0;
     sq->room = nullptr;
+    sq->fast = 0;
 }

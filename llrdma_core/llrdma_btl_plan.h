@@ -119,6 +119,7 @@ typedef struct {
     uint32_t *room;       /* entries left in the send CQ that this queue shares with
                              others (every posted WR may come back with a completion,
                              flushed if not otherwise); NULL: not shared */
+    uint32_t fast;        /* posts the fast lane may still make (llrdma_sq_fast_budget) */
 } llrdma_sq_t;
 
 /* Below this much CQ room every WR is signalled: a WR that is not pins its
@@ -146,6 +147,7 @@ static inline uint32_t llrdma_sq_free_slots(const llrdma_sq_t *sq)
 static inline int llrdma_sq_post(llrdma_sq_t *sq, int needs_completion, int more_queued)
 {
     int owed = sq->owed || needs_completion;
+    sq->fast = 0; /* the budget was counted for posts of the fast lane alone */
     int sig = sq->unsignalled + 1 >= sq->interval || (owed && !more_queued);
     ++sq->posted;
     if (NULL != sq->room) {
@@ -155,6 +157,46 @@ static inline int llrdma_sq_post(llrdma_sq_t *sq, int needs_completion, int more
     sq->unsignalled = sig ? 0 : sq->unsignalled + 1;
     sq->owed = sig ? 0 : owed;
     return sig;
+}
+
+/* The fast lane of small sends (btl/llrdma's sendi): right after a post,
+ * how many more unsignalled posts may follow without deciding anything
+ * per post: the least of the queue's own free slots, `credits` (what the
+ * caller may spend: credits above its pack floor) and the posts the
+ * signalling cadence leaves unsignalled.  0 when a WR before is owed a
+ * signal, or no CQ room is shared (the lane checks that room per post).
+ * Stored in sq->fast.  It stays a lower bound: completions and returned
+ * credits only add, and every post by llrdma_sq_post (every other kind of
+ * send) zeroes it; what else can take the lane away (a queued message, a
+ * connection leaving ESTABLISHED) is checked or zeroed by the caller.
+ * A post of the lane, llrdma_sq_post_fast, leaves the queue exactly as
+ * llrdma_sq_post(sq, 0, 0) would, which returned 0 (tests/unit). */
+static inline uint32_t llrdma_sq_fast_budget(const llrdma_sq_t *sq, uint32_t credits)
+{
+    uint32_t n, own;
+    if (sq->owed || NULL == sq->room || sq->unsignalled + 1 >= sq->interval) {
+        return 0;
+    }
+    n = sq->interval - 1 - sq->unsignalled;
+    own = sq->posted >= sq->depth ? 0 : sq->depth - sq->posted;
+    n = own < n ? own : n;
+    return credits < n ? credits : n;
+}
+
+/* Whether the fast lane may post now: budget left, and CQ room that stays
+ * above the reserve after the post (else the post must be signalled). */
+static inline int llrdma_sq_fast_ok(const llrdma_sq_t *sq)
+{
+    return 0 != sq->fast && *sq->room > LLRDMA_SQ_ROOM_RESERVE;
+}
+
+/* One post of the fast lane (llrdma_sq_fast_ok held): unsignalled. */
+static inline void llrdma_sq_post_fast(llrdma_sq_t *sq)
+{
+    --sq->fast;
+    ++sq->posted;
+    --*sq->room;
+    ++sq->unsignalled;
 }
 
 /* `n` WRs retired (a signalled completion covering them). */

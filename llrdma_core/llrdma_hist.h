@@ -111,6 +111,37 @@ static inline void llrdma_hist_merge_live(llrdma_hist_t *dst, const llrdma_hist_
         dst->waits[p] += __atomic_load_n(&src->waits[p], __ATOMIC_RELAXED);
     }
 }
+/* Small sends by exact wire size: one increment per send, no bucket or byte
+ * sum computed (btl/llrdma's sendi, where a send costs a few hundred
+ * instructions in all), folded into a histogram's buckets when read.  Same
+ * discipline as llrdma_hist_add_sw: one writer at a time, readers any time. */
+#define LLRDMA_HIST_SMALL_MAX 1024
+typedef struct {
+    uint64_t count[2][LLRDMA_HIST_SMALL_MAX + 1]; /* [LLRDMA_HIST_LL or BW][wire bytes] */
+} llrdma_hist_small_t;
+
+/* One fragment of `wire` bytes (at most LLRDMA_HIST_SMALL_MAX) on path
+ * LLRDMA_HIST_LL or LLRDMA_HIST_BW: as llrdma_hist_add_sw(h, path, wire, wire). */
+static inline void llrdma_hist_small_add_sw(llrdma_hist_small_t *s, int path, uint32_t wire)
+{
+    llrdma_hist_bump(&s->count[path][wire], 1);
+}
+
+/* dst += src, in buckets (relaxed loads, as llrdma_hist_merge_live). */
+static inline void llrdma_hist_small_fold(llrdma_hist_t *dst, const llrdma_hist_small_t *src)
+{
+    for (int p = 0; p < 2; ++p) {
+        for (uint32_t w = 0; w <= LLRDMA_HIST_SMALL_MAX; ++w) {
+            const uint64_t n = __atomic_load_n(&src->count[p][w], __ATOMIC_RELAXED);
+            if (0 != n) {
+                const unsigned b = llrdma_hist_bucket(w);
+                dst->count[p][b] += n;
+                dst->bytes[p][b] += n * w;
+            }
+        }
+    }
+}
+
 /* Fragments of every path per bucket (counts[LLRDMA_HIST_BUCKETS]); returns the total. */
 uint64_t llrdma_hist_totals(const llrdma_hist_t *h, uint64_t *counts);
 /* Nearest-rank percentile over all paths: the bucket holding fragment number

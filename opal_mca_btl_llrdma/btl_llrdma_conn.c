@@ -114,9 +114,13 @@ int mca_btl_llrdma_conn_setup_qp(mca_btl_llrdma_conn_t *conn, char *why, size_t 
             depth = init.cap.max_send_wr;
         }
     }
+    conn->sendi_max = conn->inline_max < LLRDMA_SENDI_STACK ? conn->inline_max : LLRDMA_SENDI_STACK;
     conn->ring = calloc(depth, sizeof(*conn->ring));
     if (NULL == conn->ring) {
         goto fail_destroy_qp;
+    }
+    for (uint32_t i = 0; i < depth; ++i) {
+        conn->ring[i].conn = conn; /* sendi's fast lane writes only what varies */
     }
     if (OPAL_SUCCESS != opal_hash_table_set_value_uint32(&m->by_qp, conn->qp->qp_num, conn)) {
         goto fail_free_ring;

@@ -31,6 +31,7 @@ static void conn_construct(mca_btl_llrdma_conn_t *c)
     c->ring = NULL;
     c->ring_head = c->ring_tail = 0;
     c->inline_max = 0;
+    c->sendi_max = 0;
     c->superseded = 0;
     c->allot = 0;
     c->credit_buf = NULL;

@@ -35,6 +35,11 @@ typedef enum {
 struct mca_btl_llrdma_conn_t;
 struct mca_btl_llrdma_rdma_op_t;
 
+/* The largest message sendi builds on the stack for an inline post
+ * (devices grant a few hundred bytes inline; larger messages go through a
+ * fragment). */
+#define LLRDMA_SENDI_STACK 1024
+
 /* One posted send WR; wr_id points here, so a completion finds its QP. */
 typedef struct mca_btl_llrdma_wr_t {
     struct mca_btl_llrdma_conn_t *conn;
@@ -54,6 +59,7 @@ typedef struct mca_btl_llrdma_conn_t {
     mca_btl_llrdma_conn_state_t state;
     llrdma_sq_t sq;
     uint32_t inline_max;       /* wire bytes sent inline on this QP */
+    uint32_t sendi_max;        /* of those, what sendi builds on its stack (LLRDMA_SENDI_STACK) */
     mca_btl_llrdma_wr_t *ring; /* sq.depth entries, in post order */
     /* The inline SEND of sendi, prepared once (conn_construct): a post
      * patches its address, length and flags (no work request built and

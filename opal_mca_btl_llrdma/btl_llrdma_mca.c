@@ -81,6 +81,7 @@ void mca_btl_llrdma_hist_read(llrdma_hist_t *out)
     for (int i = 0; i < c->nmodules && NULL != c->modules; ++i) {
         if (NULL != c->modules[i]) {
             llrdma_hist_merge_live(out, &c->modules[i]->hist);
+            llrdma_hist_small_fold(out, &c->modules[i]->hist_small);
         }
     }
 }

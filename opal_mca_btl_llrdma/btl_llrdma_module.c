@@ -338,17 +338,55 @@ static inline __attribute__((always_inline)) void copy_small(void *dst, const vo
     }
 }
 
-/* The largest message sendi builds on the stack for an inline post
- * (devices grant a few hundred bytes inline; larger messages go through a
- * fragment). */
-#define LLRDMA_SENDI_STACK 1024
+/* Each size sendi posts has its own counter. */
+_Static_assert(LLRDMA_SENDI_STACK <= LLRDMA_HIST_SMALL_MAX, "sendi sizes outside hist_small");
+
+/* Our header, ob1's and the data of a small send, copied into one buffer
+ * on the caller's stack: one SGE for the device to copy at the post
+ * (gathering three instead cost rxe's post more than the copies, counted
+ * in docs/benchmarks-softroce.md). */
+typedef union {
+    mca_btl_llrdma_hdr_t h;
+    unsigned char b[LLRDMA_SENDI_STACK];
+} llrdma_sendi_buf_t;
+
+static inline __attribute__((always_inline)) int
+sendi_build(llrdma_sendi_buf_t *w, struct opal_convertor_t *conv, const void *header,
+            size_t header_size, size_t payload_size, mca_btl_base_tag_t tag)
+{
+    w->h.tag = tag;
+    w->h.flags = 0;
+    w->h.credit = 0;
+    w->h.len = MCA_BTL_LLRDMA_HDR_WORD(header_size + payload_size);
+    copy_small(&w->h + 1, header, header_size);
+    if (0 != payload_size && !opal_convertor_need_buffers(conv)) {
+        /* Contiguous (the usual small message): a copy, not the
+         * convertor's pack, as vader's sendi. */
+        void *src = NULL;
+        opal_convertor_get_current_pointer(conv, &src);
+        copy_small((char *)(&w->h + 1) + header_size, src, payload_size);
+    } else if (0 != payload_size) {
+        struct iovec iov = {.iov_base = (char *)(&w->h + 1) + header_size, .iov_len = payload_size};
+        uint32_t count = 1;
+        size_t max_data = payload_size;
+        if (opal_convertor_pack(conv, &iov, &count, &max_data) < 0) {
+            return OPAL_ERROR;
+        }
+    }
+    return OPAL_SUCCESS;
+}
 
 /* ob1's small messages.  The common one (connected, nothing queued, a slot
  * and a credit, within the inline size) is posted here in one function, as
  * UCX's am_short: no fragment, no call but the device's post
- * (docs/benchmarks-softroce.md, "Instructions per 8 B send").  Anything
- * else (to pack behind queued messages, to wait, larger) takes
- * llrdma_sendi_locked. */
+ * (docs/benchmarks-softroce.md, "Instructions per 8 B send").  Two lanes
+ * (docs/btl-design.md, "The small-message send"): the fast one spends the
+ * connection's budget (llrdma_sq_fast_budget: sends known to need no slot,
+ * credit, queue or signalling decision) and checks only the state, the
+ * size and the shared CQ room; the full one decides all of it, posts, and
+ * counts the budget anew.  Anything else (to pack behind queued messages,
+ * to wait, larger) takes llrdma_sendi_locked.  ob1 reads the descriptor
+ * only when sendi fails. */
 static int llrdma_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
                         struct opal_convertor_t *conv, void *header, size_t header_size,
                         size_t payload_size, uint8_t order, uint32_t flags, mca_btl_base_tag_t tag,
@@ -356,63 +394,56 @@ static int llrdma_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_e
 {
     mca_btl_llrdma_module_t *m = (mca_btl_llrdma_module_t *)btl;
     const size_t total = header_size + payload_size;
+    const uint32_t wire = (uint32_t)(sizeof(mca_btl_llrdma_hdr_t) + total);
     const int p = mca_btl_llrdma_endpoint_path_for(ep, total);
     mca_btl_llrdma_conn_t *conn;
+    llrdma_sendi_buf_t w;
     int rc;
 
-    if (NULL != descriptor) {
-        *descriptor = NULL;
-    }
     MCA_BTL_LLRDMA_LOCK(m);
     conn = OPAL_LIKELY(p >= 0) ? ep->conn[p] : NULL;
-    if (OPAL_LIKELY(mca_btl_llrdma_conn_up(conn) &&
-                    sizeof(mca_btl_llrdma_hdr_t) + total <= conn->inline_max &&
-                    sizeof(mca_btl_llrdma_hdr_t) + total <= LLRDMA_SENDI_STACK &&
-                    opal_list_is_empty(&ep->pending[p]) && mca_btl_llrdma_conn_slots(conn) > 0 &&
-                    mca_btl_llrdma_conn_credits(conn) >
-                        mca_btl_llrdma_conn_pack_floor(conn, mca_btl_llrdma_component.coalesce,
-                                                       ep->frag_max[p], total))) {
-        /* Our header, ob1's and the data, copied into one buffer on the
-         * stack: one SGE for the device to copy at the post (gathering
-         * three instead cost rxe's post more than the copies, counted in
-         * docs/benchmarks-softroce.md). */
-        union {
-            mca_btl_llrdma_hdr_t h;
-            unsigned char b[LLRDMA_SENDI_STACK];
-        } w;
-        const uint32_t wire = (uint32_t)(sizeof(w.h) + total);
-        w.h.tag = tag;
-        w.h.flags = 0;
-        w.h.credit = 0;
-        w.h.len = MCA_BTL_LLRDMA_HDR_WORD(total);
-        copy_small(&w.h + 1, header, header_size);
-        rc = OPAL_SUCCESS;
-        if (0 != payload_size && !opal_convertor_need_buffers(conv)) {
-            /* Contiguous (the usual small message): a copy, not the
-             * convertor's pack, as vader's sendi. */
-            void *src = NULL;
-            opal_convertor_get_current_pointer(conv, &src);
-            copy_small((char *)(&w.h + 1) + header_size, src, payload_size);
-        } else if (0 != payload_size) {
-            struct iovec iov = {.iov_base = (char *)(&w.h + 1) + header_size,
-                                .iov_len = payload_size};
-            uint32_t count = 1;
-            size_t max_data = payload_size;
-            if (opal_convertor_pack(conv, &iov, &count, &max_data) < 0) {
-                rc = OPAL_ERROR;
-            }
+    if (OPAL_LIKELY(NULL != conn && llrdma_sq_fast_ok(&conn->sq) &&
+                    LLRDMA_CONN_ESTABLISHED == conn->state && wire <= conn->sendi_max)) {
+        rc = sendi_build(&w, conv, header, header_size, payload_size, tag);
+        if (OPAL_LIKELY(OPAL_SUCCESS == rc)) {
+            llrdma_hist_small_add_sw(&m->hist_small, p, wire);
+            rc = mca_btl_llrdma_conn_post_inline(ep, conn, &w.h, wire, 1);
+        }
+        if (OPAL_UNLIKELY(OPAL_SUCCESS != rc) && NULL != descriptor) {
+            *descriptor = NULL;
+        }
+    } else if (mca_btl_llrdma_conn_up(conn) && wire <= conn->sendi_max &&
+               opal_list_is_empty(&ep->pending[p]) && mca_btl_llrdma_conn_slots(conn) > 0 &&
+               mca_btl_llrdma_conn_credits(conn) >
+                   mca_btl_llrdma_conn_pack_floor(conn, mca_btl_llrdma_component.coalesce,
+                                                  ep->frag_max[p], total)) {
+        rc = sendi_build(&w, conv, header, header_size, payload_size, tag);
+        if (OPAL_SUCCESS == rc) {
+            llrdma_hist_small_add_sw(&m->hist_small, p, wire);
+            rc = mca_btl_llrdma_conn_post_inline(ep, conn, &w.h, wire, 0);
         }
         if (OPAL_SUCCESS == rc) {
-            llrdma_hist_add_sw(&m->hist, p, wire, wire);
-            rc = mca_btl_llrdma_conn_post_inline(ep, conn, &w.h, wire);
+            /* What any small send may spend: the credits above the higher
+             * pack floor (that of a message that packs). */
+            const uint32_t credits = mca_btl_llrdma_conn_credits(conn);
+            const uint32_t floor = mca_btl_llrdma_component.coalesce ? conn->credit.granted / 2 : 0;
+            conn->sq.fast = llrdma_sq_fast_budget(&conn->sq, credits > floor ? credits - floor : 0);
+        } else if (NULL != descriptor) {
+            *descriptor = NULL;
         }
     } else {
         rc = llrdma_sendi_locked(btl, ep, conv, header, header_size, payload_size, order, flags,
                                  tag, descriptor);
+        MCA_BTL_LLRDMA_UNLOCK(m);
+        if (mca_btl_llrdma_done_pending(m)) {
+            mca_btl_llrdma_done_kick(m);
+        }
+        return rc;
     }
     MCA_BTL_LLRDMA_UNLOCK(m);
-    if (OPAL_UNLIKELY(mca_btl_llrdma_done_pending(m))) {
-        mca_btl_llrdma_done_kick(m); /* a failed post's callbacks */
+    /* A post of the two lanes queues callbacks only when it fails. */
+    if (OPAL_UNLIKELY(OPAL_SUCCESS != rc) && mca_btl_llrdma_done_pending(m)) {
+        mca_btl_llrdma_done_kick(m);
     }
     return rc;
 }
@@ -534,7 +565,9 @@ static void module_destroy(mca_btl_llrdma_module_t *m)
     }
     h->thread_cpu_us += m->thread_cpu_us;
     llrdma_hist_merge(h, &m->hist);
+    llrdma_hist_small_fold(h, &m->hist_small);
     memset(&m->hist, 0, sizeof(m->hist));
+    memset(&m->hist_small, 0, sizeof(m->hist_small));
 
     /* ob1 is finalizing: what it was never told stays untold. */
     mca_btl_llrdma_done_drop(m);

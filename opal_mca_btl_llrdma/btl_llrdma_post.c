@@ -544,6 +544,9 @@ static int send_on(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_frag_t *frag, i
         frag->base.des_flags |= MCA_BTL_DES_SEND_ALWAYS_CALLBACK;
     }
     opal_list_append(&ep->pending[p], &queued->base.super.super);
+    if (NULL != conn) {
+        conn->sq.fast = 0; /* sendi's fast lane must not pass what waits */
+    }
     if (mca_btl_llrdma_conn_up(conn)) {
         if (credits <= floor) {
             set_waiting(ep, p, 1); /* progress posts it (once credits are back) */

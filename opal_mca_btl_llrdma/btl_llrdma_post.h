@@ -22,27 +22,39 @@ void mca_btl_llrdma_conn_post_failed(mca_btl_llrdma_endpoint_t *ep,
  * connection with a free slot and a credit (the caller checked), under the
  * module lock.  By the work-request API where the QP has it (the provider
  * fills its entry from the arguments), else the connection's prepared work
- * request is patched, not built.  Inline in the caller, as the whole post (docs/btl-design.md,
- * "Threads", cost): OPAL_SUCCESS, or an error after failing the endpoint. */
+ * request is patched, not built.  `fast` (a constant at each call): the
+ * post is one of the connection's fast-lane budget (llrdma_sq_fast_ok
+ * held), unsignalled, its ring entry already holding the connection and no
+ * fragment or operation (conn_setup_qp and every retirement leave it so);
+ * else the full decision, after which the budget is counted anew.  Inline
+ * in the caller, as the whole post (docs/btl-design.md, "The
+ * small-message send"): OPAL_SUCCESS, or an error after failing the
+ * endpoint. */
 static inline __attribute__((always_inline)) int
 mca_btl_llrdma_conn_post_inline(mca_btl_llrdma_endpoint_t *ep, struct mca_btl_llrdma_conn_t *conn,
-                                mca_btl_llrdma_hdr_t *w, uint32_t len)
+                                mca_btl_llrdma_hdr_t *w, uint32_t len, const int fast)
 {
     mca_btl_llrdma_wr_t *e = &conn->ring[conn->ring_head];
     const uint64_t stamp = llrdma_credit_stamp(&conn->credit);
-    const uint32_t unsignalled = conn->sq.unsignalled;
-    struct ibv_send_wr *bad = NULL;
+    /* The fast lane's post only adds one: read back when it fails. */
+    const uint32_t unsignalled = fast ? 0 : conn->sq.unsignalled;
+    unsigned flags = IBV_SEND_INLINE;
     int rc;
 
     if (0 != stamp) {
         w->flags |= MCA_BTL_LLRDMA_HDR_CREDIT;
         w->credit = (uint16_t)stamp;
     }
-    const unsigned flags =
-        llrdma_sq_post(&conn->sq, 0, 0) ? IBV_SEND_INLINE | IBV_SEND_SIGNALED : IBV_SEND_INLINE;
-    e->conn = conn;
-    e->frag = NULL;
-    e->rdma = NULL;
+    if (fast) {
+        llrdma_sq_post_fast(&conn->sq);
+    } else {
+        if (llrdma_sq_post(&conn->sq, 0, 0)) {
+            flags |= IBV_SEND_SIGNALED;
+        }
+        e->conn = conn;
+        e->frag = NULL;
+        e->rdma = NULL;
+    }
     e->send = 1;
 #ifdef LLRDMA_HAVE_WR_API /* configure: rdma-core has ibv_wr_* */
     if (OPAL_LIKELY(NULL != conn->qpx)) {
@@ -60,6 +72,7 @@ mca_btl_llrdma_conn_post_inline(mca_btl_llrdma_endpoint_t *ep, struct mca_btl_ll
     } else
 #endif
     {
+        struct ibv_send_wr *bad = NULL;
         conn->inl_sge.addr = (uintptr_t)w;
         conn->inl_sge.length = len;
         conn->inl_wr.wr_id = (uintptr_t)e;
@@ -68,9 +81,10 @@ mca_btl_llrdma_conn_post_inline(mca_btl_llrdma_endpoint_t *ep, struct mca_btl_ll
     }
     if (OPAL_UNLIKELY(0 != rc)) {
         llrdma_sq_retire(&conn->sq, 1);
+        conn->sq.fast = 0;
         mca_btl_llrdma_conn_post_failed(
             ep, conn, NULL != conn->qpx ? "ibv_wr_send failed" : "ibv_post_send failed", rc,
-            unsignalled);
+            fast ? conn->sq.unsignalled - 1 : unsignalled);
         return OPAL_ERR_UNREACH;
     }
     conn->ring_head = conn->ring_head + 1 == conn->sq.depth ? 0 : conn->ring_head + 1;

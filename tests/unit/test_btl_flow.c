@@ -884,6 +884,11 @@ static int sendi(int i, int j, size_t size, size_t hdr, mca_btl_base_descriptor_
     fw_fill(i, j, msg, size, cls);
     conv = fw_bytes_convertor(msg + hdr, size - hdr);
     fw_as(i);
+    /* ob1 reads it only when sendi fails (btl.h), and sendi's lanes leave
+     * it alone on success: cleared, so one handed back anyway shows. */
+    if (NULL != des) {
+        *des = NULL;
+    }
     rc = m->super.btl_sendi(&m->super, fw[i].ep[j], conv, msg, hdr, size - hdr, MCA_BTL_NO_ORDER,
                             MCA_BTL_DES_FLAGS_BTL_OWNERSHIP, FW_TAG, des);
     OBJ_RELEASE(conv);
@@ -1135,6 +1140,55 @@ static void test_sendi_post_api(void)
     sendi_post_api_case(0, 1, 1, "ll: ibv_wr_send, bw: ibv_wr_send");
 }
 
+/* sendi's fast lane (llrdma_sq_fast_budget): a send of the full lane
+ * leaves the connection a budget; the sends after it spend it one each (the
+ * lane ran: it is the only thing that lowers it by one); a post of any
+ * other kind ends it; and a message that queues while budget is left (the
+ * path's shared CQ room gone, which closes the lane but not the budget) is
+ * not overtaken once the room is back.  The receiver checks every byte and
+ * the order (fake_btl.c). */
+static void test_sendi_fast_lane(void)
+{
+    mca_btl_base_descriptor_t *d = NULL;
+    mca_btl_llrdma_conn_t *ca;
+    uint32_t f0, room, before;
+    int rc;
+
+    CHECK(0 == pair(8192, 64, 0));
+    ca = fw_conn(0, 1, LL);
+    CHECK(OPAL_SUCCESS == sendi(0, 1, 24, 16, &d)); /* the full lane: pair() sent by btl_send */
+    f0 = ca->sq.fast;
+    CHECK(f0 > 2 && f0 < ca->sq.interval);
+    before = fake.nsend_posts;
+    CHECK(OPAL_SUCCESS == sendi(0, 1, 40, 16, &d) && f0 - 1 == ca->sq.fast);
+    CHECK(OPAL_SUCCESS == sendi(0, 1, 16, 16, &d) && f0 - 2 == ca->sq.fast);
+    CHECK(before + 2 == fake.nsend_posts); /* one post each */
+    CHECK(0 == (fake.sends[fake.nsends - 1].flags & IBV_SEND_SIGNALED));
+    /* A message by btl_send (another kind of post) ends the budget. */
+    CHECK(0 <= fw_send(0, 1, 100, 0));
+    CHECK(0 == ca->sq.fast);
+    CHECK(OPAL_SUCCESS == sendi(0, 1, 24, 16, &d) && ca->sq.fast > 0);
+    /* The room gone: the next message queues, and its queueing ends the
+     * budget; with the room back, sendi goes behind it. */
+    room = fw[0].m->path[LL].scq_room;
+    fw[0].m->path[LL].scq_room = 0;
+    CHECK(0 <= fw_send(0, 1, 100, 0));
+    CHECK(!opal_list_is_empty(&fw[0].ep[1]->pending[LL]));
+    CHECK(0 == ca->sq.fast);
+    fw[0].m->path[LL].scq_room = room;
+    before = fake.nsend_posts;
+    rc = sendi(0, 1, 24, 16, &d);
+    if (OPAL_ERR_RESOURCE_BUSY == rc && NULL != d) {
+        send_descriptor(0, 1, d, 24);
+    } else {
+        CHECK(OPAL_SUCCESS == rc); /* packed behind the queued one */
+    }
+    CHECK(before == fake.nsend_posts); /* nothing posted past it */
+    fw_settle(100);
+    CHECK(8 == fw_sent(0, 1)); /* pair()'s, five by sendi, two by btl_send, in order */
+    fw_end(0);
+}
+
 /* ------------------------------------------------------ coalescing */
 
 /* Largest record sequence queued on a path: never more than the peer takes. */
@@ -1306,6 +1360,7 @@ int main(int argc, char **argv)
     test_sendi();
     test_sendi_packed();
     test_sendi_post_api();
+    test_sendi_fast_lane();
     test_sendi_sizes();
     test_coalesce();
     test_burst_packs_into_a_busy_receiver();

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <random>
 #include <string>
 
 namespace
@@ -188,6 +189,98 @@ BOOST_AUTO_TEST_CASE(shared_cq_room)
     llrdma_sq_retire(&a, 36);
     BOOST_TEST(room == 100u);
     BOOST_TEST((a.posted == 0u && b.posted == 0u));
+}
+
+// The fast lane of small sends: each of its posts leaves two queues sharing a CQ exactly as
+// llrdma_sq_post(sq, 0, 0) would, and that post would have been unsignalled; its budget never
+// spends more credits than it was given nor more slots than the queue has.  Random mixes of
+// full posts (which end the budget), refills, fast posts and retirements, against a shadow
+// pair of queues that takes llrdma_sq_post for every post.
+BOOST_AUTO_TEST_CASE(fast_lane_posts_as_the_full_decision_would)
+{
+    std::mt19937 rng(7);
+    int fast_posts = 0, refused_for_room = 0;
+    for (uint32_t interval : {1u, 2u, 16u, 64u}) {
+        for (int run = 0; run < 200; ++run) {
+            uint32_t room = 40 + rng() % 200, shadow_room = room;
+            llrdma_sq_t q[2], s[2];
+            for (int i = 0; i < 2; ++i) {
+                llrdma_sq_init(&q[i], 64, interval);
+                llrdma_sq_init(&s[i], 64, interval);
+                q[i].room = &room;
+                s[i].room = &shadow_room;
+            }
+            uint32_t credits[2] = {32, 32};
+            for (int step = 0; step < 400; ++step) {
+                const int i = rng() % 2;
+                const unsigned op = rng() % 10;
+                if (op < 2 && llrdma_sq_free_slots(&q[i]) > 0) { // any other post
+                    const int needs = rng() % 2, more = rng() % 2;
+                    BOOST_TEST(llrdma_sq_post(&q[i], needs, more) ==
+                               llrdma_sq_post(&s[i], needs, more));
+                    BOOST_TEST(q[i].fast == 0u);
+                } else if (op < 4) { // the full lane refills after its post
+                    q[i].fast = llrdma_sq_fast_budget(&q[i], credits[i]);
+                    BOOST_TEST(q[i].fast <= credits[i]);
+                    BOOST_TEST(q[i].fast <= q[i].depth - q[i].posted);
+                    BOOST_TEST(q[i].fast < q[i].interval);
+                } else if (op < 8) {
+                    if (!llrdma_sq_fast_ok(&q[i])) {
+                        refused_for_room += 0 != q[i].fast;
+                        continue;
+                    }
+                    BOOST_TEST(llrdma_sq_free_slots(&q[i]) > 0u);
+                    BOOST_TEST(credits[i] > 0u);
+                    llrdma_sq_post_fast(&q[i]);
+                    --credits[i];
+                    ++fast_posts;
+                    BOOST_TEST(llrdma_sq_post(&s[i], 0, 0) == 0); // unsignalled, as decided
+                } else if (q[i].posted > 0) { // a completion retires some; credits return
+                    const uint32_t n = 1 + rng() % q[i].posted;
+                    llrdma_sq_retire(&q[i], n);
+                    llrdma_sq_retire(&s[i], n);
+                    credits[i] += rng() % 3;
+                }
+                for (int k = 0; k < 2; ++k) {
+                    BOOST_TEST(q[k].posted == s[k].posted);
+                    BOOST_TEST(q[k].unsignalled == s[k].unsignalled);
+                    BOOST_TEST(q[k].owed == s[k].owed);
+                    BOOST_TEST(q[k].posted <= q[k].depth);
+                }
+                BOOST_TEST(room == shadow_room);
+            }
+        }
+    }
+    // The lane ran, and the room check turned it away at times (the verdict above is not
+    // vacuous).
+    BOOST_TEST(fast_posts > 10000);
+    BOOST_TEST(refused_for_room > 0);
+}
+
+BOOST_AUTO_TEST_CASE(fast_lane_budget_edges)
+{
+    uint32_t room = 1000;
+    llrdma_sq_t sq;
+    llrdma_sq_init(&sq, 8, 16);                        // interval clamped to 8
+    BOOST_TEST(llrdma_sq_fast_budget(&sq, 100) == 0u); // no shared room: no lane
+    sq.room = &room;
+    BOOST_TEST(llrdma_sq_fast_budget(&sq, 100) == 7u); // the 8th post is signalled
+    BOOST_TEST(llrdma_sq_fast_budget(&sq, 3) == 3u);   // credits bound it
+    BOOST_TEST(llrdma_sq_fast_budget(&sq, 0) == 0u);
+    BOOST_TEST(llrdma_sq_post(&sq, 1, 1) == 0); // owed a signal: no lane until it is paid
+    BOOST_TEST(llrdma_sq_fast_budget(&sq, 100) == 0u);
+    BOOST_TEST(llrdma_sq_post(&sq, 0, 0) == 1);
+    BOOST_TEST(llrdma_sq_fast_budget(&sq, 100) == 6u); // 6 slots of its own left
+    sq.fast = llrdma_sq_fast_budget(&sq, 100);
+    room = LLRDMA_SQ_ROOM_RESERVE + 1;
+    BOOST_TEST(llrdma_sq_fast_ok(&sq) == 1);
+    llrdma_sq_post_fast(&sq);
+    BOOST_TEST(llrdma_sq_fast_ok(&sq) == 0); // the next post would be signalled for room
+    room = 1000;
+    BOOST_TEST(llrdma_sq_fast_ok(&sq) == 1);
+    BOOST_TEST(llrdma_sq_post(&sq, 0, 1) == 0);
+    BOOST_TEST(sq.fast == 0u); // any other post ends the budget
+    BOOST_TEST(llrdma_sq_fast_ok(&sq) == 0);
 }
 
 // ------------------------------------------------------------ GPU registration mode

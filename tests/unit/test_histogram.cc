@@ -87,6 +87,28 @@ BOOST_AUTO_TEST_CASE(add_counts_fragments_and_bytes_per_path)
     BOOST_TEST(sum.waits[LLRDMA_HIST_LL] == 2u);
 }
 
+// Small sends counted by exact size fold into the same buckets and byte sums as counting each
+// with llrdma_hist_add_sw, on both paths, at every size up to the table's end.
+BOOST_AUTO_TEST_CASE(small_table_folds_as_add_sw_would)
+{
+    static llrdma_hist_small_t s; // 16 KiB: not on the stack
+    std::memset(&s, 0, sizeof s);
+    llrdma_hist_t direct{}, folded{};
+    for (uint32_t w = 0; w <= LLRDMA_HIST_SMALL_MAX; ++w) {
+        const int p = (w % 3 == 0) ? LLRDMA_HIST_BW : LLRDMA_HIST_LL;
+        for (uint32_t k = 0; k < 1 + w % 4; ++k) {
+            llrdma_hist_small_add_sw(&s, p, w);
+            llrdma_hist_add_sw(&direct, p, w, w);
+        }
+    }
+    llrdma_hist_add_sw(&folded, LLRDMA_HIST_LL, 5000, 5000); // what is there already stays
+    llrdma_hist_add_sw(&direct, LLRDMA_HIST_LL, 5000, 5000);
+    llrdma_hist_small_fold(&folded, &s);
+    BOOST_TEST(std::memcmp(&folded, &direct, sizeof folded) == 0);
+    BOOST_TEST(folded.count[LLRDMA_HIST_LL][0] > 0u);  // sizes 0..65 land in bucket 0
+    BOOST_TEST(folded.count[LLRDMA_HIST_BW][10] > 0u); // and 1024 + 64 in bucket 10
+}
+
 BOOST_AUTO_TEST_CASE(percentiles_are_nearest_rank)
 {
     llrdma_hist_t h{};
