@@ -117,14 +117,14 @@ static inline void llrdma_hist_merge_live(llrdma_hist_t *dst, const llrdma_hist_
  * discipline as llrdma_hist_add_sw: one writer at a time, readers any time. */
 #define LLRDMA_HIST_SMALL_MAX 1024
 typedef struct {
-    uint64_t count[2][LLRDMA_HIST_SMALL_MAX + 1]; /* [LLRDMA_HIST_LL or BW][wire bytes] */
+    uint64_t count[LLRDMA_HIST_SMALL_MAX + 1][2]; /* [wire bytes][LLRDMA_HIST_LL or BW] */
 } llrdma_hist_small_t;
 
 /* One fragment of `wire` bytes (at most LLRDMA_HIST_SMALL_MAX) on path
  * LLRDMA_HIST_LL or LLRDMA_HIST_BW: as llrdma_hist_add_sw(h, path, wire, wire). */
-static inline void llrdma_hist_small_add_sw(llrdma_hist_small_t *s, int path, uint32_t wire)
+static inline void llrdma_hist_small_add_sw(llrdma_hist_small_t *s, int path, size_t wire)
 {
-    llrdma_hist_bump(&s->count[path][wire], 1);
+    llrdma_hist_bump(&s->count[wire][path], 1);
 }
 
 /* dst += src, in buckets (relaxed loads, as llrdma_hist_merge_live). */
@@ -132,7 +132,7 @@ static inline void llrdma_hist_small_fold(llrdma_hist_t *dst, const llrdma_hist_
 {
     for (int p = 0; p < 2; ++p) {
         for (uint32_t w = 0; w <= LLRDMA_HIST_SMALL_MAX; ++w) {
-            const uint64_t n = __atomic_load_n(&src->count[p][w], __ATOMIC_RELAXED);
+            const uint64_t n = __atomic_load_n(&src->count[w][p], __ATOMIC_RELAXED);
             if (0 != n) {
                 const unsigned b = llrdma_hist_bucket(w);
                 dst->count[p][b] += n;
