@@ -395,13 +395,16 @@ static int llrdma_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_e
     mca_btl_llrdma_module_t *m = (mca_btl_llrdma_module_t *)btl;
     const size_t total = header_size + payload_size;
     const uint32_t wire = (uint32_t)(sizeof(mca_btl_llrdma_hdr_t) + total);
-    const int p = mca_btl_llrdma_endpoint_path_for(ep, total);
+    /* The fast lane's path: LL where the message fits its fragments, else
+     * BW.  A path the two sides do not share has no connection, so the
+     * lane never takes one; the full lane chooses by the rule. */
+    int p = total <= ep->frag_max[LLRDMA_PATH_LL] ? LLRDMA_PATH_LL : LLRDMA_PATH_BW;
     mca_btl_llrdma_conn_t *conn;
     llrdma_sendi_buf_t w;
     int rc;
 
     MCA_BTL_LLRDMA_LOCK(m);
-    conn = OPAL_LIKELY(p >= 0) ? ep->conn[p] : NULL;
+    conn = ep->conn[p];
     if (OPAL_LIKELY(NULL != conn && llrdma_sq_fast_ok(&conn->sq) &&
                     LLRDMA_CONN_ESTABLISHED == conn->state && wire <= conn->sendi_max)) {
         rc = sendi_build(&w, conv, header, header_size, payload_size, tag);
@@ -412,11 +415,21 @@ static int llrdma_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_e
         if (OPAL_UNLIKELY(OPAL_SUCCESS != rc) && NULL != descriptor) {
             *descriptor = NULL;
         }
-    } else if (mca_btl_llrdma_conn_up(conn) && wire <= conn->sendi_max &&
-               opal_list_is_empty(&ep->pending[p]) && mca_btl_llrdma_conn_slots(conn) > 0 &&
-               mca_btl_llrdma_conn_credits(conn) >
-                   mca_btl_llrdma_conn_pack_floor(conn, mca_btl_llrdma_component.coalesce,
-                                                  ep->frag_max[p], total)) {
+        MCA_BTL_LLRDMA_UNLOCK(m);
+        /* The fast lane's post queues callbacks only when it fails. */
+        if (OPAL_UNLIKELY(OPAL_SUCCESS != rc) && mca_btl_llrdma_done_pending(m)) {
+            mca_btl_llrdma_done_kick(m);
+        }
+        return rc;
+    }
+    p = mca_btl_llrdma_endpoint_path_for(ep, total);
+    conn = p >= 0 ? ep->conn[p] : NULL;
+    if (mca_btl_llrdma_conn_up(conn) && wire <= conn->sendi_max &&
+        opal_list_is_empty(&ep->pending[p]) && mca_btl_llrdma_conn_slots(conn) > 0 &&
+        mca_btl_llrdma_conn_credits(conn) >
+            mca_btl_llrdma_conn_pack_floor(conn, mca_btl_llrdma_component.coalesce, ep->frag_max[p],
+                                           total)) {
+        /* The full lane. */
         rc = sendi_build(&w, conv, header, header_size, payload_size, tag);
         if (OPAL_SUCCESS == rc) {
             llrdma_hist_small_add_sw(&m->hist_small, p, wire);
@@ -434,15 +447,9 @@ static int llrdma_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_e
     } else {
         rc = llrdma_sendi_locked(btl, ep, conv, header, header_size, payload_size, order, flags,
                                  tag, descriptor);
-        MCA_BTL_LLRDMA_UNLOCK(m);
-        if (mca_btl_llrdma_done_pending(m)) {
-            mca_btl_llrdma_done_kick(m);
-        }
-        return rc;
     }
     MCA_BTL_LLRDMA_UNLOCK(m);
-    /* A post of the two lanes queues callbacks only when it fails. */
-    if (OPAL_UNLIKELY(OPAL_SUCCESS != rc) && mca_btl_llrdma_done_pending(m)) {
+    if (mca_btl_llrdma_done_pending(m)) {
         mca_btl_llrdma_done_kick(m);
     }
     return rc;

@@ -1140,23 +1140,26 @@ static void test_sendi_post_api(void)
     sendi_post_api_case(0, 1, 1, "ll: ibv_wr_send, bw: ibv_wr_send");
 }
 
-/* sendi's fast lane (llrdma_sq_fast_budget): a send of the full lane
- * leaves the connection a budget; the sends after it spend it one each (the
- * lane ran: it is the only thing that lowers it by one); a post of any
- * other kind ends it; and a message that queues while budget is left (the
- * path's shared CQ room gone, which closes the lane but not the budget) is
- * not overtaken once the room is back.  The receiver checks every byte and
- * the order (fake_btl.c). */
-static void test_sendi_fast_lane(void)
+static void sendi_fast_lane_case(uint64_t hint, int path)
 {
     mca_btl_base_descriptor_t *d = NULL;
     mca_btl_llrdma_conn_t *ca;
     uint32_t f0, room, before;
     int rc;
 
-    CHECK(0 == pair(8192, 64, 0));
-    ca = fw_conn(0, 1, LL);
-    CHECK(OPAL_SUCCESS == sendi(0, 1, 24, 16, &d)); /* the full lane: pair() sent by btl_send */
+    fw_begin();
+    mca_btl_llrdma_component.coalesce = 0;
+    CHECK(0 == fw_add(hint, 64, 64) && 1 == fw_add(hint, 64, 64));
+    fw_mesh();
+    (void)fw_send(0, 1, 16, 0);
+    fw_settle(100);
+    ca = fw_conn(0, 1, path);
+    CHECK(NULL != ca && LLRDMA_CONN_ESTABLISHED == ca->state);
+    if (NULL == ca) {
+        fw_end(0);
+        return;
+    }
+    CHECK(OPAL_SUCCESS == sendi(0, 1, 24, 16, &d)); /* the full lane: one btl_send came before */
     f0 = ca->sq.fast;
     CHECK(f0 > 2 && f0 < ca->sq.interval);
     before = fake.nsend_posts;
@@ -1170,12 +1173,12 @@ static void test_sendi_fast_lane(void)
     CHECK(OPAL_SUCCESS == sendi(0, 1, 24, 16, &d) && ca->sq.fast > 0);
     /* The room gone: the next message queues, and its queueing ends the
      * budget; with the room back, sendi goes behind it. */
-    room = fw[0].m->path[LL].scq_room;
-    fw[0].m->path[LL].scq_room = 0;
+    room = fw[0].m->path[path].scq_room;
+    fw[0].m->path[path].scq_room = 0;
     CHECK(0 <= fw_send(0, 1, 100, 0));
-    CHECK(!opal_list_is_empty(&fw[0].ep[1]->pending[LL]));
+    CHECK(!opal_list_is_empty(&fw[0].ep[1]->pending[path]));
     CHECK(0 == ca->sq.fast);
-    fw[0].m->path[LL].scq_room = room;
+    fw[0].m->path[path].scq_room = room;
     before = fake.nsend_posts;
     rc = sendi(0, 1, 24, 16, &d);
     if (OPAL_ERR_RESOURCE_BUSY == rc && NULL != d) {
@@ -1185,8 +1188,22 @@ static void test_sendi_fast_lane(void)
     }
     CHECK(before == fake.nsend_posts); /* nothing posted past it */
     fw_settle(100);
-    CHECK(8 == fw_sent(0, 1)); /* pair()'s, five by sendi, two by btl_send, in order */
+    CHECK(8 == fw_sent(0, 1)); /* the first, five by sendi, two by btl_send, in order */
     fw_end(0);
+}
+
+/* sendi's fast lane (llrdma_sq_fast_budget): a send of the full lane
+ * leaves the connection a budget; the sends after it spend it one each (the
+ * lane ran: it is the only thing that lowers it by one); a post of any
+ * other kind ends it; and a message that queues while budget is left (the
+ * path's shared CQ room gone, which closes the lane but not the budget) is
+ * not overtaken once the room is back.  The receiver checks every byte and
+ * the order (fake_btl.c).  On the LL path (hint 8K) and, at hint 0 (no LL
+ * path), on BW, which the lane picks without the full rule. */
+static void test_sendi_fast_lane(void)
+{
+    sendi_fast_lane_case(8192, LL);
+    sendi_fast_lane_case(0, BW);
 }
 
 /* ------------------------------------------------------ coalescing */
