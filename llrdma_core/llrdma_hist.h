@@ -117,7 +117,7 @@ static inline void llrdma_hist_merge_live(llrdma_hist_t *dst, const llrdma_hist_
  * discipline as llrdma_hist_add_sw: one writer at a time, readers any time. */
 #define LLRDMA_HIST_SMALL_MAX 1024
 typedef struct {
-    uint64_t count[LLRDMA_HIST_SMALL_MAX + 1][2]; /* [wire bytes][LLRDMA_HIST_LL or BW] */
+    uint64_t count[LLRDMA_HIST_SMALL_MAX + 1][LLRDMA_HIST_BW + 1]; /* [wire bytes][LL or BW] */
 } llrdma_hist_small_t;
 
 /* One fragment of `wire` bytes (at most LLRDMA_HIST_SMALL_MAX) on path
@@ -130,7 +130,7 @@ static inline void llrdma_hist_small_add_sw(llrdma_hist_small_t *s, int path, si
 /* dst += src, in buckets (relaxed loads, as llrdma_hist_merge_live). */
 static inline void llrdma_hist_small_fold(llrdma_hist_t *dst, const llrdma_hist_small_t *src)
 {
-    for (int p = 0; p < 2; ++p) {
+    for (int p = LLRDMA_HIST_LL; p <= LLRDMA_HIST_BW; ++p) {
         for (uint32_t w = 0; w <= LLRDMA_HIST_SMALL_MAX; ++w) {
             const uint64_t n = __atomic_load_n(&src->count[w][p], __ATOMIC_RELAXED);
             if (0 != n) {

@@ -323,6 +323,19 @@ static inline uint32_t mca_btl_llrdma_conn_slots(struct mca_btl_llrdma_conn_t *c
     return slots;
 }
 
+/* Whether a message of `bytes` may be posted on path p of `ep` now:
+ * connected, nothing queued ahead, a send slot, and a credit above its
+ * pack floor (sendi's full lane and its out-of-line path ask this). */
+static inline int mca_btl_llrdma_endpoint_post_now(mca_btl_llrdma_endpoint_t *ep, int p,
+                                                   struct mca_btl_llrdma_conn_t *conn, size_t bytes)
+{
+    return mca_btl_llrdma_conn_up(conn) && opal_list_is_empty(&ep->pending[p]) &&
+           mca_btl_llrdma_conn_slots(conn) > 0 &&
+           mca_btl_llrdma_conn_credits(conn) >
+               mca_btl_llrdma_conn_pack_floor(conn, mca_btl_llrdma_component.coalesce,
+                                              ep->frag_max[p], bytes);
+}
+
 /* btl_llrdma_progress.c: poll path p's CQs until they are empty (or
  * `rounds` batches); the caller holds the progress token, not the lock.
  * Returns completions. */

@@ -424,11 +424,8 @@ static int llrdma_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_e
     }
     p = mca_btl_llrdma_endpoint_path_for(ep, total);
     conn = p >= 0 ? ep->conn[p] : NULL;
-    if (mca_btl_llrdma_conn_up(conn) && wire <= conn->sendi_max &&
-        opal_list_is_empty(&ep->pending[p]) && mca_btl_llrdma_conn_slots(conn) > 0 &&
-        mca_btl_llrdma_conn_credits(conn) >
-            mca_btl_llrdma_conn_pack_floor(conn, mca_btl_llrdma_component.coalesce, ep->frag_max[p],
-                                           total)) {
+    if (NULL != conn && wire <= conn->sendi_max &&
+        mca_btl_llrdma_endpoint_post_now(ep, p, conn, total)) {
         /* The full lane. */
         rc = sendi_build(&w, conv, header, header_size, payload_size, tag);
         if (OPAL_SUCCESS == rc) {
@@ -437,9 +434,10 @@ static int llrdma_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_e
         }
         if (OPAL_SUCCESS == rc) {
             /* What any small send may spend: the credits above the higher
-             * pack floor (that of a message that packs). */
+             * pack floor (that of a message that packs, as one of 0 bytes). */
             const uint32_t credits = mca_btl_llrdma_conn_credits(conn);
-            const uint32_t floor = mca_btl_llrdma_component.coalesce ? conn->credit.granted / 2 : 0;
+            const uint32_t floor = mca_btl_llrdma_conn_pack_floor(
+                conn, mca_btl_llrdma_component.coalesce, ep->frag_max[p], 0);
             conn->sq.fast = llrdma_sq_fast_budget(&conn->sq, credits > floor ? credits - floor : 0);
         } else if (NULL != descriptor) {
             *descriptor = NULL;
@@ -514,12 +512,7 @@ static int llrdma_sendi_locked(struct mca_btl_base_module_t *btl,
             return OPAL_SUCCESS;
         }
     }
-    if (NULL == conn || LLRDMA_CONN_ESTABLISHED != conn->state ||
-        total > m->super.btl_eager_limit || !opal_list_is_empty(&ep->pending[p]) ||
-        0 == mca_btl_llrdma_conn_slots(conn) ||
-        mca_btl_llrdma_conn_credits(conn) <=
-            mca_btl_llrdma_conn_pack_floor(conn, mca_btl_llrdma_component.coalesce, ep->frag_max[p],
-                                           total)) {
+    if (total > m->super.btl_eager_limit || !mca_btl_llrdma_endpoint_post_now(ep, p, conn, total)) {
         if (NULL != descriptor && total <= m->super.btl_eager_limit) {
             frag = frag_alloc(m, ep, total, flags);
             *descriptor = NULL == frag ? NULL : &frag->base;
