@@ -612,6 +612,9 @@ static int llrdma_finalize(struct mca_btl_base_module_t *btl)
             c->modules[i] = NULL;
         }
     }
+    /* The progress thread first (module_destroy stops it again, a no-op):
+     * it may still post, and so write the counters reported below. */
+    mca_btl_llrdma_thread_stop((mca_btl_llrdma_module_t *)btl);
     if (((mca_btl_llrdma_module_t *)btl)->gpu_regs > 0) {
         const mca_btl_llrdma_module_t *m = (const mca_btl_llrdma_module_t *)btl;
         opal_output_verbose(5, c->output, "btl:llrdma: %s:%d: %llu GPU memory registration(s) (%s)",
