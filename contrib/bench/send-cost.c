@@ -1,21 +1,61 @@
 /*
- * send-cost: blocking 8-byte ping-pongs between ranks 0 and 1, the loop that
- * contrib/bench/send-cost.sh runs under valgrind's callgrind to count the
- * user-space instructions of one send (MPI_Send, the BTL's send entry, UCX's
- * am_short).  Every message is checked; a rank prints
- * "send-cost rank R: PASS sends S" (S: its MPI_Send calls) or a FAIL line.
+ * send-cost: the loops that contrib/bench/send-cost.sh runs under valgrind's
+ * callgrind to count user-space instructions per message.
  *
- *   send-cost ITERS [SIZE]
+ *   send-cost ITERS [SIZE]         blocking ping-pongs between ranks 0 and 1:
+ *       one send (MPI_Send, the BTL's send entry, UCX's am_short)
+ *   send-cost ITERS SIZE drain     ITERS / 16 rounds: rank 1 sends 16 messages
+ *       while rank 0 sleeps, then rank 0 receives them all inside drain() (the
+ *       function callgrind collects in, after 20 bursts that are not counted):
+ *       the receive handling, with every message already there, so next to
+ *       no empty polls
+ *
+ * Every message is checked; a rank prints "send-cost rank R: PASS sends S
+ * received M" (S: its MPI_Send calls, M: messages drain() received) or a FAIL
+ * line.
  */
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#define DRAIN_BURST 16
+
+static uint32_t want_of(int it) { return (uint32_t)it * 2654435761u; }
+
+#define DRAIN_WARM 20
+
+/* Receives one burst; 0 or the number of wrong messages.  Not inlined: the
+ * callgrind run of the drain mode collects only in drain(). */
+#define DRAIN_BODY                                                                                 \
+    int bad = 0;                                                                                   \
+    for (int i = 0; i < DRAIN_BURST; ++i) {                                                        \
+        int it = round * DRAIN_BURST + i;                                                          \
+        uint32_t got;                                                                              \
+        MPI_Recv(buf, size, MPI_BYTE, 1, 8, MPI_COMM_WORLD, MPI_STATUS_IGNORE);                    \
+        memcpy(&got, buf, sizeof(got));                                                            \
+        bad += got != want_of(it) || buf[size - 1] != (unsigned char)(it & 0xff);                  \
+    }                                                                                              \
+    return bad
+
+static volatile int warm_rounds; /* keeps the compiler from folding the two */
+
+__attribute__((noinline)) static int drain_warm(unsigned char *buf, int size, int round)
+{
+    ++warm_rounds;
+    DRAIN_BODY;
+}
+
+__attribute__((noinline)) static int drain(unsigned char *buf, int size, int round)
+{
+    DRAIN_BODY;
+}
 
 int main(int argc, char **argv)
 {
-    int rank, iters, size = 8, bad = 0, sends = 0;
+    int rank, iters, size = 8, bad = 0, sends = 0, received = 0, drain_mode;
     unsigned char buf[4096];
 
     MPI_Init(&argc, &argv);
@@ -24,12 +64,43 @@ int main(int argc, char **argv)
     if (argc > 2) {
         size = atoi(argv[2]);
     }
-    if (iters < 1 || size < 4 || size > (int)sizeof(buf)) {
-        fprintf(stderr, "usage: send-cost ITERS [SIZE 4..4096]\n");
+    drain_mode = argc > 3 && 0 == strcmp(argv[3], "drain");
+    if (iters < 1 || size < 4 || size > (int)sizeof(buf) || (argc > 3 && !drain_mode)) {
+        fprintf(stderr, "usage: send-cost ITERS [SIZE 4..4096 [drain]]\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
-    for (int it = 0; it < iters && rank < 2; ++it) {
-        uint32_t want = (uint32_t)it * 2654435761u, got;
+    /* The first DRAIN_WARM rounds go through drain_warm(), which callgrind
+     * does not collect in: the receive queue grows to the burst there. */
+    for (int round = 0; drain_mode && round < DRAIN_WARM + iters / DRAIN_BURST && rank < 2;
+         ++round) {
+        unsigned char ack = 0;
+        if (0 == rank) {
+            /* Long enough for the burst to arrive from a native rank 1, even
+             * when it runs under callgrind too. */
+            struct timespec nap = {0, 20 * 1000 * 1000};
+            nanosleep(&nap, NULL);
+            if (round < DRAIN_WARM) {
+                bad += drain_warm(buf, size, round);
+            } else {
+                bad += drain(buf, size, round);
+                received += DRAIN_BURST;
+            }
+            MPI_Send(&ack, 1, MPI_BYTE, 1, 9, MPI_COMM_WORLD);
+            ++sends;
+        } else {
+            for (int i = 0; i < DRAIN_BURST; ++i) {
+                int it = round * DRAIN_BURST + i;
+                uint32_t want = want_of(it);
+                memset(buf, (int)(it & 0xff), (size_t)size);
+                memcpy(buf, &want, sizeof(want));
+                MPI_Send(buf, size, MPI_BYTE, 0, 8, MPI_COMM_WORLD);
+                ++sends;
+            }
+            MPI_Recv(&ack, 1, MPI_BYTE, 0, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        }
+    }
+    for (int it = 0; !drain_mode && it < iters && rank < 2; ++it) {
+        uint32_t want = want_of(it), got;
         if (0 == rank) {
             memset(buf, (int)(it & 0xff), (size_t)size);
             memcpy(buf, &want, sizeof(want));
@@ -49,7 +120,7 @@ int main(int argc, char **argv)
     if (bad) {
         printf("send-cost rank %d: FAIL %d of %d messages wrong\n", rank, bad, iters);
     } else {
-        printf("send-cost rank %d: PASS sends %d\n", rank, sends);
+        printf("send-cost rank %d: PASS sends %d received %d\n", rank, sends, received);
     }
     MPI_Finalize();
     return bad ? 1 : 0;
