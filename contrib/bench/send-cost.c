@@ -23,7 +23,10 @@
 
 #define DRAIN_BURST 16
 
-static uint32_t want_of(int it) { return (uint32_t)it * 2654435761u; }
+static uint32_t want_of(int it)
+{
+    return (uint32_t)it * 2654435761u;
+}
 
 #define DRAIN_WARM 20
 
