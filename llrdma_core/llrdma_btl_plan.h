@@ -297,6 +297,13 @@ static inline int llrdma_credit_consume(llrdma_credit_t *c)
     ++c->consumed;
     return c->consumed - c->returned >= c->threshold ? 1 : 0;
 }
+/* n of them at once (a batch of receives from one connection): 1 when the
+ * count should be written back now, as the last of n single calls says. */
+static inline int llrdma_credit_consume_n(llrdma_credit_t *c, uint32_t n)
+{
+    c->consumed += n;
+    return c->consumed - c->returned >= c->threshold ? 1 : 0;
+}
 /* 1 when consumed buffers are waiting to be returned at all (a write that
  * could not be posted stays owed). */
 int llrdma_credit_owed(const llrdma_credit_t *c);

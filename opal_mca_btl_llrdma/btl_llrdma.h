@@ -68,6 +68,10 @@ typedef struct mca_btl_llrdma_path_t {
     struct ibv_cq *scq;  /* every send, put, get and credit write of the path */
     uint32_t scq_cqe;    /* its entries */
     uint32_t scq_room;   /* entries no posted WR may still need */
+    /* 1 once a connection's QP exists on the path (never cleared): before
+     * that its CQs cannot hold anything, and progress does not poll them.
+     * Atomic: set under the module lock, read by progress without it. */
+    int qp_made;
     int scq_starved;     /* a connection found no room: drain all once some is back */
     int cq_moderation;   /* -1 not requested, 0 unsupported, 1 applied */
 } mca_btl_llrdma_path_t;

@@ -103,6 +103,7 @@ int mca_btl_llrdma_conn_setup_qp(mca_btl_llrdma_conn_t *conn, char *why, size_t 
         }
     }
     conn->qp = conn->id->qp;
+    __atomic_store_n(&m->path[p].qp_made, 1, __ATOMIC_RELAXED);
     conn->inline_max = m->lim.inline_max[p];
     depth = m->lim.sq_depth[p];
     if (0 == mca_btl_llrdma_verbs.query_qp(conn->qp, &qa, IBV_QP_CAP, &init)) {

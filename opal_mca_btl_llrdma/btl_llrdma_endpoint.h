@@ -195,9 +195,9 @@ int mca_btl_llrdma_endpoint_retries(struct mca_btl_llrdma_module_t *m);
 /* Post what credits now allow on endpoints that were waiting for them, and
  * report peers that have kept senders waiting too long. */
 int mca_btl_llrdma_endpoint_unstall(struct mca_btl_llrdma_module_t *m);
-/* A receive on `conn` was consumed and its buffer reposted: return credits
- * when enough have accumulated. */
-void mca_btl_llrdma_conn_recv_done(mca_btl_llrdma_conn_t *conn);
+/* n receives on `conn` were consumed and their buffers reposted: return
+ * credits when enough have accumulated. */
+void mca_btl_llrdma_conn_recv_done(mca_btl_llrdma_conn_t *conn, uint32_t n);
 /* The path a fragment of `bytes` takes to this peer; -1 when none can carry
  * it (frag_max is 0 on a path the two do not share). */
 static inline int mca_btl_llrdma_endpoint_path_for(const mca_btl_llrdma_endpoint_t *ep,

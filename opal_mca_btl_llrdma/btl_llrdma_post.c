@@ -680,11 +680,11 @@ void mca_btl_llrdma_conn_send_done(mca_btl_llrdma_wr_t *wr, enum ibv_wc_status s
     }
 }
 
-void mca_btl_llrdma_conn_recv_done(mca_btl_llrdma_conn_t *conn)
+void mca_btl_llrdma_conn_recv_done(mca_btl_llrdma_conn_t *conn, uint32_t n)
 {
     mca_btl_llrdma_endpoint_t *ep = conn->endpoint;
 
-    if (!llrdma_credit_consume(&conn->credit)) {
+    if (!llrdma_credit_consume_n(&conn->credit, n)) {
         return;
     }
     if (mca_btl_llrdma_conn_up(conn) && LLRDMA_EP_FAILED != ep->state &&

@@ -116,6 +116,33 @@ BOOST_AUTO_TEST_CASE(credit_consume_return_owed)
     BOOST_TEST(llrdma_credit_return(&c) == 9u);
 }
 
+BOOST_AUTO_TEST_CASE(credit_consume_n_says_what_the_last_of_n_single_calls_says)
+{
+    // A batch of receives from one connection is counted at once; whether
+    // to write the count back must not depend on how the batch was counted.
+    for (uint32_t before = 0; before < 9; ++before) {
+        for (uint32_t n = 1; n <= 16; ++n) {
+            llrdma_credit_t one, many;
+            llrdma_credit_init(&one, 16, 16); // threshold 4
+            llrdma_credit_init(&many, 16, 16);
+            for (uint32_t i = 0; i < before; ++i) {
+                llrdma_credit_consume(&one);
+                llrdma_credit_consume(&many);
+            }
+            if (before >= 6) { // some returned already
+                llrdma_credit_return(&one);
+                llrdma_credit_return(&many);
+            }
+            int last = 0;
+            for (uint32_t i = 0; i < n; ++i)
+                last = llrdma_credit_consume(&one);
+            BOOST_TEST(llrdma_credit_consume_n(&many, n) == last);
+            BOOST_TEST(many.consumed == one.consumed);
+            BOOST_TEST(llrdma_credit_return(&many) == llrdma_credit_return(&one));
+        }
+    }
+}
+
 namespace
 {
 
