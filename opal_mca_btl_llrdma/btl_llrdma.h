@@ -72,8 +72,8 @@ typedef struct mca_btl_llrdma_path_t {
      * that its CQs cannot hold anything, and progress does not poll them.
      * Atomic: set under the module lock, read by progress without it. */
     int qp_made;
-    int scq_starved;     /* a connection found no room: drain all once some is back */
-    int cq_moderation;   /* -1 not requested, 0 unsupported, 1 applied */
+    int scq_starved;   /* a connection found no room: drain all once some is back */
+    int cq_moderation; /* -1 not requested, 0 unsupported, 1 applied */
 } mca_btl_llrdma_path_t;
 
 typedef struct mca_btl_llrdma_module_t {
