@@ -292,10 +292,10 @@ static inline void llrdma_credit_take(llrdma_credit_t *c)
 
 /* One of our buffers taken by the peer was reposted.  Returns 1 when the
  * count should be written back now. */
+static inline int llrdma_credit_consume_n(llrdma_credit_t *c, uint32_t n);
 static inline int llrdma_credit_consume(llrdma_credit_t *c)
 {
-    ++c->consumed;
-    return c->consumed - c->returned >= c->threshold ? 1 : 0;
+    return llrdma_credit_consume_n(c, 1);
 }
 /* n of them at once (a batch of receives from one connection): 1 when the
  * count should be written back now, as the last of n single calls says. */

@@ -153,49 +153,47 @@ static void deliver_piece(mca_btl_llrdma_module_t *m, mca_btl_llrdma_conn_t *con
     }
 }
 
+/* One record of a received buffer to ob1.  Endpoint unknown here (a shared
+ * receive queue): NULL is allowed. */
+static inline void deliver_record(mca_btl_llrdma_module_t *m, mca_btl_llrdma_frag_t *frag,
+                                  mca_btl_llrdma_hdr_t *rec)
+{
+    const mca_btl_active_message_callback_t *reg = mca_btl_base_active_message_trigger + rec->tag;
+    frag->segment.seg_addr.pval = rec + 1;
+    frag->segment.seg_len = MCA_BTL_LLRDMA_HDR_LEN(rec);
+    frag->base.des_segments = &frag->segment;
+    frag->base.des_segment_count = 1;
+    if (NULL != reg->cbfunc) {
+        llrdma_btl_upcall(&m->super, reg, rec->tag, NULL, &frag->base);
+    }
+}
+
 /* Hand every record of a received buffer to ob1.  No lock held: ob1's
  * callback may send, put or get on this module or any other.  `conn`: the
  * buffer is a piece of a split fragment (else NULL). */
 static void deliver(mca_btl_llrdma_module_t *m, mca_btl_llrdma_frag_t *frag, uint32_t byte_len,
                     mca_btl_llrdma_conn_t *conn)
 {
+    mca_btl_llrdma_hdr_t *rec = frag->hdr;
     uint32_t off = 0;
 
     if (NULL != conn) {
         deliver_piece(m, conn, frag);
         return;
     }
-    if (!(frag->hdr->flags & MCA_BTL_LLRDMA_HDR_PACKED)) {
-        /* One record (records_ok checked its length): most buffers. */
-        mca_btl_llrdma_hdr_t *rec = frag->hdr;
-        const mca_btl_active_message_callback_t *reg =
-            mca_btl_base_active_message_trigger + rec->tag;
-        frag->segment.seg_addr.pval = rec + 1;
-        frag->segment.seg_len = byte_len - (uint32_t)sizeof(*rec);
-        frag->base.des_segments = &frag->segment;
-        frag->base.des_segment_count = 1;
-        if (NULL != reg->cbfunc) {
-            llrdma_btl_upcall(&m->super, reg, rec->tag, NULL, &frag->base);
-        }
+    if (!(rec->flags & MCA_BTL_LLRDMA_HDR_PACKED)) {
+        /* One record, whose length records_ok checked: most buffers. */
+        deliver_record(m, frag, rec);
         return;
     }
     for (;;) {
-        mca_btl_llrdma_hdr_t *rec = (mca_btl_llrdma_hdr_t *)((char *)frag->hdr + off);
-        const mca_btl_active_message_callback_t *reg =
-            mca_btl_base_active_message_trigger + rec->tag;
-        frag->segment.seg_addr.pval = rec + 1;
-        frag->segment.seg_len = MCA_BTL_LLRDMA_HDR_LEN(rec);
-        frag->base.des_segments = &frag->segment;
-        frag->base.des_segment_count = 1;
-        if (NULL != reg->cbfunc) {
-            /* Endpoint unknown here (a shared receive queue): NULL is allowed. */
-            llrdma_btl_upcall(&m->super, reg, rec->tag, NULL, &frag->base);
-        }
+        deliver_record(m, frag, rec);
         off += (uint32_t)sizeof(*rec) + MCA_BTL_LLRDMA_HDR_LEN(rec);
         if (off >= byte_len) {
             break;
         }
         off = MCA_BTL_LLRDMA_REC_ALIGN(off);
+        rec = (mca_btl_llrdma_hdr_t *)((char *)frag->hdr + off);
     }
 }
 

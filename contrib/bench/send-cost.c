@@ -30,30 +30,33 @@ static uint32_t want_of(int it)
 
 #define DRAIN_WARM 20
 
-/* Receives one burst; 0 or the number of wrong messages.  Not inlined: the
- * callgrind run of the drain mode collects only in drain(). */
-#define DRAIN_BODY                                                                                 \
-    int bad = 0;                                                                                   \
-    for (int i = 0; i < DRAIN_BURST; ++i) {                                                        \
-        int it = round * DRAIN_BURST + i;                                                          \
-        uint32_t got;                                                                              \
-        MPI_Recv(buf, size, MPI_BYTE, 1, 8, MPI_COMM_WORLD, MPI_STATUS_IGNORE);                    \
-        memcpy(&got, buf, sizeof(got));                                                            \
-        bad += got != want_of(it) || buf[size - 1] != (unsigned char)(it & 0xff);                  \
-    }                                                                                              \
-    return bad
+/* Receives round's burst; 0 or the number of wrong messages. */
+__attribute__((noinline)) static int recv_burst(unsigned char *buf, int size, int round)
+{
+    int bad = 0;
+    for (int i = 0; i < DRAIN_BURST; ++i) {
+        int it = round * DRAIN_BURST + i;
+        uint32_t got;
+        MPI_Recv(buf, size, MPI_BYTE, 1, 8, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        memcpy(&got, buf, sizeof(got));
+        bad += got != want_of(it) || buf[size - 1] != (unsigned char)(it & 0xff);
+    }
+    return bad;
+}
 
+/* The callgrind run of the drain mode collects only inside drain(); the
+ * warm-up bursts go through drain_warm(), which it does not. */
 static volatile int warm_rounds; /* keeps the compiler from folding the two */
 
 __attribute__((noinline)) static int drain_warm(unsigned char *buf, int size, int round)
 {
     ++warm_rounds;
-    DRAIN_BODY;
+    return recv_burst(buf, size, round);
 }
 
 __attribute__((noinline)) static int drain(unsigned char *buf, int size, int round)
 {
-    DRAIN_BODY;
+    return recv_burst(buf, size, round);
 }
 
 int main(int argc, char **argv)
