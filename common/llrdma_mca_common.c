@@ -108,27 +108,45 @@ static void write_stderr(const char *text)
 }
 
 /* 1 if this process is the first of its job on this node to report `topic`
- * (and `key`, if given): a marker file in the job's session directory, which
- * Open MPI removes when the job ends.  Without a session directory every
- * process reports. */
+ * (and `key`, if given): a marker file named for the job in the parent of the
+ * job's session directory (the launcher's, removed when the launcher ends).
+ * Not in the job's own directory: when the first rank aborts, the launcher
+ * empties and removes that one while the others still report, and a rank
+ * still in MPI_Init creates it again, so its marker would be new (strace
+ * showed both; CI printed the whole text twice).  Without a session
+ * directory every process reports. */
 static int first_on_node(const char *topic, const char *key)
 {
     const char *dir = opal_process_info.job_session_dir;
-    char name[160], path[4096];
+    const char *job, *slash;
+    char name[200], path[4096];
     size_t n = 0;
-    int fd;
+    int fd, dirlen;
 
     if (NULL == dir) {
         return 1;
     }
-    for (const char *t = topic; '\0' != *t && n < 80; ++t) {
+    slash = strrchr(dir, '/');
+    if (NULL != slash && slash != dir && '\0' != slash[1]) {
+        dirlen = (int)(slash - dir);
+        job = slash + 1;
+    } else {
+        dirlen = (int)strlen(dir);
+        job = "";
+    }
+    for (const char *t = job; '\0' != *t && n < 40; ++t) {
+        name[n++] = isalnum((unsigned char)*t) ? *t : '_';
+    }
+    name[n++] = '-';
+    for (const char *t = topic; '\0' != *t && n < 120; ++t) {
         name[n++] = isalnum((unsigned char)*t) ? *t : '_';
     }
     for (const char *t = key; NULL != t && '\0' != *t && n < sizeof(name) - 2; ++t) {
         name[n++] = isalnum((unsigned char)*t) ? *t : '_';
     }
     name[n] = '\0';
-    if ((size_t)snprintf(path, sizeof(path), "%s/llrdma-reported-%s", dir, name) >= sizeof(path)) {
+    if ((size_t)snprintf(path, sizeof(path), "%.*s/llrdma-reported-%s", dirlen, dir, name) >=
+        sizeof(path)) {
         return 1;
     }
     fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -136,9 +154,8 @@ static int first_on_node(const char *topic, const char *key)
         close(fd);
         return 1;
     }
-    /* ENOENT: the directory is gone, so the job is being torn down, which a
-     * process that reported first and aborted started (every rank printing
-     * the whole text, seen in about one 4-rank job in ten under load). */
+    /* ENOENT: the launcher's directory is gone, so the job is being torn
+     * down, which a process that reported first and aborted started. */
     return (EEXIST == errno || ENOENT == errno) ? 0 : 1;
 }
 
