@@ -12,6 +12,7 @@
 
 #include "btl_llrdma.h"
 
+/* Set once: ob1 and the receive path only read a fragment's segment list. */
 static void frag_construct(mca_btl_llrdma_frag_t *frag)
 {
     frag->base.des_segments = &frag->segment;
@@ -86,6 +87,11 @@ int mca_btl_llrdma_pool_grow(mca_btl_llrdma_pool_t *pool)
         f->pool = pool;
         f->hdr = (mca_btl_llrdma_hdr_t *)((char *)slab->mem + (size_t)i * pool->buf_bytes);
         f->lkey = slab->mr->lkey;
+        f->rsge =
+            (struct ibv_sge){.addr = (uintptr_t)f->hdr, .length = pool->buf_bytes, .lkey = f->lkey};
+        /* Bit 0 marks a receive: send wr_ids point to 8-byte aligned ring entries. */
+        f->rwr =
+            (struct ibv_recv_wr){.wr_id = (uintptr_t)f | 1u, .sg_list = &f->rsge, .num_sge = 1};
         opal_list_append(&pool->free, &f->base.super.super);
     }
     slab->next = pool->slabs;

@@ -30,38 +30,36 @@
 
 static int post_recv(mca_btl_llrdma_module_t *m, int p, mca_btl_llrdma_frag_t *frag)
 {
-    struct ibv_sge sge = {
-        .addr = (uintptr_t)frag->hdr, .length = frag->pool->buf_bytes, .lkey = frag->lkey};
-    /* Bit 0 marks a receive: send wr_ids point to 8-byte aligned ring entries. */
-    struct ibv_recv_wr wr = {.wr_id = (uintptr_t)frag | 1u, .sg_list = &sge, .num_sge = 1};
     struct ibv_recv_wr *bad = NULL;
-    return mca_btl_llrdma_verbs.post_srq_recv(m->path[p].srq, &wr, &bad);
+    frag->rwr.next = NULL;
+    return mca_btl_llrdma_verbs.post_srq_recv(m->path[p].srq, &frag->rwr, &bad);
 }
 
 int mca_btl_llrdma_path_repost(mca_btl_llrdma_module_t *m, int p,
                                mca_btl_llrdma_frag_t *const *frags, int n, int *posted)
 {
-    struct ibv_sge sge[16];
-    struct ibv_recv_wr wr[16], *bad = NULL;
-    int done = 0, rc = 0;
+    struct ibv_recv_wr *bad = NULL;
+    int rc, done = n;
 
-    /* Chains of up to 16 (one CQ batch): one provider call and one
-     * doorbell per batch instead of one per buffer. */
-    while (0 == rc && done < n) {
-        int k = n - done < 16 ? n - done : 16;
-        for (int i = 0; i < k; ++i) {
-            mca_btl_llrdma_frag_t *f = frags[done + i];
-            sge[i] = (struct ibv_sge){
-                .addr = (uintptr_t)f->hdr, .length = f->pool->buf_bytes, .lkey = f->lkey};
-            wr[i] = (struct ibv_recv_wr){.wr_id = (uintptr_t)f | 1u,
-                                         .sg_list = &sge[i],
-                                         .num_sge = 1,
-                                         .next = i + 1 < k ? &wr[i + 1] : NULL};
-        }
-        rc = mca_btl_llrdma_verbs.post_srq_recv(m->path[p].srq, wr, &bad);
-        /* On failure, the WRs before the bad one were posted. */
-        done += 0 == rc ? k : (NULL != bad ? (int)(bad - wr) : 0);
+    if (n <= 0) {
+        rc = 0;
+        goto out;
     }
+    /* One chain, one provider call and one doorbell, of the fragments'
+     * own work requests (filled when their pool grew). */
+    for (int i = 0; i < n - 1; ++i) {
+        frags[i]->rwr.next = &frags[i + 1]->rwr;
+    }
+    frags[n - 1]->rwr.next = NULL;
+    rc = mca_btl_llrdma_verbs.post_srq_recv(m->path[p].srq, &frags[0]->rwr, &bad);
+    if (0 != rc) {
+        /* The work requests before the bad one were posted (none when the
+         * provider names no bad one, or one not in the chain). */
+        for (done = 0; NULL != bad && done < n && &frags[done]->rwr != bad; ++done) {
+        }
+        done = done < n ? done : 0;
+    }
+out:
     if (NULL != posted) {
         *posted = done;
     }

@@ -42,11 +42,13 @@ static int records_ok(const char *buf, uint32_t byte_len)
     const mca_btl_llrdma_hdr_t *h = (const mca_btl_llrdma_hdr_t *)buf;
     uint32_t off = 0;
 
-    if (byte_len < hdr || !MCA_BTL_LLRDMA_HDR_MAGIC_OK(h)) {
+    if (byte_len < hdr) {
         return 0;
     }
     if (!(h->flags & MCA_BTL_LLRDMA_HDR_PACKED)) {
-        return MCA_BTL_LLRDMA_HDR_LEN(h) == byte_len - hdr;
+        /* Magic and length in one compare (most buffers). */
+        return h->len == MCA_BTL_LLRDMA_HDR_WORD(byte_len - hdr) &&
+               byte_len - hdr <= MCA_BTL_LLRDMA_HDR_LEN_MAX;
     }
     while (byte_len - off >= hdr) {
         h = (const mca_btl_llrdma_hdr_t *)(buf + off);
@@ -143,8 +145,6 @@ static void deliver_piece(mca_btl_llrdma_module_t *m, mca_btl_llrdma_conn_t *con
     if (1 == rc) {
         frag->segment.seg_addr.pval = conn->reasm.buf;
         frag->segment.seg_len = conn->reasm.len;
-        frag->base.des_segments = &frag->segment;
-        frag->base.des_segment_count = 1;
         ++m->joined_frags;
         if (NULL != reg->cbfunc) {
             llrdma_btl_upcall(&m->super, reg, rec->tag, NULL, &frag->base);
@@ -153,7 +153,8 @@ static void deliver_piece(mca_btl_llrdma_module_t *m, mca_btl_llrdma_conn_t *con
     }
 }
 
-/* One record of a received buffer to ob1.  Endpoint unknown here (a shared
+/* One record of a received buffer to ob1 (the fragment's segment list is
+ * its one segment, set when it was made).  Endpoint unknown here (a shared
  * receive queue): NULL is allowed. */
 static inline void deliver_record(mca_btl_llrdma_module_t *m, mca_btl_llrdma_frag_t *frag,
                                   mca_btl_llrdma_hdr_t *rec)
@@ -161,31 +162,20 @@ static inline void deliver_record(mca_btl_llrdma_module_t *m, mca_btl_llrdma_fra
     const mca_btl_active_message_callback_t *reg = mca_btl_base_active_message_trigger + rec->tag;
     frag->segment.seg_addr.pval = rec + 1;
     frag->segment.seg_len = MCA_BTL_LLRDMA_HDR_LEN(rec);
-    frag->base.des_segments = &frag->segment;
-    frag->base.des_segment_count = 1;
     if (NULL != reg->cbfunc) {
         llrdma_btl_upcall(&m->super, reg, rec->tag, NULL, &frag->base);
     }
 }
 
-/* Hand every record of a received buffer to ob1.  No lock held: ob1's
- * callback may send, put or get on this module or any other.  `conn`: the
- * buffer is a piece of a split fragment (else NULL). */
-static void deliver(mca_btl_llrdma_module_t *m, mca_btl_llrdma_frag_t *frag, uint32_t byte_len,
-                    mca_btl_llrdma_conn_t *conn)
+/* Hand every record of a packed buffer to ob1 (poll_cq hands a buffer of
+ * one record over itself).  No lock held: ob1's callback may send, put or
+ * get on this module or any other. */
+static void deliver_packed(mca_btl_llrdma_module_t *m, mca_btl_llrdma_frag_t *frag,
+                           uint32_t byte_len)
 {
     mca_btl_llrdma_hdr_t *rec = frag->hdr;
     uint32_t off = 0;
 
-    if (NULL != conn) {
-        deliver_piece(m, conn, frag);
-        return;
-    }
-    if (!(rec->flags & MCA_BTL_LLRDMA_HDR_PACKED)) {
-        /* One record, whose length records_ok checked: most buffers. */
-        deliver_record(m, frag, rec);
-        return;
-    }
     for (;;) {
         deliver_record(m, frag, rec);
         off += (uint32_t)sizeof(*rec) + MCA_BTL_LLRDMA_HDR_LEN(rec);
@@ -226,8 +216,11 @@ static int poll_cq(mca_btl_llrdma_module_t *m, int p, struct ibv_cq *cq)
     struct ibv_wc wc[LLRDMA_POLL_BATCH];
     mca_btl_llrdma_frag_t *rx[LLRDMA_POLL_BATCH];
     mca_btl_llrdma_conn_t *rx_piece[LLRDMA_POLL_BATCH];
-    uint32_t rx_len[LLRDMA_POLL_BATCH], rx_qp[LLRDMA_POLL_BATCH];
-    int n, nrx = 0, posted = 0;
+    uint32_t rx_len[LLRDMA_POLL_BATCH];
+    /* Received buffers by queue pair, runs in arrival order (mostly one);
+     * the current run in cur_qp, cur_len. */
+    uint32_t run_qp[LLRDMA_POLL_BATCH], run_len[LLRDMA_POLL_BATCH], cur_qp = 0, cur_len = 0;
+    int n, nrx = 0, nrun = 0, posted = 0;
 
     MCA_BTL_LLRDMA_LOCK(m);
     n = mca_btl_llrdma_verbs.poll_cq(cq, LLRDMA_POLL_BATCH, wc);
@@ -240,34 +233,49 @@ static int poll_cq(mca_btl_llrdma_module_t *m, int p, struct ibv_cq *cq)
     }
     m->completions[p] += (uint64_t)n;
     for (int i = 0; i < n; ++i) {
+        mca_btl_llrdma_frag_t *frag;
+        const mca_btl_llrdma_hdr_t *h;
+
         if (!(wc[i].wr_id & 1u)) {
             mca_btl_llrdma_conn_send_done((mca_btl_llrdma_wr_t *)(uintptr_t)wc[i].wr_id,
                                           wc[i].status);
-        } else if (IBV_WC_SUCCESS == wc[i].status &&
-                   records_ok((const char *)recv_frag(&wc[i])->hdr, wc[i].byte_len)) {
-            const mca_btl_llrdma_hdr_t *h = recv_frag(&wc[i])->hdr;
-            rx_piece[nrx] = NULL;
-            if (h->flags & (MCA_BTL_LLRDMA_HDR_CREDIT | MCA_BTL_LLRDMA_HDR_PIECE)) {
-                mca_btl_llrdma_conn_t *conn = conn_by_qp_num(m, wc[i].qp_num);
-                if ((h->flags & MCA_BTL_LLRDMA_HDR_CREDIT) && NULL != conn) {
-                    /* Our credits, returned in the peer's header. */
-                    llrdma_credit_piggyback(&conn->credit, h->credit);
-                }
-                if (h->flags & MCA_BTL_LLRDMA_HDR_PIECE) {
-                    if (NULL == conn) {
-                        /* Its connection is gone (failed): the rest never comes. */
-                        repost_one(m, p, recv_frag(&wc[i]));
-                        continue;
-                    }
-                    rx_piece[nrx] = conn;
-                }
-            }
-            rx[nrx] = recv_frag(&wc[i]);
-            rx_len[nrx] = wc[i].byte_len;
-            rx_qp[nrx++] = wc[i].qp_num;
-        } else {
-            recv_failed(m, p, &wc[i]);
+            continue;
         }
+        frag = recv_frag(&wc[i]);
+        h = frag->hdr;
+        if (IBV_WC_SUCCESS != wc[i].status || !records_ok((const char *)h, wc[i].byte_len)) {
+            recv_failed(m, p, &wc[i]);
+            continue;
+        }
+        rx_piece[nrx] = NULL;
+        if (h->flags & (MCA_BTL_LLRDMA_HDR_CREDIT | MCA_BTL_LLRDMA_HDR_PIECE)) {
+            mca_btl_llrdma_conn_t *conn = conn_by_qp_num(m, wc[i].qp_num);
+            if ((h->flags & MCA_BTL_LLRDMA_HDR_CREDIT) && NULL != conn) {
+                /* Our credits, returned in the peer's header. */
+                llrdma_credit_piggyback(&conn->credit, h->credit);
+            }
+            if (h->flags & MCA_BTL_LLRDMA_HDR_PIECE) {
+                if (NULL == conn) {
+                    /* Its connection is gone (failed): the rest never comes. */
+                    repost_one(m, p, frag);
+                    continue;
+                }
+                rx_piece[nrx] = conn;
+            }
+        }
+        rx[nrx] = frag;
+        rx_len[nrx++] = wc[i].byte_len;
+        if (cur_qp != wc[i].qp_num && 0 != cur_len) {
+            run_qp[nrun] = cur_qp;
+            run_len[nrun++] = cur_len;
+            cur_len = 0;
+        }
+        cur_qp = wc[i].qp_num;
+        ++cur_len;
+    }
+    if (0 != cur_len) {
+        run_qp[nrun] = cur_qp;
+        run_len[nrun++] = cur_len;
     }
     if (m->path[p].scq_starved && m->path[p].scq_room > 0) {
         drain_starved(m, p);
@@ -276,7 +284,15 @@ static int poll_cq(mca_btl_llrdma_module_t *m, int p, struct ibv_cq *cq)
 
     if (nrx > 0) {
         for (int k = 0; k < nrx; ++k) {
-            deliver(m, rx[k], rx_len[k], rx_piece[k]);
+            mca_btl_llrdma_hdr_t *rec = rx[k]->hdr;
+            if (NULL != rx_piece[k]) {
+                deliver_piece(m, rx_piece[k], rx[k]);
+            } else if (!(rec->flags & MCA_BTL_LLRDMA_HDR_PACKED)) {
+                /* One record, whose length records_ok checked: most buffers. */
+                deliver_record(m, rx[k], rec);
+            } else {
+                deliver_packed(m, rx[k], rx_len[k]);
+            }
         }
         /* ob1 copied what it needs inside the callbacks: the buffers go back. */
         MCA_BTL_LLRDMA_LOCK(m);
@@ -289,16 +305,15 @@ static int poll_cq(mca_btl_llrdma_module_t *m, int p, struct ibv_cq *cq)
                 mca_btl_llrdma_pool_put(rx[k]);
             }
             mca_btl_llrdma_module_fatal(m, NULL, detail);
-            nrx = posted;
         }
         /* Buffers back in the queue count towards their senders' credits,
-         * a run from one queue pair at a time (mostly the whole batch). */
-        for (int k = 0, run; k < nrx; k += run) {
-            mca_btl_llrdma_conn_t *conn = conn_by_qp_num(m, rx_qp[k]);
-            for (run = 1; k + run < nrx && rx_qp[k + run] == rx_qp[k]; ++run) {
-            }
+         * a run from one queue pair at a time (only those posted). */
+        for (int r = 0; r < nrun && posted > 0; ++r) {
+            uint32_t count = run_len[r] < (uint32_t)posted ? run_len[r] : (uint32_t)posted;
+            mca_btl_llrdma_conn_t *conn = conn_by_qp_num(m, run_qp[r]);
+            posted -= (int)count;
             if (NULL != conn) {
-                mca_btl_llrdma_conn_recv_done(conn, (uint32_t)run);
+                mca_btl_llrdma_conn_recv_done(conn, count);
             }
         }
         MCA_BTL_LLRDMA_UNLOCK(m);

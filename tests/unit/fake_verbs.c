@@ -893,11 +893,17 @@ static int f_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_sen
 static int f_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
     fake_srq_t *s = (fake_srq_t *)srq;
+    int fail_wr = fake.srq_fail_wr;
     if (FAIL_POINT()) {
         *bad = wr;
         return ENOMEM;
     }
-    for (; NULL != wr; wr = wr->next) {
+    fake.srq_fail_wr = 0;
+    for (int i = 1; NULL != wr; wr = wr->next, ++i) {
+        if (i == fail_wr) {
+            *bad = wr;
+            return ENOMEM;
+        }
         if (s->count >= s->max_wr) {
             fake_fault(&fake.srq_overflows, "SRQ overflow: %u buffers posted, capacity %u",
                        s->count, s->max_wr);

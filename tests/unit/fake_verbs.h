@@ -169,6 +169,8 @@ typedef struct fake_state {
     int refuse_connects;       /* the next n rdma_connect find no listener */
     int wire_hold;             /* posted WRs wait until cleared */
     int cm_hold;               /* CM messages between processes wait for fake_cm_deliver */
+    int srq_fail_wr;           /* n > 0: the next post_srq_recv fails at its n-th WR (ENOMEM,
+                                *bad = it), as a chain that fills a real SRQ midway */
     /* what the BTL did */
     fake_wr_t sends[FAKE_MAX_WR];
     int nsends;

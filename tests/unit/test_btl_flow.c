@@ -1206,6 +1206,99 @@ static void test_sendi_fast_lane(void)
     sendi_fast_lane_case(0, BW);
 }
 
+/* ------------------------------------------------------ receive reposts */
+
+/* Receive buffers go back in one chain of their own preset work requests:
+ * every one posted, with its own buffer and wr_id; a chain the SRQ refuses
+ * midway says how many went in (those before the refused one), the rest can
+ * be posted again, and messages still arrive whole afterwards. */
+static void test_repost_chain(void)
+{
+    mca_btl_llrdma_module_t *m;
+    mca_btl_llrdma_frag_t *f[6];
+    uint32_t before;
+    int posted = -1;
+
+    CHECK(0 == pair(8192, 0, 0));
+    m = fw[1].m;
+    for (int i = 0; i < 6; ++i) {
+        f[i] = mca_btl_llrdma_pool_get(&m->path[LL].recv_pool);
+        CHECK(NULL != f[i]);
+    }
+    before = fake_srq_posted(m->path[LL].srq);
+    CHECK(0 == mca_btl_llrdma_path_repost(m, LL, f, 4, &posted));
+    CHECK(4 == posted);
+    CHECK(before + 4 == fake_srq_posted(m->path[LL].srq));
+    for (int i = 0; i < 4; ++i) {
+        const uint64_t id = fake.recvs[(fake.nrecvs - 4 + i) % FAKE_MAX_WR];
+        CHECK(((uintptr_t)f[i] | 1u) == id);
+        CHECK((uintptr_t)f[i]->hdr == f[i]->rsge.addr);
+        CHECK(m->path[LL].recv_pool.buf_bytes == f[i]->rsge.length);
+        CHECK(f[i]->lkey == f[i]->rsge.lkey);
+    }
+    /* Refused at the second of two: one went in. */
+    fake.srq_fail_wr = 2;
+    posted = -1;
+    CHECK(0 != mca_btl_llrdma_path_repost(m, LL, f + 4, 2, &posted));
+    CHECK(1 == posted);
+    CHECK(before + 5 == fake_srq_posted(m->path[LL].srq));
+    CHECK(((uintptr_t)f[4] | 1u) == fake.recvs[(fake.nrecvs - 1) % FAKE_MAX_WR]);
+    CHECK(0 == mca_btl_llrdma_path_repost(m, LL, f + 5, 1, &posted));
+    CHECK(1 == posted && before + 6 == fake_srq_posted(m->path[LL].srq));
+    /* Refused at the first: none went in. */
+    f[0] = mca_btl_llrdma_pool_get(&m->path[LL].recv_pool);
+    fake.srq_fail_wr = 1;
+    CHECK(0 != mca_btl_llrdma_path_repost(m, LL, f, 1, &posted));
+    CHECK(0 == posted && before + 6 == fake_srq_posted(m->path[LL].srq));
+    mca_btl_llrdma_pool_put(f[0]);
+    for (int i = 0; i < 40; ++i) {
+        int rc = fw_send(0, 1, i % 2 ? 100 : 3000, 0);
+        CHECK(OPAL_SUCCESS == rc || 1 == rc);
+    }
+    fw_settle(1000);
+    CHECK(fw[1].recv_seq[0][0] == fw[0].send_seq[1][0]);
+    CHECK(0 == fw[1].recv_bad);
+    fw_end(0);
+}
+
+/* Two senders' messages in one receive batch: each connection is credited
+ * with exactly the buffers its peer used (runs by queue pair). */
+static void test_batch_of_two_senders(void)
+{
+    mca_btl_llrdma_conn_t *from0, *from2;
+    uint64_t c0, c2;
+
+    fw_begin();
+    mca_btl_llrdma_component.coalesce = 0;
+    CHECK(0 == fw_add(8192, 0, 0) && 1 == fw_add(8192, 0, 0) && 2 == fw_add(8192, 0, 0));
+    fw_mesh();
+    (void)fw_send(0, 1, 16, 0);
+    (void)fw_send(2, 1, 16, 0);
+    fw_settle(100);
+    from0 = fw_conn(1, 0, LL);
+    from2 = fw_conn(1, 2, LL);
+    CHECK(NULL != from0 && NULL != from2);
+    if (NULL == from0 || NULL == from2) {
+        fw_end(1);
+        return;
+    }
+    c0 = from0->credit.consumed;
+    c2 = from2->credit.consumed;
+    /* 3 from 0, 4 from 2, 2 from 0: three runs, one batch (16 at most). */
+    for (int i = 0; i < 9; ++i) {
+        int from = i < 3 || i >= 7 ? 0 : 2;
+        CHECK(OPAL_SUCCESS <= fw_send(from, 1, 100, 0));
+        fw_progress_one(from, 1);
+    }
+    fw_progress_one(1, 1);
+    CHECK(9 == fw_sent(0, 1) + fw_sent(2, 1) - 2);
+    CHECK(c0 + 5 == from0->credit.consumed);
+    CHECK(c2 + 4 == from2->credit.consumed);
+    fw_settle(1000);
+    fw_check_all_arrived();
+    fw_end(0);
+}
+
 /* ------------------------------------------------------ coalescing */
 
 /* Largest record sequence queued on a path: never more than the peer takes. */
@@ -1367,6 +1460,8 @@ int main(int argc, char **argv)
     }
     test_full_send_queue();
     test_receiver_never_runs_dry();
+    test_repost_chain();
+    test_batch_of_two_senders();
     test_credits_in_headers();
     test_credits_by_rdma_write();
     test_stall_reported();
