@@ -341,27 +341,32 @@ fail_pools:
     return OPAL_ERR_OUT_OF_RESOURCE;
 }
 
-/* Whether path p's QPs can be created for the work-request API, by
- * creating one as connections will (with the inline size granted): only
- * then does sendi post through it, and a provider without it costs nothing
- * but this QP. */
-static void probe_wr_api(mca_btl_llrdma_module_t *m, int p)
+/* The probe QP for the work-request API, created as connections will
+ * (rdma_create_qp_ex), asking half the inline size after each refusal;
+ * NULL, with the reason in wr_api_why, when the knob is off or the device
+ * creates none that way (then the classic probe decides the grants). */
+static struct ibv_qp *probe_qp_ex(mca_btl_llrdma_module_t *m, int p, struct ibv_qp_init_attr *got)
 {
     struct ibv_qp_init_attr_ex ax;
     struct ibv_qp *qp;
 
-    m->wr_api[p] = 0;
     if (!mca_btl_llrdma_component.wr_api) {
         snprintf(m->wr_api_why[p], sizeof(m->wr_api_why[p]), "btl_llrdma_wr_api=0");
-        return;
+        return NULL;
     }
-    mca_btl_llrdma_path_qp_attr_ex(m, p, &ax);
-    ax.cap.max_inline_data = m->granted.inline_bytes[p];
-    qp = mca_btl_llrdma_verbs.create_qp_ex(m->pd->context, &ax);
-    if (NULL == qp) {
-        snprintf(m->wr_api_why[p], sizeof(m->wr_api_why[p]), "ibv_create_qp_ex: %s",
-                 strerror(errno));
-        return;
+    for (;;) {
+        mca_btl_llrdma_path_qp_attr_ex(m, p, &ax);
+        qp = mca_btl_llrdma_verbs.create_qp_ex(m->pd->context, &ax);
+        if (NULL != qp) {
+            break;
+        }
+        /* A provider without the API says so whatever the inline size. */
+        if (EOPNOTSUPP == errno || ENOSYS == errno || 0 == m->inline_req[p]) {
+            snprintf(m->wr_api_why[p], sizeof(m->wr_api_why[p]), "ibv_create_qp_ex: %s",
+                     strerror(errno));
+            return NULL;
+        }
+        m->inline_req[p] /= 2;
     }
     if (NULL == mca_btl_llrdma_verbs.qp_to_qp_ex(qp)) {
         snprintf(m->wr_api_why[p], sizeof(m->wr_api_why[p]), "no ibv_qp_ex for the QP");
@@ -369,26 +374,34 @@ static void probe_wr_api(mca_btl_llrdma_module_t *m, int p)
         m->wr_api[p] = 1;
         m->wr_api_why[p][0] = '\0';
     }
-    (void)mca_btl_llrdma_verbs.destroy_qp(qp);
+    got->cap = ax.cap;
+    return qp;
 }
 
 /* Create a QP as connections will, read back what the device granted, and
  * destroy it.  A device that rejects the inline size is asked for half as
- * much until it accepts (0 = no inline): that is what "granted" means. */
+ * much until it accepts (0 = no inline): that is what "granted" means.
+ * One QP: for the work-request API when the knob allows it (which also
+ * says whether sendi may post through it), else the classic way. */
 int mca_btl_llrdma_path_probe(mca_btl_llrdma_module_t *m, int p)
 {
     struct ibv_qp_init_attr attr, init;
     struct ibv_qp_attr qa;
-    struct ibv_qp *qp = NULL;
+    struct ibv_qp *qp;
 
+    m->wr_api[p] = 0;
     m->inline_req[p] = mca_btl_llrdma_path_profile(m, p)->inline_bytes;
-    for (;;) {
-        mca_btl_llrdma_path_qp_attr(m, p, &attr);
-        qp = mca_btl_llrdma_verbs.create_qp(m->pd, &attr);
-        if (NULL != qp || 0 == m->inline_req[p]) {
-            break;
+    qp = probe_qp_ex(m, p, &attr);
+    if (NULL == qp) {
+        m->inline_req[p] = mca_btl_llrdma_path_profile(m, p)->inline_bytes;
+        for (;;) {
+            mca_btl_llrdma_path_qp_attr(m, p, &attr);
+            qp = mca_btl_llrdma_verbs.create_qp(m->pd, &attr);
+            if (NULL != qp || 0 == m->inline_req[p]) {
+                break;
+            }
+            m->inline_req[p] /= 2;
         }
-        m->inline_req[p] /= 2;
     }
     if (NULL == qp) {
         return OPAL_ERR_NOT_AVAILABLE;
@@ -400,6 +413,5 @@ int mca_btl_llrdma_path_probe(mca_btl_llrdma_module_t *m, int p)
         m->granted.sq_depth[p] = init.cap.max_send_wr;
     }
     (void)mca_btl_llrdma_verbs.destroy_qp(qp);
-    probe_wr_api(m, p);
     return OPAL_SUCCESS;
 }

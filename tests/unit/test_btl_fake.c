@@ -250,9 +250,9 @@ static void test_profile_to_qp_attributes(void)
     fw_begin();
     CHECK(0 == fw_add(8192, 0, 0));
     m = fw[0].m;
-    /* Two probe QPs per path (the second for the work-request API); the
-     * BW path's were created last, with the BW profile. */
-    CHECK(4 == fake.nqp_created);
+    /* One probe QP per path (for the work-request API, which it also
+     * decides); the BW path's was created last, with the BW profile. */
+    CHECK(2 == fake.nqp_created);
     CHECK(m->wr_api[LL] && m->wr_api[BW]);
     CHECK(fake.last_qp_attr.cap.max_send_wr == fw[0].prof.bw.sq_depth);
     CHECK(fake.last_qp_attr.cap.max_inline_data == fw[0].prof.bw.inline_bytes);
@@ -292,7 +292,7 @@ static void test_profile_to_qp_attributes(void)
     /* No hint: one generic path (BW), no LL path in the record. */
     fw_begin();
     CHECK(0 == fw_add(0, 0, 0));
-    CHECK(2 == fake.nqp_created);
+    CHECK(1 == fake.nqp_created);
     CHECK(!fw[0].m->path_used[LL] && 0 == fw[0].m->addr.frag_max[LL]);
     CHECK(0 != fw[0].m->addr.frag_max[BW]);
     fw_end(0);
@@ -312,6 +312,7 @@ static void test_granted_less_is_reported(void)
     m = fw[0].m;
     CHECK(64 == m->granted.inline_bytes[LL]);
     CHECK(64 == m->lim.inline_max[LL]);
+    CHECK(m->wr_api[LL] && m->wr_api[BW]); /* the probe asked that way */
     CHECK(20 == m->path[LL].srq_depth && 20 == m->path[LL].rq.cap);
     /* No progress thread: moderation acts on nothing, so it is no miss. */
     CHECK(3 == mca_btl_llrdma_module_granted(m, &dev, why, sizeof(why)));
@@ -322,6 +323,15 @@ static void test_granted_less_is_reported(void)
     CHECK(0 == dev.cq_moderation_supported);
     CHECK(64 == dev.max_inline_granted_ll);
     CHECK(20 == dev.rq_depth_granted_ll);
+    fw_end(0);
+
+    /* The same without the work-request API: the classic probe asks again. */
+    fw_begin();
+    fake.max_inline = 100;
+    fake.no_wr_api = 1;
+    CHECK(0 == fw_add(8192, 0, 0));
+    CHECK(64 == fw[0].m->granted.inline_bytes[LL] && !fw[0].m->wr_api[LL]);
+    CHECK(0 == strcmp("ibv_create_qp_ex: Operation not supported", fw[0].m->wr_api_why[LL]));
     fw_end(0);
 
     /* With the thread, the missing moderation is reported. */
@@ -351,7 +361,7 @@ static void test_lazy_connect_and_post_flags(void)
     ep = fw[0].ep[1];
     CHECK(NULL != ep && ep->use_path[LL] && ep->use_path[BW]);
     CHECK(ep->frag_max[LL] == fw[1].m->lim.frag_max[LL]);
-    CHECK(0 == fake.nsends && 0 == fake.nrecvs && 2 * 4 == fake.nqp_created); /* the probes */
+    CHECK(0 == fake.nsends && 0 == fake.nrecvs && 2 * 2 == fake.nqp_created); /* the probes */
     /* First small send: queued; only the LL path connects. */
     CHECK(OPAL_SUCCESS == fw_send(0, 1, 16, 0));
     CHECK(LLRDMA_EP_CONNECTING == ep->state);
