@@ -41,6 +41,7 @@ int mca_btl_llrdma_pool_grow(mca_btl_llrdma_pool_t *pool)
     mca_btl_llrdma_slab_t *slab;
     uint32_t n = pool->slab_frags;
     size_t bytes;
+    int recv;
 
     if (0 != pool->max_frags) {
         if (pool->nfrags >= pool->max_frags) {
@@ -81,17 +82,20 @@ int mca_btl_llrdma_pool_grow(mca_btl_llrdma_pool_t *pool)
         goto fail_free_mem;
     }
     slab->nfrags = n;
+    recv = pool == &pool->module->path[pool->path].recv_pool;
     for (uint32_t i = 0; i < n; ++i) {
         mca_btl_llrdma_frag_t *f = &slab->frags[i];
         OBJ_CONSTRUCT(f, mca_btl_llrdma_frag_t);
         f->pool = pool;
         f->hdr = (mca_btl_llrdma_hdr_t *)((char *)slab->mem + (size_t)i * pool->buf_bytes);
         f->lkey = slab->mr->lkey;
-        f->rsge =
-            (struct ibv_sge){.addr = (uintptr_t)f->hdr, .length = pool->buf_bytes, .lkey = f->lkey};
-        /* Bit 0 marks a receive: send wr_ids point to 8-byte aligned ring entries. */
-        f->rwr =
-            (struct ibv_recv_wr){.wr_id = (uintptr_t)f | 1u, .sg_list = &f->rsge, .num_sge = 1};
+        if (recv) {
+            f->rsge = (struct ibv_sge){
+                .addr = (uintptr_t)f->hdr, .length = pool->buf_bytes, .lkey = f->lkey};
+            /* Bit 0 marks a receive: send wr_ids point to 8-byte aligned ring entries. */
+            f->rwr =
+                (struct ibv_recv_wr){.wr_id = (uintptr_t)f | 1u, .sg_list = &f->rsge, .num_sge = 1};
+        }
         opal_list_append(&pool->free, &f->base.super.super);
     }
     slab->next = pool->slabs;

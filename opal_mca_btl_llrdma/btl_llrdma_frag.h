@@ -32,8 +32,9 @@ typedef struct mca_btl_llrdma_frag_t {
     uint8_t tag;
     uint8_t piece; /* MCA_BTL_LLRDMA_HDR_MORE or _LAST: a piece of a split fragment */
     int status;    /* queued for ob1's callback (btl_llrdma_done.c): the result */
-    /* Its receive work request, filled once (pool growth): a repost only
-     * chains them (the provider copies what it posts). */
+    /* A receive pool's fragment: its receive work request, filled once
+     * (pool growth), so a repost only chains them (the provider copies what
+     * it posts).  Zero in a send pool's. */
     struct ibv_recv_wr rwr;
     struct ibv_sge rsge;
 } mca_btl_llrdma_frag_t;
