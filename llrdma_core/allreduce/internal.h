@@ -225,6 +225,8 @@ class Arena
     // seen half written.  The same two-generation rule as the slots.
     static constexpr size_t kLinePayload = 56;
     static constexpr size_t kLinesMax = LLRDMA_AR_SHM_LINES_MAX;
+    static constexpr size_t kLinesPerGen = (kLinesMax + kLinePayload - 1) / kLinePayload;
+    int rank() const { return rank_; }
     // Copies bytes (<= kLinesMax) of src into this rank's lines of round g.
     void post_lines(uint64_t g, const void *src, size_t bytes);
     // LLRDMA_AR_OK once every other rank's lines of round g are written.
@@ -280,7 +282,13 @@ class Arena
         return reinterpret_cast<uint64_t *>(base_ + static_cast<size_t>(r) * kFlagsPerRank +
                                             static_cast<size_t>(which) * 64);
     }
-    unsigned char *lines(uint64_t g, int r) const;
+    // In line for the same reason as slot(); the lines end where the slots
+    // begin (the layout: shm_arena.cc), so no member of its own.
+    unsigned char *lines(uint64_t g, int r) const
+    {
+        return slots_ - (static_cast<size_t>(size_ - r) * 2 - static_cast<size_t>(g % 2)) *
+                            kLinesPerGen * 64;
+    }
     void post(int which, uint64_t g);
     int wait(int which, uint64_t g);
     // ws: the wait's state, shared by every rank a wait goes through, so

@@ -65,7 +65,7 @@ size_t abort_offset(int size)
     return static_cast<size_t>(size) * kFlagsPerRank;
 }
 
-constexpr size_t kLinesPerGen = (Arena::kLinesMax + Arena::kLinePayload - 1) / Arena::kLinePayload;
+constexpr size_t kLinesPerGen = Arena::kLinesPerGen;
 
 size_t lines_offset(int size)
 {
@@ -128,12 +128,6 @@ void Arena::lap_timed(llrdma_ar_phase_t phase)
         s_->phase_ns[phase] += t - mark_ns_;
         mark_ns_ = t;
     }
-}
-
-unsigned char *Arena::lines(uint64_t g, int r) const
-{
-    size_t i = static_cast<size_t>(r) * 2 + static_cast<size_t>(g % 2);
-    return base_ + lines_offset(size_) + i * kLinesPerGen * kLine;
 }
 
 void Arena::post_lines(uint64_t g, const void *src, size_t bytes)

@@ -55,12 +55,27 @@ int lines_round(Arena &ar, int size, const void *in, void *out, size_t count, si
             reduce3(op, dtype, out, ar.line_data(g, r), out, count);
         return LLRDMA_AR_OK;
     }
-    ar.read_lines(g, 0, v0, bytes);
-    ar.read_lines(g, 1, v1, bytes);
-    reduce3(op, dtype, v0, v1, out, count);
+    // Every rank folds in rank order, so all get the same bits; its own
+    // vector is the same bytes in `in` as in its lines, so it is not
+    // copied back (unless `out` already holds the partial result there).
+    const void *a = in, *b = in;
+    if (ar.rank() != 0) {
+        ar.read_lines(g, 0, v0, bytes);
+        a = v0;
+    }
+    if (ar.rank() != 1) {
+        ar.read_lines(g, 1, v1, bytes);
+        b = v1;
+    }
+    reduce3(op, dtype, a, b, out, count);
     for (int r = 2; r < size; ++r) {
-        ar.read_lines(g, r, v1, bytes);
-        reduce3(op, dtype, out, v1, out, count);
+        if (r != ar.rank() || in == out) {
+            ar.read_lines(g, r, v1, bytes);
+            b = v1;
+        } else {
+            b = in;
+        }
+        reduce3(op, dtype, out, b, out, count);
     }
     return LLRDMA_AR_OK;
 }
