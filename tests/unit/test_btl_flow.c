@@ -15,9 +15,10 @@
  * RNR waits, nothing lost; every seam call of that failing in turn),
  * simultaneous connects (exactly one QP per path survives, for every
  * schedule), receive reposts (preset work requests chained, a chain the
- * SRQ refuses midway; two senders' runs in one batch credited apart), sendi (contiguous and packed
- * data), and coalescing of messages that wait (packed records, never larger than the peer takes).
- * Peers with other hints and prepare_src: test_btl_limits.c.
+ * SRQ refuses midway; two senders' runs in one batch credited apart),
+ * sendi (contiguous and packed data), and coalescing of messages that wait
+ * (packed records, never larger than the peer takes).  Peers with other
+ * hints and prepare_src: test_btl_limits.c.
  */
 #include "fake_btl.h"
 
