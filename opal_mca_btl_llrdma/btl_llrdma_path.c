@@ -39,27 +39,27 @@ int mca_btl_llrdma_path_repost(mca_btl_llrdma_module_t *m, int p,
                                mca_btl_llrdma_frag_t *const *frags, int n, int *posted)
 {
     struct ibv_recv_wr *bad = NULL;
-    int rc, done = n;
+    int rc = 0, done = 0;
 
-    if (n <= 0) {
-        rc = 0;
-        goto out;
-    }
-    /* One chain, one provider call and one doorbell, of the fragments'
-     * own work requests (filled when their pool grew). */
-    for (int i = 0; i < n - 1; ++i) {
-        frags[i]->rwr.next = &frags[i + 1]->rwr;
-    }
-    frags[n - 1]->rwr.next = NULL;
-    rc = mca_btl_llrdma_verbs.post_srq_recv(m->path[p].srq, &frags[0]->rwr, &bad);
-    if (0 != rc) {
-        /* The work requests before the bad one were posted (none when the
-         * provider names no bad one, or one not in the chain). */
-        for (done = 0; NULL != bad && done < n && &frags[done]->rwr != bad; ++done) {
+    if (n > 0) {
+        /* One chain, one provider call and one doorbell, of the fragments'
+         * own work requests (filled when their pool grew). */
+        for (int i = 0; i < n - 1; ++i) {
+            frags[i]->rwr.next = &frags[i + 1]->rwr;
         }
-        done = done < n ? done : 0;
+        frags[n - 1]->rwr.next = NULL;
+        rc = mca_btl_llrdma_verbs.post_srq_recv(m->path[p].srq, &frags[0]->rwr, &bad);
+        if (0 == rc) {
+            done = n;
+        } else {
+            /* The work requests before the bad one were posted (none when
+             * the provider names no bad one, or one not in the chain). */
+            while (NULL != bad && done < n && &frags[done]->rwr != bad) {
+                ++done;
+            }
+            done = done < n ? done : 0;
+        }
     }
-out:
     if (NULL != posted) {
         *posted = done;
     }
