@@ -291,10 +291,6 @@ typedef struct llrdma_ar_shm {
     size_t lines_max;
     /* Rounds this rank ran in the lines (tests, the dump). */
     uint64_t line_rounds;
-    /* Rounds through the slots whose fold began before every rank's input
-     * was there (shm_split, host buffers: the inputs that had arrived were
-     * folded while the rest were waited for; tests, the verbose line). */
-    uint64_t arriving_rounds;
     /* Where this rank's rounds through the slots spend their time: set
      * time_phases and every such round adds its nanoseconds per phase (two
      * clock reads per phase, so off unless asked for; the glue sets it at

@@ -415,13 +415,12 @@ void mca_coll_llrdma_shm_release(mca_coll_llrdma_module_t *m)
 {
     if (NULL != m->shm.base) {
         /* Which path the calls took (test-shm.sh checks the line count). */
-        opal_output_verbose(
-            5, mca_coll_llrdma_component.output,
-            "coll:llrdma: arena of %d ranks released after %llu rounds, %llu of "
-            "them in lines (%llu calls without re-planning), %llu folded as "
-            "their inputs arrived",
-            m->shm_ranks, (unsigned long long)m->shm.gen, (unsigned long long)m->shm.line_rounds,
-            (unsigned long long)m->fast_calls, (unsigned long long)m->shm.arriving_rounds);
+        opal_output_verbose(5, mca_coll_llrdma_component.output,
+                            "coll:llrdma: arena of %d ranks released after %llu rounds, %llu of "
+                            "them in lines (%llu calls without re-planning)",
+                            m->shm_ranks, (unsigned long long)m->shm.gen,
+                            (unsigned long long)m->shm.line_rounds,
+                            (unsigned long long)m->fast_calls);
         report_phases(m);
         mca_coll_llrdma_gpu_unregister(m);
         munmap(m->shm.base, m->shm_bytes);

@@ -215,16 +215,6 @@ class Arena
         llrdma_ar_wait_t ws{};
         return wait_one(1, g, r, ws);
     }
-    int wait_in_of(int r, uint64_t g, llrdma_ar_wait_t &ws) { return wait_one(0, g, r, ws); }
-    // Without waiting: rank r posted in (red) of round g.
-    bool in_posted(int r, uint64_t g) const
-    {
-        return __atomic_load_n(flag(r, 0), __ATOMIC_ACQUIRE) >= g;
-    }
-    bool red_posted(int r, uint64_t g) const
-    {
-        return __atomic_load_n(flag(r, 1), __ATOMIC_ACQUIRE) >= g;
-    }
     // Vectors of at most lines_max (<= kLinesMax) bytes (shm_direct): the
     // data travels in 64-byte lines whose last word is the round number, two
     // generations per rank.  A reader polls the lines themselves, so one
@@ -362,12 +352,6 @@ class ShmInput
     bool skip_own_;
     bool prefetched_ = false;
 };
-// ShmInput::round waits for every rank's input, except where shm_split folds
-// them as they arrive (shm_fold_arriving): its own block skipped, host buffers.
-inline bool shm_folds_arriving(bool skip_own, bool hooked)
-{
-    return skip_own && !hooked;
-}
 size_t scratch_shm_split(const llrdma_ar_plan_t *plan, size_t count, size_t esize, int size);
 
 // The round loop both shm algorithms share: cuts the vector into rounds of
@@ -399,14 +383,9 @@ constexpr size_t kFoldTileBytes = 4096;
 // element i, done(i, o, m) gets each finished piece of out (m elements at
 // o) while it is in L1.  Every path through the arena folds with it, which
 // is what makes them agree bit for bit.
-//
-// fold_ranks folds ranks [r0, r1) only: from 0 (r1 >= 2) it starts out, from
-// r0 > 0 it folds into the out that ranks [0, r0) left (a fold that begins
-// before every input is there, shm_split): the same operands in the same
-// order, so the same bits as one pass over all ranks.
 template <typename Src, typename Done>
-inline void fold_ranks(int op, int dtype, size_t es, int r0, int r1, size_t n, unsigned char *out,
-                       Src src, Done done)
+inline void fold_rank_order(int op, int dtype, size_t es, int p, size_t n, unsigned char *out,
+                            Src src, Done done)
 {
     // One tile without a division for the small vectors of the hot path.
     const size_t tile = n * es <= kFoldTileBytes  ? n
@@ -415,21 +394,11 @@ inline void fold_ranks(int op, int dtype, size_t es, int r0, int r1, size_t n, u
     for (size_t i = 0; i < n; i += tile) {
         const size_t m = n - i < tile ? n - i : tile;
         unsigned char *o = out + i * es;
-        int r = r0;
-        if (r == 0) {
-            reduce3(op, dtype, src(0, i), src(1, i), o, m);
-            r = 2;
-        }
-        for (; r < r1; ++r)
+        reduce3(op, dtype, src(0, i), src(1, i), o, m);
+        for (int r = 2; r < p; ++r)
             reduce3(op, dtype, o, src(r, i), o, m);
         done(i, o, m);
     }
-}
-template <typename Src, typename Done>
-inline void fold_rank_order(int op, int dtype, size_t es, int p, size_t n, unsigned char *out,
-                            Src src, Done done)
-{
-    fold_ranks(op, dtype, es, 0, p, n, out, src, done);
 }
 // out = v0 OP v1 OP ... OP v(p-1), elements [s, s + n) of the slots of round g.
 // mine (optional): this rank's input for those elements, read instead of its
@@ -437,12 +406,6 @@ inline void fold_rank_order(int op, int dtype, size_t es, int p, size_t n, unsig
 // written to while it is still in L1.
 void shm_fold_slots(const Args &a, const Arena &ar, uint64_t g, size_t s, size_t n, void *out,
                     const void *mine = nullptr, void *also = nullptr);
-// The same fold, begun before every rank posted its input of round g (the
-// caller did not wait_in): the ranks whose inputs are there, in rank order
-// from 0, are folded while the rest are waited for, one wait at a time.
-// Counts in shm->arriving_rounds a round that had to wait.
-int shm_fold_arriving(const Args &a, Arena &ar, uint64_t g, size_t s, size_t n, void *out,
-                      const void *mine, void *also);
 
 size_t scratch_recursive_doubling(size_t count, size_t esize, int size);
 size_t scratch_rabenseifner(size_t count, size_t esize, int size);

@@ -312,8 +312,6 @@ int ShmInput::round(uint64_t g, size_t off, size_t n, size_t next)
         return ar_.fail(rc);
     ar_.lap(LLRDMA_AR_PHASE_COPY_IN);
     ar_.post_in(g);
-    if (shm_folds_arriving(skip_own_, hooked))
-        return LLRDMA_AR_OK; // the fold waits, rank by rank
     if ((rc = ar_.wait_in(g)) != LLRDMA_AR_OK)
         return rc;
     ar_.lap(LLRDMA_AR_PHASE_WAIT_IN);

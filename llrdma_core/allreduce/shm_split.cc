@@ -52,49 +52,6 @@ void shm_fold_slots(const Args &a, const Arena &ar, uint64_t g, size_t s, size_t
         });
 }
 
-int shm_fold_arriving(const Args &a, Arena &ar, uint64_t g, size_t s, size_t n, void *out,
-                      const void *mine, void *also)
-{
-    const int me = a.t->rank(), p = a.t->size();
-    const size_t es = a.esize;
-    auto src = [&](int r, size_t i) -> const void * {
-        return r == me && mine ? at(const_cast<void *>(mine), i, es) : at(ar.slot(g, r), s + i, es);
-    };
-    llrdma_ar_wait_t ws{};
-    bool waited = false;
-    for (int done = 0; done < p;) {
-        // Ranks [done, k) are there; a first pass needs two of them.
-        int k = done;
-        while (k < p && (k == me || ar.in_posted(k, g)))
-            ++k;
-        if (k < done + (done == 0 ? 2 : 1)) {
-            waited = true;
-            int rc = ar.wait_in_of(k, g, ws);
-            if (rc != LLRDMA_AR_OK)
-                return rc;
-            ar.lap(LLRDMA_AR_PHASE_WAIT_IN);
-            continue;
-        }
-        // The pass that ends the fold also writes each piece into `also`
-        // while it is in L1.
-        auto nothing = [](size_t, const unsigned char *, size_t) {};
-        auto write_also = [&](size_t i, const unsigned char *o, size_t m) {
-            if (also)
-                std::memcpy(at(also, i, es), o, m * es);
-        };
-        if (k == p)
-            fold_ranks(a.op, a.dtype, es, done, k, n, static_cast<unsigned char *>(out), src,
-                       write_also);
-        else
-            fold_ranks(a.op, a.dtype, es, done, k, n, static_cast<unsigned char *>(out), src,
-                       nothing);
-        ar.lap(LLRDMA_AR_PHASE_FOLD);
-        done = k;
-    }
-    a.shm->arriving_rounds += waited;
-    return LLRDMA_AR_OK;
-}
-
 size_t scratch_shm_split(const llrdma_ar_plan_t *plan, size_t count, size_t esize, int size)
 {
     // One slice of a round, for the device fold.
@@ -122,59 +79,6 @@ int fold_on_device(const Args &a, const Arena &ar, uint64_t g, size_t s, size_t 
     return rc;
 }
 
-// Host: each other rank's slice of round g out as soon as that rank has
-// reduced it, in whichever order they finish (the own slice is already in
-// the output), so copying out overlaps the slower ranks' folds instead of
-// waiting for the next rank in line.  The ranks not ready on the first
-// look are taken as they become ready; when none is, the first is waited for.
-int copy_out_as_ready(const Args &a, Arena &ar, uint64_t g, size_t off, size_t n)
-{
-    Transport &t = *a.t;
-    const int p = t.size(), me = t.rank();
-    auto out = [&](int q) {
-        size_t qs = block_start(n, p, q), ql = block_len(n, p, q);
-        int rc = ql > 0 ? t.copy(at(a.buf, off + qs, a.esize), at(ar.result(g), qs, a.esize),
-                                 ql * a.esize)
-                        : LLRDMA_AR_OK;
-        ar.lap(LLRDMA_AR_PHASE_COPY_OUT);
-        return rc;
-    };
-    constexpr int kPendMax = 256; // more ranks than that: the rest in line
-    int pend[kPendMax], np = 0, rc = LLRDMA_AR_OK;
-    for (int k = 1; k < p && rc == LLRDMA_AR_OK; ++k) {
-        int q = (me + k) % p;
-        if (ar.red_posted(q, g)) {
-            rc = out(q);
-        } else if (np < kPendMax) {
-            pend[np++] = q;
-        } else if ((rc = ar.wait_red_of(q, g)) == LLRDMA_AR_OK) {
-            ar.lap(LLRDMA_AR_PHASE_WAIT_RED);
-            rc = out(q);
-        }
-    }
-    while (np > 0 && rc == LLRDMA_AR_OK) {
-        int kept = 0;
-        for (int i = 0; i < np && rc == LLRDMA_AR_OK; ++i) {
-            if (ar.red_posted(pend[i], g))
-                rc = out(pend[i]);
-            else
-                pend[kept++] = pend[i];
-        }
-        if (kept == np && rc == LLRDMA_AR_OK) {
-            // None ready: wait for the first (the wait's own liveness and
-            // abort checks), then look again.
-            if ((rc = ar.wait_red_of(pend[0], g)) == LLRDMA_AR_OK) {
-                ar.lap(LLRDMA_AR_PHASE_WAIT_RED);
-                rc = out(pend[0]);
-                --kept;
-                std::memmove(pend, pend + 1, static_cast<size_t>(kept) * sizeof(int));
-            }
-        }
-        np = kept;
-    }
-    return rc;
-}
-
 } // namespace
 
 int run_shm_split(const Args &a)
@@ -196,17 +100,11 @@ int run_shm_split(const Args &a)
                 // The own block straight from the input (ShmInput left it out of
                 // the slot) and straight into the output: 2/p of the vector's
                 // bytes not copied through the arena.  In place, each piece of
-                // the input is read before (or in an earlier pass than) the
-                // same piece of the output is written.  ShmInput did not wait
-                // for the inputs: the fold takes them as they arrive.
-                rc = shm_fold_arriving(a, ar, g, s, len, at(ar.result(g), s, a.esize),
-                                       at(const_cast<void *>(src), off + s, a.esize),
-                                       at(a.buf, off + s, a.esize));
-            else if (!t.hooked())
-                // No block of its own (fewer elements than ranks): what its
-                // copy out reads needs every input anyway; wait as ShmInput
-                // would have.
-                rc = ar.wait_in(g);
+                // the input is read before the same piece of the output is
+                // written.
+                shm_fold_slots(a, ar, g, s, len, at(ar.result(g), s, a.esize),
+                               at(const_cast<void *>(src), off + s, a.esize),
+                               at(a.buf, off + s, a.esize));
             else if (len > 0)
                 shm_fold_slots(a, ar, g, s, len, at(ar.result(g), s, a.esize));
             if (rc != LLRDMA_AR_OK)
@@ -225,7 +123,22 @@ int run_shm_split(const Args &a)
                 ar.lap(LLRDMA_AR_PHASE_COPY_OUT);
                 return rc;
             }
-            return copy_out_as_ready(a, ar, g, off, n);
+            // Host: each slice out as soon as its rank has reduced it (its own
+            // first), so copying out overlaps the slower ranks' folds instead
+            // of waiting for all of them.
+            for (int k = 0; k < t.size() && rc == LLRDMA_AR_OK; ++k) {
+                int q = (t.rank() + k) % t.size();
+                size_t qs = block_start(n, t.size(), q), ql = block_len(n, t.size(), q);
+                if (q != t.rank()) {
+                    rc = ar.wait_red_of(q, g);
+                    ar.lap(LLRDMA_AR_PHASE_WAIT_RED);
+                }
+                if (rc == LLRDMA_AR_OK && ql > 0 && q != t.rank())
+                    rc = t.copy(at(a.buf, off + qs, a.esize), at(ar.result(g), qs, a.esize),
+                                ql * a.esize);
+                ar.lap(LLRDMA_AR_PHASE_COPY_OUT);
+            }
+            return rc;
         },
         true);
 }

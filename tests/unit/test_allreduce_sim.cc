@@ -574,52 +574,6 @@ BOOST_AUTO_TEST_CASE(shm_split_own_block_stays_out_of_the_slot)
     BOOST_CHECK_EQUAL(std::string(llrdma_ar_phase_name(LLRDMA_AR_PHASES)), "?");
 }
 
-// shm_split on host buffers folds the inputs that have arrived while it
-// waits for the rest (shm_fold_arriving): one rank starts late -- the first,
-// one in the middle, the last -- and the others' folds must begin without it
-// (arriving_rounds counts it) and still give the rank-order bits. Without
-// that path no rank ever counts a round (the mutation this catches).
-BOOST_AUTO_TEST_CASE(shm_split_folds_inputs_as_they_arrive)
-{
-    for (Combo c : {Combo{LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM}, Combo{LLRDMA_DT_FLOAT, LLRDMA_OP_PROD},
-                    Combo{LLRDMA_DT_INT32, LLRDMA_OP_MAX}})
-        for (int p : {3, 5})
-            for (int late : {0, p / 2, p - 1})
-                for (int inplace : {0, 2}) {
-                    sim::Options opt;
-                    sim::World w(p, opt);
-                    const size_t esz = llrdma_ar_dtype_size(c.dt);
-                    // One round, then several (the late rank is late once).
-                    for (size_t count : {opt.shm_chunk / esz - 3, 3 * opt.shm_chunk / esz + 5}) {
-                        Case k{LLRDMA_AR_SHM_SPLIT, c, count, inplace, 0, 1, false, 11, {}, {}};
-                        prepare(k, p);
-                        std::vector<uint64_t> before(p);
-                        for (int r = 0; r < p; ++r)
-                            before[r] = w.shm(r).arriving_rounds;
-                        std::vector<std::string> errs(p);
-                        std::vector<std::thread> th;
-                        for (int r = 0; r < p; ++r)
-                            th.emplace_back([&, r] {
-                                if (r == late)
-                                    std::this_thread::sleep_for(std::chrono::milliseconds(30));
-                                errs[r] = run_rank(w, r, p, k);
-                            });
-                        for (auto &t : th)
-                            t.join();
-                        for (int r = 0; r < p; ++r) {
-                            BOOST_CHECK_MESSAGE(errs[r].empty(), describe(k, p)
-                                                                     << " late rank " << late
-                                                                     << ": " << errs[r]);
-                            if (r != late)
-                                BOOST_CHECK_MESSAGE(w.shm(r).arriving_rounds > before[r],
-                                                    describe(k, p)
-                                                        << " late rank " << late << ": rank " << r
-                                                        << " did not fold before every input");
-                        }
-                    }
-                }
-}
-
 BOOST_AUTO_TEST_CASE(transport_failure_propagates)
 {
     // Break the transport at many points; no rank may hang, leak a request or
