@@ -360,8 +360,10 @@ static struct ibv_qp *probe_qp_ex(mca_btl_llrdma_module_t *m, int p, struct ibv_
         if (NULL != qp) {
             break;
         }
-        /* A provider without the API says so whatever the inline size. */
-        if (EOPNOTSUPP == errno || ENOSYS == errno || 0 == m->inline_req[p]) {
+        /* Only EINVAL and ENOMEM can mean "too much inline": halve for
+         * those; any other refusal (no API: EOPNOTSUPP, ENOSYS; EPERM, ...)
+         * is the same at every size, so the classic probe is asked at once. */
+        if ((EINVAL != errno && ENOMEM != errno) || 0 == m->inline_req[p]) {
             snprintf(m->wr_api_why[p], sizeof(m->wr_api_why[p]), "ibv_create_qp_ex: %s",
                      strerror(errno));
             return NULL;

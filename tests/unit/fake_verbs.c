@@ -564,6 +564,11 @@ struct ibv_qp *fake_new_qp_ex(struct ibv_qp_init_attr_ex *ax)
 static struct ibv_qp *f_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_ex *ax)
 {
     (void)c;
+    ++fake.nqp_ex_calls;
+    if (0 != fake.qp_ex_errno) {
+        errno = fake.qp_ex_errno;
+        return NULL;
+    }
     if (FAIL_POINT()) {
         errno = ENOMEM;
         return NULL;

@@ -332,6 +332,18 @@ static void test_granted_less_is_reported(void)
     CHECK(0 == fw_add(8192, 0, 0));
     CHECK(64 == fw[0].m->granted.inline_bytes[LL] && !fw[0].m->wr_api[LL]);
     CHECK(0 == strcmp("ibv_create_qp_ex: Operation not supported", fw[0].m->wr_api_why[LL]));
+    CHECK(2 == fake.nqp_ex_calls); /* once per path, not once per inline size */
+    fw_end(0);
+
+    /* A provider that refuses the extended create for another reason: asked
+     * once per path, then the classic probe, at the full inline size. */
+    fw_begin();
+    fake.qp_ex_errno = EPERM;
+    CHECK(0 == fw_add(8192, 0, 0));
+    CHECK(2 == fake.nqp_ex_calls);
+    CHECK(!fw[0].m->wr_api[LL] && !fw[0].m->wr_api[BW]);
+    CHECK(256 == fw[0].m->granted.inline_bytes[LL]);
+    CHECK(0 == strcmp("ibv_create_qp_ex: Operation not permitted", fw[0].m->wr_api_why[LL]));
     fw_end(0);
 
     /* With the thread, the missing moderation is reported. */
