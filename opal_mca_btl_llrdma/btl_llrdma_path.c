@@ -345,6 +345,14 @@ fail_pools:
  * (rdma_create_qp_ex), asking half the inline size after each refusal;
  * NULL, with the reason in wr_api_why, when the knob is off or the device
  * creates none that way (then the classic probe decides the grants). */
+/* A QP create refused with this errno may accept a smaller inline size:
+ * only EINVAL and ENOMEM can mean "too much inline"; any other refusal (no
+ * API: EOPNOTSUPP, ENOSYS; EPERM, ...) is the same at every size. */
+static int probe_may_halve(int err)
+{
+    return EINVAL == err || ENOMEM == err;
+}
+
 static struct ibv_qp *probe_qp_ex(mca_btl_llrdma_module_t *m, int p, struct ibv_qp_init_attr *got)
 {
     struct ibv_qp_init_attr_ex ax;
@@ -360,10 +368,8 @@ static struct ibv_qp *probe_qp_ex(mca_btl_llrdma_module_t *m, int p, struct ibv_
         if (NULL != qp) {
             break;
         }
-        /* Only EINVAL and ENOMEM can mean "too much inline": halve for
-         * those; any other refusal (no API: EOPNOTSUPP, ENOSYS; EPERM, ...)
-         * is the same at every size, so the classic probe is asked at once. */
-        if ((EINVAL != errno && ENOMEM != errno) || 0 == m->inline_req[p]) {
+        /* Any other refusal: the classic probe is asked at once. */
+        if (!probe_may_halve(errno) || 0 == m->inline_req[p]) {
             snprintf(m->wr_api_why[p], sizeof(m->wr_api_why[p]), "ibv_create_qp_ex: %s",
                      strerror(errno));
             return NULL;
@@ -399,7 +405,7 @@ int mca_btl_llrdma_path_probe(mca_btl_llrdma_module_t *m, int p)
         for (;;) {
             mca_btl_llrdma_path_qp_attr(m, p, &attr);
             qp = mca_btl_llrdma_verbs.create_qp(m->pd, &attr);
-            if (NULL != qp || 0 == m->inline_req[p]) {
+            if (NULL != qp || 0 == m->inline_req[p] || !probe_may_halve(errno)) {
                 break;
             }
             m->inline_req[p] /= 2;

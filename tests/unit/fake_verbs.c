@@ -505,6 +505,11 @@ struct ibv_qp *fake_new_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a)
 
 static struct ibv_qp *f_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a)
 {
+    ++fake.nqp_calls;
+    if (0 != fake.qp_errno) {
+        errno = fake.qp_errno;
+        return NULL;
+    }
     if (FAIL_POINT()) {
         errno = ENOMEM;
         return NULL;

@@ -164,6 +164,8 @@ typedef struct fake_state {
     int no_wr_api;             /* the provider has no ibv_wr_* API: create_qp_ex fails */
     int qp_ex_errno;           /* nonzero: create_qp_ex fails with it (a provider's own refusal) */
     int nqp_ex_calls;          /* create_qp_ex calls, failed or not */
+    int qp_errno;              /* nonzero: create_qp fails with it */
+    int nqp_calls;             /* create_qp calls, failed or not */
     int port_state;            /* nonzero: query_port reports this enum ibv_port_state */
     int port_down_after;       /* nonzero: that many more queries see ACTIVE, then DOWN
                                   (a port whose state lags its failed work, as rxe's) */

@@ -346,6 +346,15 @@ static void test_granted_less_is_reported(void)
     CHECK(0 == strcmp("ibv_create_qp_ex: Operation not permitted", fw[0].m->wr_api_why[LL]));
     fw_end(0);
 
+    /* The classic probe follows the same rule: refused with EPERM, it is
+     * asked once, not once per inline size, and the port is not used. */
+    fw_begin();
+    fake.qp_ex_errno = EPERM;
+    fake.qp_errno = EPERM;
+    CHECK(0 != fw_add(8192, 0, 0));
+    CHECK(1 == fake.nqp_ex_calls && 1 == fake.nqp_calls);
+    fw_end(0);
+
     /* With the thread, the missing moderation is reported. */
     fw_begin();
     fake_lock_install(); /* the thread polls the fake too */
