@@ -159,26 +159,41 @@ static inline int llrdma_sq_post(llrdma_sq_t *sq, int needs_completion, int more
     return sig;
 }
 
+/* Posted WRs from which a send no longer goes alone (btl_llrdma_sq_batch):
+ * it waits for the queue's next completion, which posts what waits in one
+ * chain, small messages packed.  Half the queue, where a signalled WR is
+ * then surely among the posted ones (at least one in every `interval`), so
+ * that completion comes; else the whole queue.  Why: a burst beyond half
+ * the queue is one the wire cannot take at once, and batching it costs
+ * the NIC (Soft-RoCE: the kernel) a work request and a doorbell per batch
+ * instead of per message (docs/btl-design.md, "Batching a busy queue"). */
+static inline uint32_t llrdma_sq_batch_at(const llrdma_sq_t *sq)
+{
+    const uint32_t half = sq->depth / 2;
+    return half >= sq->interval ? half : sq->depth;
+}
+
 /* The fast lane of small sends (btl/llrdma's sendi): right after a post,
  * how many more unsignalled posts may follow without deciding anything
- * per post: the least of the queue's own free slots, `credits` (what the
- * caller may spend: credits above its pack floor) and the posts the
- * signalling cadence leaves unsignalled.  0 when a WR before is owed a
- * signal, or no CQ room is shared (the lane checks that room per post).
- * Stored in sq->fast.  It stays a lower bound: completions and returned
- * credits only add, and every post by llrdma_sq_post (every other kind of
- * send) zeroes it; what else can take the lane away (a queued message, a
+ * per post: the least of the queue's own slots below `at` (the posted
+ * count from which sends wait: llrdma_sq_batch_at, or the depth with
+ * batching off), `credits` (what the caller may spend: credits above its
+ * pack floor) and the posts the signalling cadence leaves unsignalled.  0 when a WR before is owed
+ * a signal, or no CQ room is shared (the lane checks that room per post). Stored in sq->fast.  It
+ * stays a lower bound: completions and returned credits only add, and every post by llrdma_sq_post
+ * (every other kind of send) zeroes it; what else can take the lane away (a queued message, a
  * connection leaving ESTABLISHED) is checked or zeroed by the caller.
  * A post of the lane, llrdma_sq_post_fast, leaves the queue exactly as
  * llrdma_sq_post(sq, 0, 0) would, which returned 0 (tests/unit). */
-static inline uint32_t llrdma_sq_fast_budget(const llrdma_sq_t *sq, uint32_t credits)
+static inline uint32_t llrdma_sq_fast_budget(const llrdma_sq_t *sq, uint32_t credits, uint32_t at)
 {
     uint32_t n, own;
     if (sq->owed || NULL == sq->room || sq->unsignalled + 1 >= sq->interval) {
         return 0;
     }
     n = sq->interval - 1 - sq->unsignalled;
-    own = sq->posted >= sq->depth ? 0 : sq->depth - sq->posted;
+    at = at < sq->depth ? at : sq->depth;
+    own = sq->posted >= at ? 0 : at - sq->posted;
     n = own < n ? own : n;
     return credits < n ? credits : n;
 }

@@ -216,6 +216,7 @@ typedef struct mca_btl_llrdma_component_t {
     int stall_warn_ms;         /* a peer without credits this long is reported (verbose 1) */
     int completion_timeout_ms; /* no completion this long fails the peer; 0 derived, -1 never */
     int coalesce;              /* pack messages behind a queued fragment (docs/btl-design.md) */
+    int sq_batch;              /* past half a send queue, sends wait for its next completion */
     int wr_api;                /* sendi's inline post by ibv_wr_* where the provider has it */
     int progress_thread;       /* a thread per module sleeps on the BW CQs' events */
     int progress_thread_ll_idle_ms; /* the thread polls LL after this long without progress */
@@ -328,13 +329,16 @@ static inline uint32_t mca_btl_llrdma_conn_slots(struct mca_btl_llrdma_conn_t *c
 }
 
 /* Whether a message of `bytes` may be posted on path p of `ep` now:
- * connected, nothing queued ahead, a send slot, and a credit above its
- * pack floor (sendi's full lane and its out-of-line path ask this). */
+ * connected, nothing queued ahead, a send slot below the batching point
+ * (btl_llrdma_sq_batch), and a credit above its pack floor (sendi's full
+ * lane and its out-of-line path ask this). */
 static inline int mca_btl_llrdma_endpoint_post_now(mca_btl_llrdma_endpoint_t *ep, int p,
                                                    struct mca_btl_llrdma_conn_t *conn, size_t bytes)
 {
     return mca_btl_llrdma_conn_up(conn) && opal_list_is_empty(&ep->pending[p]) &&
            mca_btl_llrdma_conn_slots(conn) > 0 &&
+           conn->sq.posted <
+               mca_btl_llrdma_conn_batch_at(conn, mca_btl_llrdma_component.sq_batch) &&
            mca_btl_llrdma_conn_credits(conn) >
                mca_btl_llrdma_conn_pack_floor(conn, mca_btl_llrdma_component.coalesce,
                                               ep->frag_max[p], bytes);

@@ -239,6 +239,14 @@ static inline uint32_t mca_btl_llrdma_conn_pack_floor(const mca_btl_llrdma_conn_
     return mca_btl_llrdma_packs(coalesce, frag_max, bytes) ? conn->credit.granted / 2 : 0;
 }
 
+/* Posted WRs from which a send waits for the queue's next completion and
+ * goes with what waits, in one chain, packed where it can
+ * (llrdma_sq_batch_at); the depth with batching off (btl_llrdma_sq_batch). */
+static inline uint32_t mca_btl_llrdma_conn_batch_at(const mca_btl_llrdma_conn_t *conn, int batch)
+{
+    return batch ? llrdma_sq_batch_at(&conn->sq) : conn->sq.depth;
+}
+
 /* Milliseconds of a monotonic clock. */
 static inline uint64_t mca_btl_llrdma_now_ms(void)
 {

@@ -284,6 +284,15 @@ int mca_btl_llrdma_register_params(void)
                   "at least four such fit the peer's buffer, so it completes at once and a "
                   "busy peer gets many messages per receive buffer and credit (1 on, 0 off)",
                   OPAL_INFO_LVL_6, &c->coalesce, 1);
+    (void)reg_int("sq_batch",
+                  "Once half a connection's send queue is posted and not yet completed, send "
+                  "further messages to that peer together: each waits (packed behind the one "
+                  "before it where coalescing allows) until the queue's next completion, "
+                  "which posts them as one chain of work requests.  A burst the wire cannot "
+                  "take at once then costs a work request and a doorbell per batch instead of "
+                  "per message; what waits goes at the sender's next progress, as any queued "
+                  "message (1 on, 0 off)",
+                  OPAL_INFO_LVL_6, &c->sq_batch, 1);
     (void)reg_int("wr_api",
                   "Post small inline sends (sendi) with rdma-core's work-request API "
                   "(ibv_wr_send on a QP created with rdma_create_qp_ex) where the provider "
@@ -377,6 +386,7 @@ void mca_btl_llrdma_check_params(void)
 {
     mca_btl_llrdma_component_t *c = &mca_btl_llrdma_component;
     check_on_off("coalesce", c->coalesce);
+    check_on_off("sq_batch", c->sq_batch);
     check_on_off("wr_api", c->wr_api);
     check_on_off("progress_thread", c->progress_thread);
     check_max("min_rnr_timer", c->min_rnr_timer, 31, "a 5-bit IB RNR timer code");

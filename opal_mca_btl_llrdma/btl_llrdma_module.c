@@ -438,7 +438,9 @@ static int llrdma_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_e
             const uint32_t credits = mca_btl_llrdma_conn_credits(conn);
             const uint32_t floor = mca_btl_llrdma_conn_pack_floor(
                 conn, mca_btl_llrdma_component.coalesce, ep->frag_max[p], 0);
-            conn->sq.fast = llrdma_sq_fast_budget(&conn->sq, credits > floor ? credits - floor : 0);
+            conn->sq.fast = llrdma_sq_fast_budget(
+                &conn->sq, credits > floor ? credits - floor : 0,
+                mca_btl_llrdma_conn_batch_at(conn, mca_btl_llrdma_component.sq_batch));
         } else if (NULL != descriptor) {
             *descriptor = NULL;
         }

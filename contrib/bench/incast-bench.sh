@@ -17,7 +17,9 @@
 # SIZES (8,4K), BUSY_MS (1000), ITERS (3), TLS_LIST ("rc_verbs,ud_verbs,self rc,self"),
 # PP_WARMUP/PP_ITERS (sweep: 100/1000), PP_SIZES (8,256,1K,4K,8K,16K,64K),
 # VM_TIMEOUT (seconds for the guest, 1500), COALESCE ("1": btl_llrdma_coalesce as
-# given; "1 0" also runs every hint without coalescing, named hint-nocoalesce).
+# given; "1 0" also runs every hint without coalescing, named hint-nocoalesce),
+# SQ_BATCH ("1": btl_llrdma_sq_batch as given; "1 0" also runs every hint and the
+# ping-pong sweep without batching, named hint-nobatch and pingpong-sweep-nobatch).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 PREFIX=${PREFIX:-/tmp/sb/inst}
@@ -33,6 +35,7 @@ PP_ITERS=${PP_ITERS:-1000}
 PP_SIZES=${PP_SIZES:-8,256,1K,4K,8K,16K,64K}
 HINTS="0 8K 64K"
 COALESCE=${COALESCE:-1}
+SQ_BATCH=${SQ_BATCH:-1}
 # Ranks float and yield when idle (NP ranks share the guest's vCPUs with rxe's
 # kernel work; docs/btl-design.md, "Known limits"); the same for both stacks.
 COMMON=(--oversubscribe --bind-to none --mca mpi_yield_when_idle 1)
@@ -81,9 +84,12 @@ guest() {
   # shellcheck disable=SC2046  # incast_args prints options, one per word
   for h in $HINTS; do
     for c in $COALESCE; do
-      run "$d/incast-llrdma-$h$([[ $c == 0 ]] && echo -nocoalesce)" timeout 900 \
-        "$LLRDMA_MPIRUN" -np "$NP" "${COMMON[@]}" --mca pml ob1 --mca btl self,llrdma \
-        --mca btl_llrdma_size_hint "$h" --mca btl_llrdma_coalesce "$c" llrdma-bench $(incast_args)
+      for b in $SQ_BATCH; do
+        run "$d/incast-llrdma-$h$([[ $c == 0 ]] && echo -nocoalesce)$([[ $b == 0 ]] && echo -nobatch)" \
+          timeout 900 "$LLRDMA_MPIRUN" -np "$NP" "${COMMON[@]}" --mca pml ob1 --mca btl self,llrdma \
+          --mca btl_llrdma_size_hint "$h" --mca btl_llrdma_coalesce "$c" \
+          --mca btl_llrdma_sq_batch "$b" llrdma-bench $(incast_args)
+      done
     done
   done
   echo "=== 2. incast over UCX ($((SECONDS - t0)) s)"
@@ -99,6 +105,14 @@ guest() {
     --sizes "$PP_SIZES" > "$d/pingpong-sweep.txt" 2>&1
   echo "sweep rc=$?"
   cat "$d/pingpong-sweep.txt"
+  if [[ " $SQ_BATCH " == *" 0 "* ]]; then
+    timeout 900 llrdma-bench sweep --hints 0,8K,64K \
+      --mpirun-args "--mca pml ob1 --mca btl self,llrdma --bind-to none --mca btl_llrdma_sq_batch 0" \
+      --csv "$d/pingpong-sweep-nobatch.csv" -- --warmup "$PP_WARMUP" --iters "$PP_ITERS" \
+      --sizes "$PP_SIZES" > "$d/pingpong-sweep-nobatch.txt" 2>&1
+    echo "sweep (no batching) rc=$?"
+    cat "$d/pingpong-sweep-nobatch.txt"
+  fi
   echo "=== done ($((SECONDS - t0)) s)"
 }
 
@@ -144,14 +158,16 @@ for _, name, rc, doc in runs:
         print(f"| {setting} | {label(r['size'])} | {num(r['drain_ms_p50'], '{:.2f}')} | "
               f"{num(r['drain_ms_max'], '{:.2f}')} | {num(r['sender_ms_p50'])} | {num(r['sender_ms_max'])} | "
               f"{ms(r['lat_us_p50'])} | {ms(r['lat_us_p99'])} | {data} | {rc} |")
-sw = os.path.join(d, 'pingpong-sweep.csv')
-if os.path.exists(sw):
+for sweep, what in (('pingpong-sweep', ''), ('pingpong-sweep-nobatch', ', btl_llrdma_sq_batch 0')):
+    sw = os.path.join(d, sweep + '.csv')
+    if not os.path.exists(sw):
+        continue
     rows = {}
     for r in csv.DictReader(l for l in open(sw) if not l.startswith('#')):
         rows[(int(r['hint']), int(r['size']))] = (float(r['p50_us']), float(r['p99_us']))
     hints = sorted({h for h, _ in rows})
     sizes = sorted({s for _, s in rows})
-    print('\n### Round-trip ping-pong over btl/llrdma, P50 (P99) in us (llrdma-bench sweep)')
+    print(f'\n### Round-trip ping-pong over btl/llrdma{what}, P50 (P99) in us (llrdma-bench sweep)')
     print('| size | ' + ' | '.join(f'hint {label(h) if h else 0}' for h in hints) + ' |')
     print('|---' * (len(hints) + 1) + '|')
     for s in sizes:
@@ -184,7 +200,7 @@ mkdir -p "$OUT"
   echo "prefix: $PREFIX"
 } > "$OUT/host.txt"
 cat "$OUT/host.txt"
-export PREFIX NP MESSAGES SIZES BUSY_MS ITERS TLS_LIST PP_WARMUP PP_ITERS PP_SIZES COALESCE
+export PREFIX NP MESSAGES SIZES BUSY_MS ITERS TLS_LIST PP_WARMUP PP_ITERS PP_SIZES COALESCE SQ_BATCH
 "$here/../softroce-vm" --rw "$(dirname "$OUT")" --timeout "${VM_TIMEOUT:-1500}" -- \
   bash "$here/incast-bench.sh" --guest "$OUT" 2>&1 | tee "$OUT/guest.log"
 summary "$OUT" | tee "$OUT/summary.md"

@@ -66,6 +66,8 @@ expect_fail "wr_api not 0/1" "btl_llrdma_wr_api = 2" "1 (on) or 0 (off)" -- \
   -np 2 --mca btl_llrdma_wr_api 2 "$TRING"
 expect_fail "coalesce not 0/1" "btl_llrdma_coalesce = -1" "1 (on) or 0 (off)" -- \
   -np 2 --mca btl_llrdma_coalesce -1 "$TRING"
+expect_fail "sq_batch not 0/1" "btl_llrdma_sq_batch = 3" "1 (on) or 0 (off)" -- \
+  -np 2 --mca btl_llrdma_sq_batch 3 "$TRING"
 expect_fail "progress_thread not 0/1" "btl_llrdma_progress_thread = 3" "1 (on) or 0 (off)" -- \
   -np 2 --mca btl_llrdma_progress_thread 3 "$TRING"
 expect_fail "rdma not get/put/off" "btl_llrdma_rdma = 'rget'" "not one of get, put, off" -- \

@@ -6,7 +6,7 @@ capture "$OMPI_INFO" --param btl llrdma --level 9 --parsable
 for k in size_hint dump verbose if_include if_exclude ll_sq_depth bw_sq_depth ll_inline \
          bw_signal_interval bw_cq_moderation_count bw_cq_moderation_usec cm_timeout cm_poll_every \
          connect_timeout gid_index roce_version min_rnr_timer rnr_retry retry_count ack_timeout completion_timeout recv_mem_max \
-         stall_warn fork_safe coalesce wr_api rdma gpu_rdma progress_thread progress_thread_ll_idle; do
+         stall_warn fork_safe coalesce sq_batch wr_api rdma gpu_rdma progress_thread progress_thread_ll_idle; do
   check_run "btl_llrdma_$k listed with help text" \
     has "^mca:btl:llrdma:param:btl_llrdma_$k:help:..."
 done

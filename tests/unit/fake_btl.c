@@ -323,6 +323,7 @@ void fw_begin(void)
     c->stall_warn_ms = 2000;
     c->completion_timeout_ms = 0; /* derived: 60 s and more, never reached here */
     c->coalesce = 1;              /* the knob's default */
+    c->sq_batch = 1;              /* the knob's default */
     c->wr_api = 1;                /* the knob's default */
     c->progress_thread = 0;
     c->progress_thread_ll_idle_ms = 10; /* the knob's default */

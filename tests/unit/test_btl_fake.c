@@ -451,12 +451,16 @@ static void test_lazy_connect_and_post_flags(void)
     CHECK(!(fake.sends[fake.nsends - 1].flags & IBV_SEND_INLINE)); /* BW: no inline */
     CHECK(3 == fw_sent(0, 1));
 
-    /* 48 inline sends: the cadence signals one in signal_interval. */
+    /* 48 inline sends: the cadence signals one in signal_interval.  Each
+     * goes alone: past half the queue batching would hold them
+     * (test_btl_flow, test_busy_queue_batches). */
     first = fake.nsends;
     before = fw[0].inline_done;
+    mca_btl_llrdma_component.sq_batch = 0;
     for (int i = 0; i < 48; ++i) {
         CHECK(1 == fw_send(0, 1, 16, 0));
     }
+    mca_btl_llrdma_component.sq_batch = 1;
     CHECK(48 == fw[0].inline_done - before);
     for (int i = first; i < fake.nsends; ++i) {
         sig += !!(fake.sends[i].flags & IBV_SEND_SIGNALED);
@@ -476,6 +480,7 @@ static int pair_ll(uint64_t hint, uint32_t sq)
 {
     fw_begin();
     mca_btl_llrdma_component.coalesce = 0; /* one WR per message: exact counts */
+    mca_btl_llrdma_component.sq_batch = 0; /* each posted while the queue has room */
     if (0 != fw_add(hint, sq, sq) || 1 != fw_add(hint, sq, sq)) {
         return -1;
     }

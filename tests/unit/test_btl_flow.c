@@ -37,9 +37,11 @@
 static int pair(uint64_t hint, uint32_t sq, int bw)
 {
     fw_begin();
-    /* One fragment per message, so these tests can count fragments and
-     * credits exactly; test_coalesce turns packing on. */
+    /* One fragment per message, each posted while the queue has room, so
+     * these tests can count fragments, credits and posts exactly;
+     * test_coalesce turns packing on, test_busy_queue_batches batching. */
     mca_btl_llrdma_component.coalesce = 0;
+    mca_btl_llrdma_component.sq_batch = 0;
     if (0 != fw_add(hint, sq, sq) || 1 != fw_add(hint, sq, sq)) {
         return -1;
     }
@@ -459,6 +461,7 @@ static void test_cq_room(void)
      * would hang. */
     fw_begin();
     mca_btl_llrdma_component.coalesce = 0; /* counts fragments */
+    mca_btl_llrdma_component.sq_batch = 0; /* queues that fill, not batches */
     fake.max_cqe = fw_port_max_cqe = 80;
     for (int i = 0; i < 4; ++i) {
         CHECK(i == fw_add(8192, 40, 40));
@@ -918,6 +921,7 @@ static void test_sendi(void)
 
     fw_begin();
     mca_btl_llrdma_component.coalesce = 0; /* counts fragments */
+    mca_btl_llrdma_component.sq_batch = 0; /* a queue that fills */
     CHECK(0 == fw_add(8192, 8, 8) && 1 == fw_add(8192, 8, 8));
     fw_mesh();
     /* Not connected: busy, with a descriptor for the regular path. */
@@ -1361,6 +1365,85 @@ static void test_burst_packs_into_a_busy_receiver(void)
     fw_end(0);
 }
 
+/* Past half the send queue (btl_llrdma_sq_batch) a send waits for the
+ * queue's next completion and goes with the others: small messages packed
+ * into one buffer, larger ones (4 KB at hint 8K, which do not pack) posted
+ * as chains.  With the knob off each goes alone until the queue is full;
+ * a sender that progresses between sends (a ping-pong) never batches. */
+static void test_busy_queue_batches(void)
+{
+    for (int batch = 1; batch >= 0; --batch) {
+        for (int big = 0; big < 2; ++big) {
+            const size_t size = big ? 4096 : 16;
+            const int n = 60;
+            mca_btl_llrdma_conn_t *ca;
+            uint32_t at, posted0, pend;
+            int wrs0, posts0, alone, wrs, posts;
+
+            CHECK(0 == pair(8192, 64, 0));
+            mca_btl_llrdma_component.coalesce = 1;
+            mca_btl_llrdma_component.sq_batch = batch;
+            ca = fw_conn(0, 1, LL);
+            at = mca_btl_llrdma_conn_batch_at(ca, batch);
+            CHECK(64 == ca->sq.depth && 16 == ca->sq.interval && (batch ? 32u : 64u) == at);
+            posted0 = ca->sq.posted;
+            CHECK(posted0 < 16);
+            fake.wire_hold = 1;
+            wrs0 = fake.nsends;
+            for (int i = 0; i < n; ++i) {
+                CHECK(0 <= fw_send(0, 1, size, 0));
+            }
+            alone = fake.nsends - wrs0;
+            pend = (uint32_t)opal_list_get_size(&fw[0].ep[1]->pending[LL]);
+            CHECK((uint32_t)alone == at - posted0 || (!batch && n == alone));
+            /* Small ones wait in one packed buffer; 4 KB ones two to a
+             * buffer: the first waits in its own fragment, whose buffer (the
+             * peer's 8 KiB fragment and headroom) takes the next behind it. */
+            CHECK(pend == (alone == n ? 0u : big ? (uint32_t)(n - alone + 1) / 2 : 1u));
+            printf("# busy queue (batch %d, %zu B): %d of %d alone, %u waiting\n", batch, size,
+                   alone, n, pend);
+            /* The wire moves; only the sender progresses (no credit writes):
+             * what waits goes at its first completion, in chains. */
+            fake.wire_hold = 0;
+            wrs0 = fake.nsends;
+            posts0 = fake.nsend_posts;
+            fw_progress_one(0, 50);
+            wrs = fake.nsends - wrs0;
+            posts = fake.nsend_posts - posts0;
+            CHECK(0 == opal_list_get_size(&fw[0].ep[1]->pending[LL]));
+            CHECK(wrs == (int)pend);
+            if (big && batch) {
+                CHECK(posts > 0 && posts < wrs); /* chained */
+            }
+            fw_settle(300);
+            CHECK(n + 1 == (int)fw_sent(0, 1));
+            CHECK(0 == fake.sq_overflows && 0 == fake.rnr_events);
+            fw_check_all_arrived();
+            fw_end(0);
+        }
+    }
+    /* Progress between sends: every one alone, batching on. */
+    CHECK(0 == pair(8192, 64, 0));
+    mca_btl_llrdma_component.coalesce = 1;
+    mca_btl_llrdma_component.sq_batch = 1;
+    {
+        mca_btl_llrdma_conn_t *ca = fw_conn(0, 1, LL);
+        int wrs0 = fake.nsends, mine = 0;
+        for (int i = 0; i < 200; ++i) {
+            CHECK(0 <= fw_send(0, 1, 16, 0));
+            CHECK(0 == opal_list_get_size(&fw[0].ep[1]->pending[LL]));
+            fw_progress(2);
+        }
+        for (int k = wrs0; k < fake.nsends; ++k) {
+            mine += fake.sends[k % FAKE_MAX_WR].qp == ca->qp;
+        }
+        CHECK(200 == mine);
+    }
+    fw_settle(300);
+    fw_check_all_arrived();
+    fw_end(0);
+}
+
 static void test_coalesce(void)
 {
     mca_btl_llrdma_endpoint_t *ab;
@@ -1478,6 +1561,7 @@ int main(int argc, char **argv)
     test_sendi_sizes();
     test_coalesce();
     test_burst_packs_into_a_busy_receiver();
+    test_busy_queue_batches();
     /* The expected transport errors print a user-facing message each. */
     saved_stderr = fw_stderr_off();
     test_cq_room();

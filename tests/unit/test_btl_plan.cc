@@ -202,6 +202,7 @@ BOOST_AUTO_TEST_CASE(fast_lane_posts_as_the_full_decision_would)
     int fast_posts = 0, refused_for_room = 0;
     for (uint32_t interval : {1u, 2u, 16u, 64u}) {
         for (int run = 0; run < 200; ++run) {
+            const int batch = run % 2; // btl_llrdma_sq_batch on and off
             uint32_t room = 40 + rng() % 200, shadow_room = room;
             llrdma_sq_t q[2], s[2];
             for (int i = 0; i < 2; ++i) {
@@ -220,9 +221,11 @@ BOOST_AUTO_TEST_CASE(fast_lane_posts_as_the_full_decision_would)
                                llrdma_sq_post(&s[i], needs, more));
                     BOOST_TEST(q[i].fast == 0u);
                 } else if (op < 4) { // the full lane refills after its post
-                    q[i].fast = llrdma_sq_fast_budget(&q[i], credits[i]);
+                    const uint32_t at = batch ? llrdma_sq_batch_at(&q[i]) : q[i].depth;
+                    q[i].fast = llrdma_sq_fast_budget(&q[i], credits[i], at);
                     BOOST_TEST(q[i].fast <= credits[i]);
                     BOOST_TEST(q[i].fast <= q[i].depth - q[i].posted);
+                    BOOST_TEST(q[i].posted + q[i].fast <= std::max(at, q[i].posted));
                     BOOST_TEST(q[i].fast < q[i].interval);
                 } else if (op < 8) {
                     if (!llrdma_sq_fast_ok(&q[i])) {
@@ -257,21 +260,62 @@ BOOST_AUTO_TEST_CASE(fast_lane_posts_as_the_full_decision_would)
     BOOST_TEST(refused_for_room > 0);
 }
 
+// Where sends start to wait for a completion (btl_llrdma_sq_batch): half the queue, but only
+// where at least one signalled WR is then sure to be outstanding (its completion posts what
+// waits: with fewer posted than the interval none may be, and the wait would last until the
+// next send).  Checked against the cadence itself: from `at` posted WRs on, whatever mix of
+// posts made them, one of them is signalled.
+BOOST_AUTO_TEST_CASE(batching_point_leaves_a_signal_outstanding)
+{
+    llrdma_sq_t sq;
+    llrdma_sq_init(&sq, 64, 16);
+    BOOST_TEST(llrdma_sq_batch_at(&sq) == 32u);
+    llrdma_sq_init(&sq, 512, 64);
+    BOOST_TEST(llrdma_sq_batch_at(&sq) == 256u);
+    llrdma_sq_init(&sq, 16, 16); // half the queue is below the interval: never batch
+    BOOST_TEST(llrdma_sq_batch_at(&sq) == 16u);
+    llrdma_sq_init(&sq, 8, 4);
+    BOOST_TEST(llrdma_sq_batch_at(&sq) == 4u);
+    std::mt19937 rng(11);
+    for (uint32_t depth : {4u, 8u, 16u, 64u, 256u, 512u}) {
+        for (uint32_t interval : {1u, 2u, 4u, 16u, 64u}) {
+            for (int run = 0; run < 50; ++run) {
+                llrdma_sq_init(&sq, depth, interval);
+                const uint32_t at = llrdma_sq_batch_at(&sq);
+                uint32_t since_signal = 0; // posted and unretired WRs after the last signalled
+                int signalled_outstanding = 0;
+                while (sq.posted < sq.depth) {
+                    const int sig = llrdma_sq_post(&sq, rng() % 4 == 0, rng() % 2);
+                    since_signal = sig ? 0 : since_signal + 1;
+                    signalled_outstanding |= sig;
+                    if (sq.posted >= at && at < sq.depth) {
+                        BOOST_TEST(signalled_outstanding == 1);
+                    }
+                }
+                BOOST_TEST(since_signal < sq.interval);
+            }
+        }
+    }
+}
+
 BOOST_AUTO_TEST_CASE(fast_lane_budget_edges)
 {
     uint32_t room = 1000;
     llrdma_sq_t sq;
-    llrdma_sq_init(&sq, 8, 16);                        // interval clamped to 8
-    BOOST_TEST(llrdma_sq_fast_budget(&sq, 100) == 0u); // no shared room: no lane
+    llrdma_sq_init(&sq, 8, 16);                           // interval clamped to 8
+    BOOST_TEST(llrdma_sq_fast_budget(&sq, 100, 8) == 0u); // no shared room: no lane
     sq.room = &room;
-    BOOST_TEST(llrdma_sq_fast_budget(&sq, 100) == 7u); // the 8th post is signalled
-    BOOST_TEST(llrdma_sq_fast_budget(&sq, 3) == 3u);   // credits bound it
-    BOOST_TEST(llrdma_sq_fast_budget(&sq, 0) == 0u);
+    BOOST_TEST(llrdma_sq_fast_budget(&sq, 100, 8) == 7u); // the 8th post is signalled
+    BOOST_TEST(llrdma_sq_fast_budget(&sq, 3, 8) == 3u);   // credits bound it
+    BOOST_TEST(llrdma_sq_fast_budget(&sq, 0, 8) == 0u);
+    BOOST_TEST(llrdma_sq_fast_budget(&sq, 100, 5) == 5u);  // so does the batching point
+    BOOST_TEST(llrdma_sq_fast_budget(&sq, 100, 99) == 7u); // which is at most the depth
     BOOST_TEST(llrdma_sq_post(&sq, 1, 1) == 0); // owed a signal: no lane until it is paid
-    BOOST_TEST(llrdma_sq_fast_budget(&sq, 100) == 0u);
+    BOOST_TEST(llrdma_sq_fast_budget(&sq, 100, 8) == 0u);
     BOOST_TEST(llrdma_sq_post(&sq, 0, 0) == 1);
-    BOOST_TEST(llrdma_sq_fast_budget(&sq, 100) == 6u); // 6 slots of its own left
-    sq.fast = llrdma_sq_fast_budget(&sq, 100);
+    BOOST_TEST(llrdma_sq_fast_budget(&sq, 100, 8) == 6u); // 6 slots of its own left
+    BOOST_TEST(llrdma_sq_fast_budget(&sq, 100, 2) == 0u); // at the batching point: none
+    sq.fast = llrdma_sq_fast_budget(&sq, 100, 8);
     room = LLRDMA_SQ_ROOM_RESERVE + 1;
     BOOST_TEST(llrdma_sq_fast_ok(&sq) == 1);
     llrdma_sq_post_fast(&sq);
