@@ -15,6 +15,7 @@
 # Environment: PREFIX (/tmp/sb/inst), OUT (/tmp/sb/msgrate; its parent must be
 # writable: it is passed with --rw), SIZES (8,4K), WINDOW (64), WINDOWS (2000),
 # ROUNDS (3), VM_TIMEOUT (seconds for the guest, 1500), HINTS ("0 8K 64K"),
+# PP_WARMUP, PP_ITERS (10, 10: round trips per size before the rate, tabulated),
 # VARIANT ("NAME=MCA words": one more llrdma stack per round at hint 8K, named
 # llrdma-NAME, e.g. VARIANT="postsend=--mca btl_llrdma_wr_api 0").
 set -u
@@ -25,6 +26,8 @@ SIZES=${SIZES:-8,4K}
 WINDOW=${WINDOW:-64}
 WINDOWS=${WINDOWS:-2000}
 ROUNDS=${ROUNDS:-3}
+PP_WARMUP=${PP_WARMUP:-10}
+PP_ITERS=${PP_ITERS:-10}
 HINTS=${HINTS:-0 8K 64K}
 COMMON=(-np 2 --oversubscribe --bind-to none --mca mpi_yield_when_idle 1)
 UCX=(--mca pml ucx --mca btl ^vader,tcp,openib,uct,ofi,llrdma --mca osc ^ucx
@@ -32,7 +35,7 @@ UCX=(--mca pml ucx --mca btl ^vader,tcp,openib,uct,ofi,llrdma --mca osc ^ucx
 
 rate_args() {
   echo pingpong --rate --window "$WINDOW" --windows "$WINDOWS" --sizes "$SIZES" \
-    --warmup 10 --iters 10 --verify --csv -
+    --warmup "$PP_WARMUP" --iters "$PP_ITERS" --verify --csv -
 }
 
 run() { # NAME, then the command: stdout (CSV) to NAME.csv, stderr to NAME.err, status to NAME.rc
@@ -78,6 +81,7 @@ summary() {
 import csv, glob, os, re, sys
 d = sys.argv[1]
 rates = {}  # (round, stack) -> {size: msgs/s}
+lat = {}  # (stack, size) -> [(P50, P99) per round]
 bad = []
 for path in sorted(glob.glob(os.path.join(d, 'r*-*.csv'))):
     m = re.match(r'r(\d+)-(.*)\.csv$', os.path.basename(path))
@@ -90,6 +94,9 @@ for path in sorted(glob.glob(os.path.join(d, 'r*-*.csv'))):
     for row in csv.DictReader(rows):
         if row.get('rate_msgs_s'):
             rates.setdefault((k, stack), {})[int(row['size'])] = float(row['rate_msgs_s'])
+        if row.get('p50_us'):
+            lat.setdefault((stack, int(row['size'])), []).append(
+                (float(row['p50_us']), float(row['p99_us'])))
 sizes = sorted({s for v in rates.values() for s in v})
 stacks = sorted({s for (_, s) in rates}, key=lambda s: (s == 'ucx', s))
 print('| round | stack | ' + ' | '.join(f'{s} B msgs/s' for s in sizes) + ' | '
@@ -104,6 +111,18 @@ for k in sorted({k for (k, _) in rates}):
         cells = [f'{r.get(s, 0):.0f}' for s in sizes]
         ratio = [f'{r[s] / u[s]:.2f}' if s in r and u.get(s) else '-' for s in sizes]
         print(f'| {k} | {st} | ' + ' | '.join(cells) + ' | ' + ' | '.join(ratio) + ' |')
+def med(v):
+    v = sorted(v)
+    return (v[(len(v) - 1) // 2] + v[len(v) // 2]) / 2
+print('\nRound trip (the same runs, before the rate), us: median over rounds of P50 (P99)')
+print('| stack | ' + ' | '.join(f'{s} B' for s in sizes) + ' |')
+print('| --- ' * (1 + len(sizes)) + '|')
+for st in stacks:
+    cells = []
+    for s in sizes:
+        v = lat.get((st, s), [])
+        cells.append(f'{med([a for a, _ in v]):.1f} ({med([b for _, b in v]):.1f})' if v else '-')
+    print(f'| {st} | ' + ' | '.join(cells) + ' |')
 for b in bad:
     print('FAILED:', b)
 PYEOF
@@ -113,7 +132,7 @@ bench_note() { echo "prefix: $PREFIX"; }
 # shellcheck source=contrib/bench/bench-lib.sh
 . "$here/bench-lib.sh"
 bench_main "$0" "$@"
-export PREFIX SIZES WINDOW WINDOWS ROUNDS HINTS VARIANT
+export PREFIX SIZES WINDOW WINDOWS ROUNDS HINTS VARIANT PP_WARMUP PP_ITERS
 "$here/../softroce-vm" --rw "$(dirname "$OUT")" --timeout "${VM_TIMEOUT:-1500}" -- \
   bash "$here/msgrate-bench.sh" --guest "$OUT" 2>&1 | tee "$OUT/guest.log"
 summary "$OUT" | tee "$OUT/summary.md"
