@@ -118,6 +118,9 @@ typedef struct mca_btl_llrdma_module_t {
     /* Fragments larger than their peer receives, sent in pieces / joined
      * from pieces (peers with other hints; said at finalize, verbose 5). */
     uint64_t split_frags, joined_frags;
+    /* Sends that started a wait for the batching point alone (a busy send
+     * queue, btl_llrdma_sq_batch; said at finalize, verbose 5). */
+    uint64_t sq_batched;
     opal_list_t endpoints;
     opal_hash_table_t by_name; /* jobid << 32 | vpid -> endpoint: lookups by name stay O(1) */
     opal_list_t conns;         /* every connection, live or closed, until finalize */

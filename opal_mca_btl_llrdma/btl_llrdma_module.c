@@ -644,9 +644,10 @@ static int llrdma_finalize(struct mca_btl_base_module_t *btl)
         const mca_btl_llrdma_module_t *m = (const mca_btl_llrdma_module_t *)btl;
         opal_output_verbose(5, c->output,
                             "btl:llrdma: %s:%d: %llu sends done for ob1 at post (copied), %llu "
-                            "at their completion",
+                            "at their completion; %llu waited for a busy send queue (batched)",
                             m->port.dev, m->port.port, (unsigned long long)m->sends_done_at_post[1],
-                            (unsigned long long)m->sends_done_at_post[0]);
+                            (unsigned long long)m->sends_done_at_post[0],
+                            (unsigned long long)m->sq_batched);
     }
     module_destroy((mca_btl_llrdma_module_t *)btl);
     return OPAL_SUCCESS;

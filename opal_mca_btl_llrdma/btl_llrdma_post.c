@@ -523,14 +523,16 @@ static int send_on(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_frag_t *frag, i
         floor = mca_btl_llrdma_conn_pack_floor(conn, mca_btl_llrdma_component.coalesce,
                                                ep->frag_max[p], frag->segment.seg_len);
         if (opal_list_is_empty(&ep->pending[p]) && mca_btl_llrdma_conn_slots(conn) > 0 &&
-            conn->sq.posted <
-                mca_btl_llrdma_conn_batch_at(conn, mca_btl_llrdma_component.sq_batch) &&
             credits > floor) {
-            return post_frag(ep, conn, frag, 0);
+            if (conn->sq.posted <
+                mca_btl_llrdma_conn_batch_at(conn, mca_btl_llrdma_component.sq_batch)) {
+                return post_frag(ep, conn, frag, 0);
+            }
+            /* A busy queue alone: a completion due on it (llrdma_sq_batch_at)
+             * drains the path. */
+            ++ep->module->sq_batched;
         }
-        /* No slot or credit, behind one, or a busy queue: a completion due on
-         * it (llrdma_sq_batch_at) drains the path. */
-        llrdma_hist_wait_sw(&ep->module->hist, p);
+        llrdma_hist_wait_sw(&ep->module->hist, p); /* no slot or credit, or behind one */
     }
     /* Queue full, no credit, not connected yet, or older fragments waiting:
      * keep the order, by packing behind the last one when it has room. */

@@ -19,7 +19,9 @@
 # VM_TIMEOUT (seconds for the guest, 1500), COALESCE ("1": btl_llrdma_coalesce as
 # given; "1 0" also runs every hint without coalescing, named hint-nocoalesce),
 # SQ_BATCH ("1": btl_llrdma_sq_batch as given; "1 0" also runs every hint and the
-# ping-pong sweep without batching, named hint-nobatch and pingpong-sweep-nobatch).
+# ping-pong sweep without batching, named hint-nobatch and pingpong-sweep-nobatch),
+# BTL_VERBOSE (0: btl_llrdma_verbose of the incast runs; 5 adds the finalize counters,
+# e.g. the waits begun at a busy send queue, to each run's .err file).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 PREFIX=${PREFIX:-/tmp/sb/inst}
@@ -36,6 +38,7 @@ PP_SIZES=${PP_SIZES:-8,256,1K,4K,8K,16K,64K}
 HINTS="0 8K 64K"
 COALESCE=${COALESCE:-1}
 SQ_BATCH=${SQ_BATCH:-1}
+BTL_VERBOSE=${BTL_VERBOSE:-0}
 # Ranks float and yield when idle (NP ranks share the guest's vCPUs with rxe's
 # kernel work; docs/btl-design.md, "Known limits"); the same for both stacks.
 COMMON=(--oversubscribe --bind-to none --mca mpi_yield_when_idle 1)
@@ -88,7 +91,7 @@ guest() {
         run "$d/incast-llrdma-$h$([[ $c == 0 ]] && echo -nocoalesce)$([[ $b == 0 ]] && echo -nobatch)" \
           timeout 900 "$LLRDMA_MPIRUN" -np "$NP" "${COMMON[@]}" --mca pml ob1 --mca btl self,llrdma \
           --mca btl_llrdma_size_hint "$h" --mca btl_llrdma_coalesce "$c" \
-          --mca btl_llrdma_sq_batch "$b" llrdma-bench $(incast_args)
+          --mca btl_llrdma_sq_batch "$b" --mca btl_llrdma_verbose "$BTL_VERBOSE" llrdma-bench $(incast_args)
       done
     done
   done
@@ -200,7 +203,7 @@ mkdir -p "$OUT"
   echo "prefix: $PREFIX"
 } > "$OUT/host.txt"
 cat "$OUT/host.txt"
-export PREFIX NP MESSAGES SIZES BUSY_MS ITERS TLS_LIST PP_WARMUP PP_ITERS PP_SIZES COALESCE SQ_BATCH
+export PREFIX NP MESSAGES SIZES BUSY_MS ITERS TLS_LIST PP_WARMUP PP_ITERS PP_SIZES COALESCE SQ_BATCH BTL_VERBOSE
 "$here/../softroce-vm" --rw "$(dirname "$OUT")" --timeout "${VM_TIMEOUT:-1500}" -- \
   bash "$here/incast-bench.sh" --guest "$OUT" 2>&1 | tee "$OUT/guest.log"
 summary "$OUT" | tee "$OUT/summary.md"

@@ -1402,6 +1402,8 @@ static void test_busy_queue_batches(void)
             CHECK(pend == (alone == n ? 0u : big ? (uint32_t)(n - alone + 1) / 2 : 1u));
             printf("# busy queue (batch %d, %zu B): %d of %d alone, %u waiting\n", batch, size,
                    alone, n, pend);
+            /* One wait begun at the batching point; the rest queued behind it. */
+            CHECK((uint64_t)batch == fw[0].m->sq_batched);
             /* The wire moves; only the sender progresses (no credit writes):
              * what waits goes at its first completion, in chains. */
             fake.wire_hold = 0;
@@ -1438,6 +1440,7 @@ static void test_busy_queue_batches(void)
             mine += fake.sends[k % FAKE_MAX_WR].qp == ca->qp;
         }
         CHECK(200 == mine);
+        CHECK(0 == fw[0].m->sq_batched);
     }
     fw_settle(300);
     fw_check_all_arrived();
