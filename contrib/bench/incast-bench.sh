@@ -20,8 +20,9 @@
 # given; "1 0" also runs every hint without coalescing, named hint-nocoalesce),
 # SQ_BATCH ("1": btl_llrdma_sq_batch as given; "1 0" also runs every hint and the
 # ping-pong sweep without batching, named hint-nobatch and pingpong-sweep-nobatch),
-# BTL_VERBOSE (0: btl_llrdma_verbose of the incast runs; 5 adds the finalize counters,
-# e.g. the waits begun at a busy send queue, to each run's .err file).
+# HINTS ("0 8K 64K": the llrdma runs, in this order), BTL_VERBOSE (0:
+# btl_llrdma_verbose of the incast runs; 5 adds the finalize counters, e.g. the
+# waits begun at a busy send queue, to each run's .err file).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 PREFIX=${PREFIX:-/tmp/sb/inst}
@@ -35,7 +36,7 @@ TLS_LIST=${TLS_LIST:-rc_verbs,ud_verbs,self rc,self}
 PP_WARMUP=${PP_WARMUP:-100}
 PP_ITERS=${PP_ITERS:-1000}
 PP_SIZES=${PP_SIZES:-8,256,1K,4K,8K,16K,64K}
-HINTS="0 8K 64K"
+HINTS=${HINTS:-0 8K 64K}
 COALESCE=${COALESCE:-1}
 SQ_BATCH=${SQ_BATCH:-1}
 BTL_VERBOSE=${BTL_VERBOSE:-0}
@@ -203,7 +204,7 @@ mkdir -p "$OUT"
   echo "prefix: $PREFIX"
 } > "$OUT/host.txt"
 cat "$OUT/host.txt"
-export PREFIX NP MESSAGES SIZES BUSY_MS ITERS TLS_LIST PP_WARMUP PP_ITERS PP_SIZES COALESCE SQ_BATCH BTL_VERBOSE
+export PREFIX NP MESSAGES SIZES BUSY_MS ITERS TLS_LIST PP_WARMUP PP_ITERS PP_SIZES COALESCE SQ_BATCH BTL_VERBOSE HINTS
 "$here/../softroce-vm" --rw "$(dirname "$OUT")" --timeout "${VM_TIMEOUT:-1500}" -- \
   bash "$here/incast-bench.sh" --guest "$OUT" 2>&1 | tee "$OUT/guest.log"
 summary "$OUT" | tee "$OUT/summary.md"
