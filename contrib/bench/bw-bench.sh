@@ -4,7 +4,9 @@
 #   llrdma-bw-H, llrdma-bibw-H  llrdma-bench bw / bibw over pml ob1 + btl self,llrdma at
 #                               size hint H (0, 8K, 64K), btl_llrdma_rdma default (get)
 #   llrdma-bw-8K-put, -off      the same at hint 8K with btl_llrdma_rdma=put / off
-#                               (ob1's RPUT / send-receive only; RGET is llrdma-bw-8K)
+#                               (ob1's RPUT / send-receive only; RGET is llrdma-bw-8K);
+#                               a further suffix -nobatch adds btl_llrdma_sq_batch=0
+#                               (llrdma-bw-8K-nobatch, llrdma-bw-8K-off-nobatch)
 #   ucx-bw, ucx-bibw            the same program over pml ucx (UCX_TLS=$UCX_TLS on rxe0)
 #   pt-write, pt-read           perftest ib_write_bw / ib_read_bw, server and client in the
 #                               guest, one run per size, -n = PT_BUDGET / size (5..2000);
@@ -136,11 +138,18 @@ run_config() { # CONFIG ROUND
     llrdma-bw-* | llrdma-bibw-*)
       m=${c#llrdma-}; m=${m%%-*}
       h=${c#llrdma-"$m"-}
-      local rdma=()
-      [[ $h == *-* ]] && rdma=(--mca btl_llrdma_rdma "${h#*-}") && h=${h%%-*}
+      local extra=() words w
+      if [[ $h == *-* ]]; then # suffixes: put, off (btl_llrdma_rdma), nobatch (sq_batch 0)
+        IFS=- read -r -a words <<< "${h#*-}"
+        for w in "${words[@]}"; do
+          if [[ $w == nobatch ]]; then extra+=(--mca btl_llrdma_sq_batch 0)
+          else extra+=(--mca btl_llrdma_rdma "$w"); fi
+        done
+        h=${h%%-*}
+      fi
       # shellcheck disable=SC2046  # bench_args prints options, one per word
       mpi_run "$f" -np 2 "${bind[@]}" "${ob1[@]}" --mca btl_llrdma_size_hint "$h" \
-        "${rdma[@]}" "$BENCH" $(bench_args "$m") || rc=$?
+        "${extra[@]}" "$BENCH" $(bench_args "$m") || rc=$?
       ;;
     ucx-*)
       # shellcheck disable=SC2046  # as above
@@ -230,7 +239,8 @@ def table(title, cols):
         print(f'| {label(s)} | ' + ' | '.join(cell(c, s) for _, c in cols) + ' |')
 table('One direction (bw)', [('llrdma hint 0', 'llrdma-bw-0'), ('llrdma hint 8K', 'llrdma-bw-8K'),
       ('llrdma hint 64K', 'llrdma-bw-64K'), ('hint 8K, rdma=put', 'llrdma-bw-8K-put'),
-      ('hint 8K, rdma=off', 'llrdma-bw-8K-off'), ('UCX', 'ucx-bw'),
+      ('hint 8K, rdma=off', 'llrdma-bw-8K-off'), ('hint 8K, no batching', 'llrdma-bw-8K-nobatch'),
+      ('hint 8K, rdma=off, no batching', 'llrdma-bw-8K-off-nobatch'), ('UCX', 'ucx-bw'),
       ('ib_write_bw', 'pt-write'), ('ib_read_bw', 'pt-read')])
 table('Both directions (bibw)', [('llrdma hint 0', 'llrdma-bibw-0'), ('llrdma hint 8K', 'llrdma-bibw-8K'),
       ('llrdma hint 64K', 'llrdma-bibw-64K'), ('UCX', 'ucx-bibw')])
@@ -269,6 +279,9 @@ for h in ('0', '8K', '64K'):
     row(f'bibw hint {h} / UCX', '>= 1 from 64 KB', f'llrdma-bibw-{h}', 'ucx-bibw', 64 << 10)
 row('hint 8K: put / get', '(decision)', 'llrdma-bw-8K-put', 'llrdma-bw-8K', 64 << 10)
 row('hint 8K: off / get', '(decision)', 'llrdma-bw-8K-off', 'llrdma-bw-8K', 64 << 10)
+row('hint 8K: batching / none', '(sq_batch)', 'llrdma-bw-8K', 'llrdma-bw-8K-nobatch')
+row('hint 8K, rdma=off: batching / none', '(sq_batch)', 'llrdma-bw-8K-off',
+    'llrdma-bw-8K-off-nobatch')
 row('ib_read_bw / ib_write_bw', '(device)', 'pt-read', 'pt-write')
 print('\n\\* against perftest at its largest size (the port\'s max_msg_sz): one message cannot be larger')
 two = 2 << 20

@@ -62,7 +62,7 @@ for hint in 0 8192 65536; do
       # finalize.
       incast "hint $hint" 400 $size --mca btl_llrdma_size_hint $hint --mca btl_llrdma_verbose 5
       check "hint $hint, $size B: senders batched a busy send queue" \
-        grep -Eq ': [1-9][0-9]* waited for a busy send queue \(batched\)' "$err"
+        grep -Eq ' [1-9][0-9]* waited for a busy send queue \(batched\)' "$err"
     else
       incast "hint $hint" 400 $size --mca btl_llrdma_size_hint $hint
     fi
