@@ -178,11 +178,13 @@ static inline uint32_t llrdma_sq_batch_at(const llrdma_sq_t *sq)
  * per post: the least of the queue's own slots below `at` (the posted
  * count from which sends wait: llrdma_sq_batch_at, or the depth with
  * batching off), `credits` (what the caller may spend: credits above its
- * pack floor) and the posts the signalling cadence leaves unsignalled.  0 when a WR before is owed
- * a signal, or no CQ room is shared (the lane checks that room per post). Stored in sq->fast.  It
- * stays a lower bound: completions and returned credits only add, and every post by llrdma_sq_post
- * (every other kind of send) zeroes it; what else can take the lane away (a queued message, a
- * connection leaving ESTABLISHED) is checked or zeroed by the caller.
+ * pack floor) and the posts the signalling cadence leaves unsignalled.
+ * 0 when a WR before is owed a signal, or no CQ room is shared (the lane
+ * checks that room per post).  Stored in sq->fast.  It stays a lower
+ * bound: completions and returned credits only add, and every post by
+ * llrdma_sq_post (every other kind of send) zeroes it; what else can take
+ * the lane away (a queued message, a connection leaving ESTABLISHED) is
+ * checked or zeroed by the caller.
  * A post of the lane, llrdma_sq_post_fast, leaves the queue exactly as
  * llrdma_sq_post(sq, 0, 0) would, which returned 0 (tests/unit). */
 static inline uint32_t llrdma_sq_fast_budget(const llrdma_sq_t *sq, uint32_t credits, uint32_t at)

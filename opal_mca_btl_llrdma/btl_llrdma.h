@@ -331,6 +331,13 @@ static inline uint32_t mca_btl_llrdma_conn_slots(struct mca_btl_llrdma_conn_t *c
     return slots;
 }
 
+/* Whether conn's send queue is at its batching point (btl_llrdma_sq_batch):
+ * a send then waits for the queue's next completion instead of going alone. */
+static inline int mca_btl_llrdma_conn_batching(const struct mca_btl_llrdma_conn_t *conn)
+{
+    return conn->sq.posted >= mca_btl_llrdma_conn_batch_at(conn, mca_btl_llrdma_component.sq_batch);
+}
+
 /* Whether a message of `bytes` may be posted on path p of `ep` now:
  * connected, nothing queued ahead, a send slot below the batching point
  * (btl_llrdma_sq_batch), and a credit above its pack floor (sendi's full
@@ -339,9 +346,7 @@ static inline int mca_btl_llrdma_endpoint_post_now(mca_btl_llrdma_endpoint_t *ep
                                                    struct mca_btl_llrdma_conn_t *conn, size_t bytes)
 {
     return mca_btl_llrdma_conn_up(conn) && opal_list_is_empty(&ep->pending[p]) &&
-           mca_btl_llrdma_conn_slots(conn) > 0 &&
-           conn->sq.posted <
-               mca_btl_llrdma_conn_batch_at(conn, mca_btl_llrdma_component.sq_batch) &&
+           mca_btl_llrdma_conn_slots(conn) > 0 && !mca_btl_llrdma_conn_batching(conn) &&
            mca_btl_llrdma_conn_credits(conn) >
                mca_btl_llrdma_conn_pack_floor(conn, mca_btl_llrdma_component.coalesce,
                                               ep->frag_max[p], bytes);

@@ -524,8 +524,7 @@ static int send_on(mca_btl_llrdma_endpoint_t *ep, mca_btl_llrdma_frag_t *frag, i
                                                ep->frag_max[p], frag->segment.seg_len);
         if (opal_list_is_empty(&ep->pending[p]) && mca_btl_llrdma_conn_slots(conn) > 0 &&
             credits > floor) {
-            if (conn->sq.posted <
-                mca_btl_llrdma_conn_batch_at(conn, mca_btl_llrdma_component.sq_batch)) {
+            if (!mca_btl_llrdma_conn_batching(conn)) {
                 return post_frag(ep, conn, frag, 0);
             }
             /* A busy queue alone: a completion due on it (llrdma_sq_batch_at)

@@ -59,6 +59,16 @@ run() { # NAME, then the command: stdout to NAME.json, stderr to NAME.err, statu
   grep '^{"size"' "$name.json" | cut -c1-200
 }
 
+sweep() { # NAME, then extra MCA words: llrdma-bench sweep at hints 0, 8K, 64K to NAME.csv/.txt
+  local name=$1 rc=0; shift
+  timeout 900 llrdma-bench sweep --hints 0,8K,64K \
+    --mpirun-args "--mca pml ob1 --mca btl self,llrdma --bind-to none${*:+ $*}" \
+    --csv "$name.csv" -- --warmup "$PP_WARMUP" --iters "$PP_ITERS" \
+    --sizes "$PP_SIZES" > "$name.txt" 2>&1 || rc=$?
+  echo "sweep $(basename "$name") rc=$rc"
+  cat "$name.txt"
+}
+
 guest() {
   local d=$1 t0=$SECONDS h tls
   mkdir -p "$d"
@@ -103,19 +113,9 @@ guest() {
       -x UCX_TLS="$tls" llrdma-bench $(incast_args)
   done
   echo "=== 3. ping-pong sweep over btl/llrdma ($((SECONDS - t0)) s)"
-  timeout 900 llrdma-bench sweep --hints 0,8K,64K \
-    --mpirun-args "--mca pml ob1 --mca btl self,llrdma --bind-to none" \
-    --csv "$d/pingpong-sweep.csv" -- --warmup "$PP_WARMUP" --iters "$PP_ITERS" \
-    --sizes "$PP_SIZES" > "$d/pingpong-sweep.txt" 2>&1
-  echo "sweep rc=$?"
-  cat "$d/pingpong-sweep.txt"
+  sweep "$d/pingpong-sweep"
   if [[ " $SQ_BATCH " == *" 0 "* ]]; then
-    timeout 900 llrdma-bench sweep --hints 0,8K,64K \
-      --mpirun-args "--mca pml ob1 --mca btl self,llrdma --bind-to none --mca btl_llrdma_sq_batch 0" \
-      --csv "$d/pingpong-sweep-nobatch.csv" -- --warmup "$PP_WARMUP" --iters "$PP_ITERS" \
-      --sizes "$PP_SIZES" > "$d/pingpong-sweep-nobatch.txt" 2>&1
-    echo "sweep (no batching) rc=$?"
-    cat "$d/pingpong-sweep-nobatch.txt"
+    sweep "$d/pingpong-sweep-nobatch" --mca btl_llrdma_sq_batch 0
   fi
   echo "=== done ($((SECONDS - t0)) s)"
 }

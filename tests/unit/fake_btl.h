@@ -115,6 +115,12 @@ mca_btl_base_descriptor_t *fw_alloc(int i, int j, size_t size, int cls);
 void fw_fill(int i, int j, void *buf, size_t size, int cls);
 /* ob1's btl_send of a new message; returns what the BTL returned. */
 int fw_send(int i, int j, size_t size, int cls);
+/* Processes 0 and 1 with the LL path (and BW when `bw`) connected, one
+ * fragment per message (coalescing and batching off); 0 on success. */
+int fw_pair(uint64_t hint, uint32_t sq, int bw);
+/* ob1's sendi from i to j: a header of `hdr` bytes and a payload to pack
+ * (size in all); *des on BUSY. */
+int fw_sendi(int i, int j, size_t size, size_t hdr, mca_btl_base_descriptor_t **des);
 /* Messages i sent to j that j received, over all classes. */
 uint32_t fw_sent(int i, int j);
 /* Finalize every module and check nothing leaked and the device saw no

@@ -16,9 +16,9 @@
  * simultaneous connects (exactly one QP per path survives, for every
  * schedule), receive reposts (preset work requests chained, a chain the
  * SRQ refuses midway; two senders' runs in one batch credited apart),
- * sendi (contiguous and packed data), and coalescing of messages that wait
- * (packed records, never larger than the peer takes).  Peers with other
- * hints and prepare_src: test_btl_limits.c.
+ * and sendi (contiguous and packed data).  Messages that wait, packed and
+ * batched: test_btl_pack.c; peers with other hints and prepare_src:
+ * test_btl_limits.c.
  */
 #include "fake_btl.h"
 
@@ -33,31 +33,6 @@
 #define BW LLRDMA_PATH_BW
 #define HDR sizeof(mca_btl_llrdma_hdr_t)
 
-/* Processes 0 and 1 with the LL path (and BW when `bw`) connected. */
-static int pair(uint64_t hint, uint32_t sq, int bw)
-{
-    fw_begin();
-    /* One fragment per message, each posted while the queue has room, so
-     * these tests can count fragments, credits and posts exactly;
-     * test_coalesce turns packing on, test_busy_queue_batches batching. */
-    mca_btl_llrdma_component.coalesce = 0;
-    mca_btl_llrdma_component.sq_batch = 0;
-    if (0 != fw_add(hint, sq, sq) || 1 != fw_add(hint, sq, sq)) {
-        return -1;
-    }
-    fw_mesh();
-    (void)fw_send(0, 1, 16, 0);
-    if (bw) {
-        (void)fw_send(0, 1, 30000, 1);
-    }
-    fw_settle(100);
-    return NULL != fw_conn(1, 0, LL) && LLRDMA_CONN_ESTABLISHED == fw_conn(0, 1, LL)->state &&
-                   (!bw || (NULL != fw_conn(1, 0, BW) &&
-                            LLRDMA_CONN_ESTABLISHED == fw_conn(0, 1, BW)->state))
-               ? 0
-               : -1;
-}
-
 /* ------------------------------------------------------ send queue */
 
 static void test_full_send_queue(void)
@@ -65,7 +40,7 @@ static void test_full_send_queue(void)
     mca_btl_llrdma_conn_t *ca;
     int posted, run = 0, max_run = 0;
 
-    CHECK(0 == pair(8192, 8, 0)); /* 8 WRs, one signalled in 2 */
+    CHECK(0 == fw_pair(8192, 8, 0)); /* 8 WRs, one signalled in 2 */
     ca = fw_conn(0, 1, LL);
     CHECK(8 == fake_qp(ca->qp)->attr.cap.max_send_wr && 8 == ca->sq.depth);
     /* Nothing completes while the wire is held: the BTL stops at the
@@ -115,7 +90,7 @@ static void test_receiver_never_runs_dry(void)
     uint32_t allot;
     int total = 600;
 
-    CHECK(0 == pair(8192, 0, 0));
+    CHECK(0 == fw_pair(8192, 0, 0));
     ca = fw_conn(0, 1, LL);
     cb = fw_conn(1, 0, LL);
     allot = cb->allot;
@@ -248,7 +223,7 @@ static void test_credits_in_headers(void)
     int scanned, writes = 0;
     uint64_t seen0;
 
-    CHECK(0 == pair(8192, 64, 0));
+    CHECK(0 == fw_pair(8192, 64, 0));
     ca = fw_conn(0, 1, LL);
     cb = fw_conn(1, 0, LL);
     n = 3 * cb->allot;
@@ -291,7 +266,7 @@ static void test_credits_by_rdma_write(void)
     uint64_t seen;
     uint32_t avail;
 
-    CHECK(0 == pair(8192, 0, 1));
+    CHECK(0 == fw_pair(8192, 0, 1));
     mca_btl_llrdma_component.stall_warn_ms = 0; /* report a stall at once */
     /* LL: 256 bytes inline granted, the credit write goes inline. */
     credit_round(LL, 100);
@@ -343,7 +318,7 @@ static void test_credits_landing_mid_send(void)
     opal_list_item_t *item;
     int rc;
 
-    CHECK(0 == pair(8192, 0, 0));
+    CHECK(0 == fw_pair(8192, 0, 0));
     mca_btl_llrdma_component.coalesce = 1;
     ca = fw_conn(0, 1, LL);
     while (mca_btl_llrdma_conn_credits(ca) > 0) {
@@ -399,7 +374,7 @@ static void test_stuck_dump(void)
     mca_btl_llrdma_conn_t *ca;
     int saved_verbose = mca_btl_llrdma_component.verbose;
 
-    CHECK(0 == pair(8192, 0, 0));
+    CHECK(0 == fw_pair(8192, 0, 0));
     mca_btl_llrdma_component.verbose = 1;
     mca_btl_llrdma_component.stall_warn_ms = 2;
     ca = fw_conn(0, 1, LL);
@@ -429,7 +404,7 @@ static void test_stall_reported(void)
 {
     mca_btl_llrdma_conn_t *ca;
 
-    CHECK(0 == pair(8192, 0, 0));
+    CHECK(0 == fw_pair(8192, 0, 0));
     mca_btl_llrdma_component.stall_warn_ms = 0;
     ca = fw_conn(0, 1, LL);
     for (int i = 0; i < 1000 && mca_btl_llrdma_conn_credits(ca) > 0; ++i) {
@@ -877,32 +852,6 @@ static void test_simultaneous_connects(void)
 
 /* ------------------------------------------------------ sendi */
 
-/* ob1's sendi: a header and a payload to pack; *descriptor on BUSY. */
-static int sendi(int i, int j, size_t size, size_t hdr, mca_btl_base_descriptor_t **des)
-{
-    mca_btl_llrdma_module_t *m = fw[i].m;
-    static unsigned char msg[200000];
-    int cls = size > 8000; /* LL and BW messages are not ordered with each other */
-    opal_convertor_t *conv;
-    int rc;
-
-    fw_fill(i, j, msg, size, cls);
-    conv = fw_bytes_convertor(msg + hdr, size - hdr);
-    fw_as(i);
-    /* ob1 reads it only when sendi fails (btl.h), and sendi's lanes leave
-     * it alone on success: cleared, so one handed back anyway shows. */
-    if (NULL != des) {
-        *des = NULL;
-    }
-    rc = m->super.btl_sendi(&m->super, fw[i].ep[j], conv, msg, hdr, size - hdr, MCA_BTL_NO_ORDER,
-                            MCA_BTL_DES_FLAGS_BTL_OWNERSHIP, FW_TAG, des);
-    OBJ_RELEASE(conv);
-    if (OPAL_SUCCESS != rc) {
-        --fw[i].send_seq[j][cls]; /* ob1 sends it another way */
-    }
-    return rc;
-}
-
 /* What ob1 does with the descriptor sendi handed back: fill and send it. */
 static void send_descriptor(int i, int j, mca_btl_base_descriptor_t *d, size_t size)
 {
@@ -925,7 +874,7 @@ static void test_sendi(void)
     CHECK(0 == fw_add(8192, 8, 8) && 1 == fw_add(8192, 8, 8));
     fw_mesh();
     /* Not connected: busy, with a descriptor for the regular path. */
-    CHECK(OPAL_ERR_RESOURCE_BUSY == sendi(0, 1, 100, 16, &d));
+    CHECK(OPAL_ERR_RESOURCE_BUSY == fw_sendi(0, 1, 100, 16, &d));
     CHECK(NULL != d);
     if (NULL != d) {
         send_descriptor(0, 1, d, 100);
@@ -939,8 +888,8 @@ static void test_sendi(void)
         size_t free_before = opal_list_get_size(&fw[0].m->path[LL].send_pool.free);
         uint32_t frags_before = fw[0].m->path[LL].send_pool.nfrags;
         before = fake.nsends;
-        CHECK(OPAL_SUCCESS == sendi(0, 1, 16, 16, &d) && NULL == d);
-        CHECK(OPAL_SUCCESS == sendi(0, 1, 200, 16, &d) && NULL == d);
+        CHECK(OPAL_SUCCESS == fw_sendi(0, 1, 16, 16, &d) && NULL == d);
+        CHECK(OPAL_SUCCESS == fw_sendi(0, 1, 200, 16, &d) && NULL == d);
         CHECK(fake.nsends == before + 2);
         CHECK((fake.sends[before].flags & IBV_SEND_INLINE) &&
               (fake.sends[before + 1].flags & IBV_SEND_INLINE));
@@ -950,17 +899,17 @@ static void test_sendi(void)
         CHECK(3 == fw_sent(0, 1)); /* and they arrive intact (the receiver checks) */
     }
     before = fake.nsends;
-    CHECK(OPAL_SUCCESS == sendi(0, 1, 3000, 40, &d) && NULL == d);
+    CHECK(OPAL_SUCCESS == fw_sendi(0, 1, 3000, 40, &d) && NULL == d);
     CHECK(fake.nsends == before + 1 && !(fake.sends[before].flags & IBV_SEND_INLINE));
-    CHECK(OPAL_SUCCESS != sendi(0, 1, 20000, 16, &d)); /* BW path not connected yet */
+    CHECK(OPAL_SUCCESS != fw_sendi(0, 1, 20000, 16, &d)); /* BW path not connected yet */
     if (NULL != d) {
         send_descriptor(0, 1, d, 20000);
         d = NULL;
     }
     fw_settle(100);
-    CHECK(OPAL_SUCCESS == sendi(0, 1, 20000, 16, &d) && NULL == d);
+    CHECK(OPAL_SUCCESS == fw_sendi(0, 1, 20000, 16, &d) && NULL == d);
     /* Above the eager limit: busy and no descriptor. */
-    CHECK(OPAL_ERR_RESOURCE_BUSY == sendi(0, 1, fw[0].m->super.btl_eager_limit + 1, 16, &d));
+    CHECK(OPAL_ERR_RESOURCE_BUSY == fw_sendi(0, 1, fw[0].m->super.btl_eager_limit + 1, 16, &d));
     CHECK(NULL == d);
     fw_settle(100);
     /* Send queue full (the wire held): busy, with a descriptor; sent later in order. */
@@ -969,14 +918,14 @@ static void test_sendi(void)
         CHECK(0 <= fw_send(0, 1, 1000, 0));
     }
     CHECK(0 == llrdma_sq_free_slots(&ca->sq));
-    CHECK(OPAL_ERR_RESOURCE_BUSY == sendi(0, 1, 100, 16, &d) && NULL != d);
+    CHECK(OPAL_ERR_RESOURCE_BUSY == fw_sendi(0, 1, 100, 16, &d) && NULL != d);
     if (NULL != d) {
         send_descriptor(0, 1, d, 100);
         d = NULL;
     }
     /* Something queued: busy even once the queue has room (order). */
     fake.wire_hold = 0;
-    CHECK(OPAL_ERR_RESOURCE_BUSY == sendi(0, 1, 100, 16, &d));
+    CHECK(OPAL_ERR_RESOURCE_BUSY == fw_sendi(0, 1, 100, 16, &d));
     if (NULL != d) {
         send_descriptor(0, 1, d, 100);
         d = NULL;
@@ -984,11 +933,11 @@ static void test_sendi(void)
     fw_settle(100);
     /* No credits: busy. */
     for (int i = 0; i < 1000 && mca_btl_llrdma_conn_credits(ca) > 0; ++i) {
-        if (OPAL_SUCCESS != sendi(0, 1, 100, 16, NULL)) {
+        if (OPAL_SUCCESS != fw_sendi(0, 1, 100, 16, NULL)) {
             fw_progress_one(0, 1);
         }
     }
-    CHECK(OPAL_ERR_RESOURCE_BUSY == sendi(0, 1, 100, 16, &d));
+    CHECK(OPAL_ERR_RESOURCE_BUSY == fw_sendi(0, 1, 100, 16, &d));
     if (NULL != d) {
         send_descriptor(0, 1, d, 100);
         d = NULL;
@@ -1010,7 +959,7 @@ static void test_sendi_packed(void)
     mca_btl_base_descriptor_t *d = NULL;
     int before, inline_before;
 
-    CHECK(0 == pair(8192, 0, 0));
+    CHECK(0 == fw_pair(8192, 0, 0));
     fw_fill(0, 1, msg, size, 0);
     for (size_t k = 0; k < n; ++k) {
         strided[2 * k] = msg[hdr + k];
@@ -1051,12 +1000,12 @@ static void test_sendi_sizes(void)
     int sent = 0, slow_before;
     mca_btl_base_descriptor_t *d = NULL;
 
-    CHECK(0 == pair(8192, 0, 0));
+    CHECK(0 == fw_pair(8192, 0, 0));
     slow_before = (int)(fw[0].m->sends_done_at_post[0] + fw[0].m->sends_done_at_post[1]);
     for (size_t a = 0; a < sizeof(sizes) / sizeof(sizes[0]); ++a) {
         for (size_t b = 0; b < sizeof(hdrs) / sizeof(hdrs[0]) && hdrs[b] <= sizes[a]; ++b) {
             const int at = fake.nsends;
-            CHECK(OPAL_SUCCESS == sendi(0, 1, sizes[a], hdrs[b], &d) && NULL == d);
+            CHECK(OPAL_SUCCESS == fw_sendi(0, 1, sizes[a], hdrs[b], &d) && NULL == d);
             CHECK(at + 1 == fake.nsends && (fake.sends[at % FAKE_MAX_WR].flags & IBV_SEND_INLINE) &&
                   sizes[a] + HDR == fake.sends[at % FAKE_MAX_WR].length);
             ++sent;
@@ -1116,7 +1065,7 @@ static void sendi_post_api_case(int no_api, int knob, int refuse, const char *wa
     wr0 = fake.nwr_posts;
     posts0 = fake.nsend_posts;
     for (int k = 0; k < 5; ++k) {
-        CHECK(OPAL_SUCCESS == sendi(0, 1, 24 + k, 16, &d) && NULL == d);
+        CHECK(OPAL_SUCCESS == fw_sendi(0, 1, 24 + k, 16, &d) && NULL == d);
     }
     CHECK(fake.nsend_posts == posts0 + 5 && fake.nwr_posts == wr0 + (by_wr ? 5 : 0));
     CHECK(fake.sends[(fake.nsends - 1) % FAKE_MAX_WR].flags & IBV_SEND_INLINE);
@@ -1125,7 +1074,7 @@ static void sendi_post_api_case(int no_api, int knob, int refuse, const char *wa
     CHECK(0 == fw[1].recv_bad && 0 == fake_faults());
     /* A post the device refuses: the peer fails, once, naming the call. */
     fake.post_send_errno = EIO;
-    (void)sendi(0, 1, 24, 16, &d);
+    (void)fw_sendi(0, 1, 24, 16, &d);
     fake.post_send_errno = 0;
     fw_settle(20);
     CHECK(1 == fw[0].err_calls &&
@@ -1165,18 +1114,18 @@ static void sendi_fast_lane_case(uint64_t hint, int path)
         fw_end(0);
         return;
     }
-    CHECK(OPAL_SUCCESS == sendi(0, 1, 24, 16, &d)); /* the full lane: one btl_send came before */
+    CHECK(OPAL_SUCCESS == fw_sendi(0, 1, 24, 16, &d)); /* the full lane: one btl_send came before */
     f0 = ca->sq.fast;
     CHECK(f0 > 2 && f0 < ca->sq.interval);
     before = fake.nsend_posts;
-    CHECK(OPAL_SUCCESS == sendi(0, 1, 40, 16, &d) && f0 - 1 == ca->sq.fast);
-    CHECK(OPAL_SUCCESS == sendi(0, 1, 16, 16, &d) && f0 - 2 == ca->sq.fast);
+    CHECK(OPAL_SUCCESS == fw_sendi(0, 1, 40, 16, &d) && f0 - 1 == ca->sq.fast);
+    CHECK(OPAL_SUCCESS == fw_sendi(0, 1, 16, 16, &d) && f0 - 2 == ca->sq.fast);
     CHECK(before + 2 == fake.nsend_posts); /* one post each */
     CHECK(0 == (fake.sends[fake.nsends - 1].flags & IBV_SEND_SIGNALED));
     /* A message by btl_send (another kind of post) ends the budget. */
     CHECK(0 <= fw_send(0, 1, 100, 0));
     CHECK(0 == ca->sq.fast);
-    CHECK(OPAL_SUCCESS == sendi(0, 1, 24, 16, &d) && ca->sq.fast > 0);
+    CHECK(OPAL_SUCCESS == fw_sendi(0, 1, 24, 16, &d) && ca->sq.fast > 0);
     /* The room gone: the next message queues, and its queueing ends the
      * budget; with the room back, sendi goes behind it. */
     room = fw[0].m->path[path].scq_room;
@@ -1186,7 +1135,7 @@ static void sendi_fast_lane_case(uint64_t hint, int path)
     CHECK(0 == ca->sq.fast);
     fw[0].m->path[path].scq_room = room;
     before = fake.nsend_posts;
-    rc = sendi(0, 1, 24, 16, &d);
+    rc = fw_sendi(0, 1, 24, 16, &d);
     if (OPAL_ERR_RESOURCE_BUSY == rc && NULL != d) {
         send_descriptor(0, 1, d, 24);
     } else {
@@ -1225,7 +1174,7 @@ static void test_repost_chain(void)
     uint32_t before;
     int posted = -1;
 
-    CHECK(0 == pair(8192, 0, 0));
+    CHECK(0 == fw_pair(8192, 0, 0));
     m = fw[1].m;
     for (int i = 0; i < 6; ++i) {
         f[i] = mca_btl_llrdma_pool_get(&m->path[LL].recv_pool);
@@ -1305,240 +1254,6 @@ static void test_batch_of_two_senders(void)
     fw_end(0);
 }
 
-/* ------------------------------------------------------ coalescing */
-
-/* Largest record sequence queued on a path: never more than the peer takes. */
-static uint32_t max_queued_wire(mca_btl_llrdma_endpoint_t *ep, int p)
-{
-    mca_btl_llrdma_frag_t *f;
-    uint32_t max = 0;
-    OPAL_LIST_FOREACH(f, &ep->pending[p], mca_btl_llrdma_frag_t)
-    {
-        uint32_t w = 0 != f->wire ? f->wire : (uint32_t)(HDR + f->segment.seg_len);
-        max = w > max ? w : max;
-    }
-    return max;
-}
-
-/* A receiver that does not progress, senders that keep sending: once the
- * credits are used, messages are packed behind the queued fragment and
- * complete at once; the receiver gets them all, in order, in a few buffers,
- * and no buffer is larger than the peer's (here smaller: hint 4K). */
-/* A burst of 4 KB messages into a receiver that does not progress, at hint
- * 64K (64 KiB buffers; the overcommitted burst window, 127 of them): the
- * first half of the window goes a message per buffer, the rest packs, so the
- * whole burst lands in the receiver's buffers while it is busy and nothing
- * waits in the sender for credits only the receiver's progress returns.
- * Without the pack floor 127 buffers go out a message each and the rest
- * waits. */
-static void test_burst_packs_into_a_busy_receiver(void)
-{
-    mca_btl_llrdma_conn_t *ca, *cb;
-    const int n = 400;
-    uint64_t sent0;
-    uint32_t bufs, per_buf;
-
-    /* Send queues deeper than the window: only credits hold the sender. */
-    CHECK(0 == pair(65536, 256, 0));
-    mca_btl_llrdma_component.coalesce = 1;
-    ca = fw_conn(0, 1, LL);
-    cb = fw_conn(1, 0, LL);
-    CHECK(127 == ca->credit.granted && cb->allot == ca->credit.granted);
-    CHECK(fw[1].prof.ll.rq_depth < ca->credit.granted);
-    sent0 = ca->credit.sent;
-    for (int i = 0; i < n; ++i) {
-        int rc = fw_send(0, 1, 4096, 0);
-        CHECK(OPAL_SUCCESS == rc || 1 == rc);
-    }
-    fw_progress_one(0, 50); /* only the sender */
-    bufs = (uint32_t)(ca->credit.sent - sent0);
-    per_buf = fw[0].ep[1]->frag_max[LL] / (4096 + 2 * HDR);
-    printf("# burst: %d messages of 4 KB in %u receive buffers of %u (window %u)\n", n, bufs,
-           (unsigned)fw[1].m->path[LL].rq.buf_bytes, ca->credit.granted);
-    CHECK(0 == opal_list_get_size(&fw[0].ep[1]->pending[LL]));
-    CHECK(0 == fw[0].m->waiting && mca_btl_llrdma_conn_credits(ca) > 0);
-    CHECK(bufs <= ca->credit.granted / 2 + (n - ca->credit.granted / 2) / per_buf + 2);
-    CHECK(fake_cq_waiting(fw[1].m->path[LL].rcq) == bufs);
-    fw_settle(300);
-    CHECK(0 == fake.rnr_events);
-    fw_check_all_arrived();
-    fw_end(0);
-}
-
-/* Past half the send queue (btl_llrdma_sq_batch) a send waits for the
- * queue's next completion and goes with the others: small messages packed
- * into one buffer, larger ones (4 KB at hint 8K, which do not pack) posted
- * as chains.  With the knob off each goes alone until the queue is full;
- * a sender that progresses between sends (a ping-pong) never batches. */
-static void test_busy_queue_batches(void)
-{
-    for (int batch = 1; batch >= 0; --batch) {
-        for (int big = 0; big < 2; ++big) {
-            const size_t size = big ? 4096 : 16;
-            const int n = 60;
-            mca_btl_llrdma_conn_t *ca;
-            uint32_t at, posted0, pend;
-            int wrs0, posts0, alone, wrs, posts;
-
-            CHECK(0 == pair(8192, 64, 0));
-            mca_btl_llrdma_component.coalesce = 1;
-            mca_btl_llrdma_component.sq_batch = batch;
-            ca = fw_conn(0, 1, LL);
-            at = mca_btl_llrdma_conn_batch_at(ca, batch);
-            CHECK(64 == ca->sq.depth && 16 == ca->sq.interval && (batch ? 32u : 64u) == at);
-            posted0 = ca->sq.posted;
-            CHECK(posted0 < 16);
-            fake.wire_hold = 1;
-            wrs0 = fake.nsends;
-            for (int i = 0; i < n; ++i) {
-                CHECK(0 <= fw_send(0, 1, size, 0));
-            }
-            alone = fake.nsends - wrs0;
-            pend = (uint32_t)opal_list_get_size(&fw[0].ep[1]->pending[LL]);
-            CHECK((uint32_t)alone == at - posted0 || (!batch && n == alone));
-            /* Small ones wait in one packed buffer; 4 KB ones two to a
-             * buffer: the first waits in its own fragment, whose buffer (the
-             * peer's 8 KiB fragment and headroom) takes the next behind it. */
-            CHECK(pend == (alone == n ? 0u : big ? (uint32_t)(n - alone + 1) / 2 : 1u));
-            printf("# busy queue (batch %d, %zu B): %d of %d alone, %u waiting\n", batch, size,
-                   alone, n, pend);
-            /* One wait begun at the batching point; the rest queued behind it. */
-            CHECK((uint64_t)batch == fw[0].m->sq_batched);
-            /* The wire moves; only the sender progresses (no credit writes):
-             * what waits goes at its first completion, in chains. */
-            fake.wire_hold = 0;
-            wrs0 = fake.nsends;
-            posts0 = fake.nsend_posts;
-            fw_progress_one(0, 50);
-            wrs = fake.nsends - wrs0;
-            posts = fake.nsend_posts - posts0;
-            CHECK(0 == opal_list_get_size(&fw[0].ep[1]->pending[LL]));
-            CHECK(wrs == (int)pend);
-            if (big && batch) {
-                CHECK(posts > 0 && posts < wrs); /* chained */
-            }
-            fw_settle(300);
-            CHECK(n + 1 == (int)fw_sent(0, 1));
-            CHECK(0 == fake.sq_overflows && 0 == fake.rnr_events);
-            fw_check_all_arrived();
-            fw_end(0);
-        }
-    }
-    /* Progress between sends: every one alone, batching on. */
-    CHECK(0 == pair(8192, 64, 0));
-    mca_btl_llrdma_component.coalesce = 1;
-    mca_btl_llrdma_component.sq_batch = 1;
-    {
-        mca_btl_llrdma_conn_t *ca = fw_conn(0, 1, LL);
-        int wrs0 = fake.nsends, mine = 0;
-        for (int i = 0; i < 200; ++i) {
-            CHECK(0 <= fw_send(0, 1, 16, 0));
-            CHECK(0 == opal_list_get_size(&fw[0].ep[1]->pending[LL]));
-            fw_progress(2);
-        }
-        for (int k = wrs0; k < fake.nsends; ++k) {
-            mine += fake.sends[k % FAKE_MAX_WR].qp == ca->qp;
-        }
-        CHECK(200 == mine);
-        CHECK(0 == fw[0].m->sq_batched);
-    }
-    fw_settle(300);
-    fw_check_all_arrived();
-    fw_end(0);
-}
-
-static void test_coalesce(void)
-{
-    mca_btl_llrdma_endpoint_t *ab;
-    mca_btl_llrdma_conn_t *ca;
-    mca_btl_base_descriptor_t *d = NULL;
-    int before_sends, before_posts, n_msgs = 0, queued_rc = 0, packed_rc = 0;
-    size_t bytes = 0;
-
-    fw_begin();
-    mca_btl_llrdma_component.coalesce = 1;
-    CHECK(0 == fw_add(16384, 0, 0)); /* A sends LL up to 16K */
-    CHECK(1 == fw_add(4096, 0, 0));  /* B receives LL up to 4K */
-    fw_mesh();
-    (void)fw_send(0, 1, 16, 0);
-    fw_settle(100);
-    ab = fw[0].ep[1];
-    ca = fw_conn(0, 1, LL);
-    CHECK(NULL != ca && ab->frag_max[LL] < 16384);
-    printf("# coalesce: peer LL frag_max %u\n", ab->frag_max[LL]);
-    if (NULL == ca) {
-        fw_end(1);
-        return;
-    }
-    /* Use the credits up: each message its own fragment. */
-    while (mca_btl_llrdma_conn_credits(ca) > 0) {
-        int rc = fw_send(0, 1, 100, 0);
-        CHECK(OPAL_SUCCESS == rc || 1 == rc);
-        fw_progress_one(0, 1);
-    }
-    CHECK(0 == opal_list_get_size(&ab->pending[LL]));
-    before_sends = fake.nsends;
-    before_posts = fake.nsend_posts;
-    /* 300 more of 16..1000 bytes: the first is copied into a fragment of the
-     * BTL's own, the rest pack behind it; each completes at once. */
-    for (int i = 0; i < 300; ++i) {
-        size_t size = 16 + (size_t)(i * 37) % 985;
-        int rc = fw_send(0, 1, size, 0);
-        queued_rc += OPAL_SUCCESS == rc;
-        packed_rc += 1 == rc;
-        bytes += size;
-        ++n_msgs;
-    }
-    /* sendi packs too: success, no descriptor. */
-    CHECK(OPAL_SUCCESS == sendi(0, 1, 200, 24, &d) && NULL == d);
-    ++n_msgs;
-    bytes += 200;
-    CHECK(fake.nsends == before_sends); /* nothing went: no credits */
-    CHECK(0 == queued_rc && 300 == packed_rc);
-    /* A new fragment queues only when the last one is full. */
-    queued_rc = (int)opal_list_get_size(&ab->pending[LL]);
-    CHECK(queued_rc >= 2 && (size_t)queued_rc <= bytes / (ab->frag_max[LL] - 1000 - 2 * HDR) + 1);
-    CHECK(max_queued_wire(ab, LL) <= HDR + ab->frag_max[LL]);
-    CHECK(1 == fw[0].m->waiting);
-    /* The receiver wakes: every message arrives, verified, in order. */
-    fw_settle(300);
-    CHECK(0 == opal_list_get_size(&ab->pending[LL]));
-    CHECK(fake.nsends - before_sends < n_msgs / 5);
-    /* The queued fragments left in chains: fewer posts than WRs. */
-    CHECK(fake.nsend_posts - before_posts < fake.nsends - before_sends);
-    printf("# coalesce: %d messages in %d WRs (%d queued fragments), %d posts\n", n_msgs,
-           fake.nsends - before_sends, queued_rc, fake.nsend_posts - before_posts);
-    CHECK(0 == fake.rnr_events && 0 == fake.sq_overflows);
-    /* A message of more than a quarter of the peer's buffer waits as ob1's
-     * own fragment (its completion comes later); a small one still packs
-     * behind it. */
-    while (mca_btl_llrdma_conn_credits(ca) > 0) {
-        (void)fw_send(0, 1, 100, 0);
-        fw_progress_one(0, 1);
-    }
-    CHECK(OPAL_SUCCESS == fw_send(0, 1, ab->frag_max[LL] / 4 + 1, 0));
-    CHECK(1 == fw_send(0, 1, 100, 0));
-    CHECK(1 == opal_list_get_size(&ab->pending[LL]));
-    fw_settle(300);
-    fw_check_all_arrived();
-    fw_end(0);
-
-    /* btl_llrdma_coalesce=0: one fragment per message, as before. */
-    CHECK(0 == pair(8192, 0, 0));
-    ca = fw_conn(0, 1, LL);
-    while (mca_btl_llrdma_conn_credits(ca) > 0) {
-        (void)fw_send(0, 1, 100, 0);
-        fw_progress_one(0, 1);
-    }
-    for (int i = 0; i < 20; ++i) {
-        CHECK(OPAL_SUCCESS == fw_send(0, 1, 100, 0));
-    }
-    CHECK(20 == opal_list_get_size(&fw[0].ep[1]->pending[LL]));
-    fw_settle(300);
-    fw_check_all_arrived();
-    fw_end(0);
-}
-
 int main(int argc, char **argv)
 {
     int saved_stderr;
@@ -1562,9 +1277,6 @@ int main(int argc, char **argv)
     test_sendi_post_api();
     test_sendi_fast_lane();
     test_sendi_sizes();
-    test_coalesce();
-    test_burst_packs_into_a_busy_receiver();
-    test_busy_queue_batches();
     /* The expected transport errors print a user-facing message each. */
     saved_stderr = fw_stderr_off();
     test_cq_room();
