@@ -29,6 +29,11 @@ enum Tag : int {
 // out[i] = a[i] OP b[i]; out may alias a or b.  `a` is the left operand.
 // Returns false for an unsupported pair.
 bool reduce3(int op, int dtype, const void *a, const void *b, void *out, size_t count);
+// Four inputs folded in one pass into out (reduce_ops.cc, fold4): start ?
+// s0 OP s1 OP s2 OP s3 : out OP s0 OP s1 OP s2 OP s3, left to right.  nullptr
+// where reduce3 has no kernel either.
+using Fold4Fn = void (*)(const void *const *s, void *out, size_t n, int start);
+Fold4Fn fold4_kernel(int op, int dtype);
 size_t dtype_size(int dtype); // 0 for an unknown dtype
 
 // Element range of block i when `count` elements are split into `nblocks`
@@ -111,6 +116,8 @@ class Transport
     // Local data movement: through the comm's hooks when set (device memory),
     // else memcpy / reduce3.  reduce: out = a OP b, out may alias a or b.
     int copy(void *dst, const void *src, size_t bytes);
+    // k copies at once (host memory: interleaved, for the arena's copy out).
+    int copy_n(int k, void *const *dst, const void *const *src, const size_t *bytes);
     int reduce(int op, int dtype, const void *a, const void *b, void *out, size_t count);
     // True when copy/reduce go through hooks (buffers the core may not touch).
     bool hooked() const { return c_->copy != nullptr; }
@@ -391,11 +398,23 @@ inline void fold_rank_order(int op, int dtype, size_t es, int p, size_t n, unsig
     const size_t tile = n * es <= kFoldTileBytes  ? n
                         : kFoldTileBytes / es > 0 ? kFoldTileBytes / es
                                                   : 1;
+    // From four ranks on, four inputs per pass (fold4): the same bits.
+    Fold4Fn f4 = p >= 4 ? fold4_kernel(op, dtype) : nullptr;
     for (size_t i = 0; i < n; i += tile) {
         const size_t m = n - i < tile ? n - i : tile;
         unsigned char *o = out + i * es;
-        reduce3(op, dtype, src(0, i), src(1, i), o, m);
-        for (int r = 2; r < p; ++r)
+        int r = 2;
+        if (f4) {
+            const void *s4[4] = {src(0, i), src(1, i), src(2, i), src(3, i)};
+            f4(s4, o, m, 1);
+            for (r = 4; r + 4 <= p; r += 4) {
+                const void *t4[4] = {src(r, i), src(r + 1, i), src(r + 2, i), src(r + 3, i)};
+                f4(t4, o, m, 0);
+            }
+        } else {
+            reduce3(op, dtype, src(0, i), src(1, i), o, m);
+        }
+        for (; r < p; ++r)
             reduce3(op, dtype, o, src(r, i), o, m);
         done(i, o, m);
     }

@@ -45,6 +45,44 @@ LLRDMA_CLONES void kernel(const void *a, const void *b, void *out, size_t n)
     }
 }
 
+// Four inputs in one pass (shm's fold): out = (((x OP s0) OP s1) OP s2) OP s3,
+// x = out, or from s0 on with `start` (then s0 OP s1 OP s2 OP s3).  The same
+// operations in the same order as four two-input passes, so the same bits;
+// four input streams in flight instead of one (other ranks' caches answer
+// slowly, and one stream at a time leaves the core mostly waiting).
+template <typename Op, typename T>
+LLRDMA_CLONES void fold4(const void *const *s, void *out, size_t n, int start)
+{
+    const unsigned char *p0 = static_cast<const unsigned char *>(s[0]);
+    const unsigned char *p1 = static_cast<const unsigned char *>(s[1]);
+    const unsigned char *p2 = static_cast<const unsigned char *>(s[2]);
+    const unsigned char *p3 = static_cast<const unsigned char *>(s[3]);
+    unsigned char *po = static_cast<unsigned char *>(out);
+    auto ld = [](const unsigned char *p, size_t i) {
+        T v;
+        std::memcpy(&v, p + i * sizeof(T), sizeof(T));
+        return v;
+    };
+    if (start) {
+        for (size_t i = 0; i < n; ++i) {
+            T r = Op::apply(Op::apply(Op::apply(ld(p0, i), ld(p1, i)), ld(p2, i)), ld(p3, i));
+            std::memcpy(po + i * sizeof(T), &r, sizeof(T));
+        }
+    } else {
+        for (size_t i = 0; i < n; ++i) {
+            T r = Op::apply(
+                Op::apply(Op::apply(Op::apply(ld(po, i), ld(p0, i)), ld(p1, i)), ld(p2, i)),
+                ld(p3, i));
+            std::memcpy(po + i * sizeof(T), &r, sizeof(T));
+        }
+    }
+}
+
+struct Fold4Kernels {
+    using Fn = void (*)(const void *const *, void *, size_t, int);
+    template <typename Op, typename T> static Fn make() { return fold4<Op, T>; }
+};
+
 // The table's Maker: each pair becomes the kernel instantiation.
 struct HostKernels {
     using Fn = void (*)(const void *, const void *, void *, size_t);
@@ -66,6 +104,11 @@ bool reduce3(int op, int dtype, const void *a, const void *b, void *out, size_t 
     if (count > 0)
         fn(a, b, out, count);
     return true;
+}
+
+Fold4Fn fold4_kernel(int op, int dtype)
+{
+    return ops::lookup<Fold4Kernels>(op, dtype);
 }
 
 size_t dtype_size(int dtype)

@@ -126,16 +126,25 @@ int run_shm_split(const Args &a)
             // Host: each slice out as soon as its rank has reduced it (its own
             // first), so copying out overlaps the slower ranks' folds instead
             // of waiting for all of them.
-            for (int k = 0; k < t.size() && rc == LLRDMA_AR_OK; ++k) {
-                int q = (t.rank() + k) % t.size();
-                size_t qs = block_start(n, t.size(), q), ql = block_len(n, t.size(), q);
-                if (q != t.rank()) {
+            // Up to four slices at a time, copied together (copy_n).
+            for (int k = 1; k < t.size() && rc == LLRDMA_AR_OK;) {
+                void *dst[4];
+                const void *from[4];
+                size_t len[4];
+                int m = 0;
+                for (; m < 4 && k < t.size() && rc == LLRDMA_AR_OK; ++k) {
+                    int q = (t.rank() + k) % t.size();
+                    size_t qs = block_start(n, t.size(), q), ql = block_len(n, t.size(), q);
                     rc = ar.wait_red_of(q, g);
-                    ar.lap(LLRDMA_AR_PHASE_WAIT_RED);
+                    if (ql == 0)
+                        continue;
+                    dst[m] = at(a.buf, off + qs, a.esize);
+                    from[m] = at(ar.result(g), qs, a.esize);
+                    len[m++] = ql * a.esize;
                 }
-                if (rc == LLRDMA_AR_OK && ql > 0 && q != t.rank())
-                    rc = t.copy(at(a.buf, off + qs, a.esize), at(ar.result(g), qs, a.esize),
-                                ql * a.esize);
+                ar.lap(LLRDMA_AR_PHASE_WAIT_RED);
+                if (rc == LLRDMA_AR_OK)
+                    rc = t.copy_n(m, dst, from, len);
                 ar.lap(LLRDMA_AR_PHASE_COPY_OUT);
             }
             return rc;

@@ -133,6 +133,33 @@ int Transport::wait(int n, void **reqs)
     return LLRDMA_AR_OK;
 }
 
+int Transport::copy_n(int k, void *const *dst, const void *const *src, const size_t *bytes)
+{
+    if (c_->copy || fatal_ || poisoned_ || k < 2) {
+        for (int j = 0; j < k; ++j) {
+            int rc = copy(dst[j], src[j], bytes[j]);
+            if (rc != LLRDMA_AR_OK)
+                return rc;
+        }
+        return LLRDMA_AR_OK;
+    }
+    // Host memory: the k copies advance together, 256 bytes of each in turn,
+    // so k streams of another cache's lines are in flight instead of one.
+    size_t common = bytes[0];
+    for (int j = 1; j < k; ++j)
+        common = bytes[j] < common ? bytes[j] : common;
+    common &= ~size_t(255);
+    for (size_t off = 0; off < common; off += 256)
+        for (int j = 0; j < k; ++j)
+            std::memcpy(static_cast<unsigned char *>(dst[j]) + off,
+                        static_cast<const unsigned char *>(src[j]) + off, 256);
+    for (int j = 0; j < k; ++j)
+        if (bytes[j] > common)
+            std::memcpy(static_cast<unsigned char *>(dst[j]) + common,
+                        static_cast<const unsigned char *>(src[j]) + common, bytes[j] - common);
+    return LLRDMA_AR_OK;
+}
+
 int Transport::copy(void *dst, const void *src, size_t bytes)
 {
     if (fatal_)
