@@ -19,7 +19,7 @@
 # are printed last.
 #   bash contrib/bench/h200-arena.sh A.tar.gz B.tar.gz
 # HOST_RANKS (default "8 16"), RUNS (2), SIZES (64,4K,64K,256K,1M,4M),
-# BUDGET seconds for the whole script (560); A_ENV, B_ENV: NAME=VALUE words
+# BUDGET seconds for the whole script (560); GPU_SUITE=0 skips step 5; A_ENV, B_ENV: NAME=VALUE words
 # exported for that side only (one tarball twice, a knob on one side:
 # B_ENV=OMPI_MCA_coll_llrdma_shm_lines_max=0; the CMA build of f1a0c65 was
 # measured with B_ENV=OMPI_MCA_coll_llrdma_shm_single_copy_min=64K).
@@ -112,7 +112,7 @@ for np in ${HOST_RANKS:-8 16}; do
     > "$R/verify-$np.txt" 2>&1 || echo "verify np $np rc=$?"
 done
 step "verify runs done"
-if left 140; then
+if [ "${GPU_SUITE:-1}" != 0 ] && left 140; then
   (cd /tmp/ab/B/llrdma-* && LLRDMA_GPU_LOGS="$R/gl" LLRDMA_TEST_TIMEOUT=60 \
     timeout $((budget - SECONDS - 20)) bash tests/gpu/run-gpu-tests.sh) > "$R/gpu-tests.txt" 2>&1
   echo "gpu suite rc=$? ok=$(grep -c '^ok' "$R/gpu-tests.txt") not-ok=$(grep -c '^not ok' "$R/gpu-tests.txt")"
