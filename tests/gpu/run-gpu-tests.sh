@@ -16,6 +16,8 @@
 . ./tests/mpi/env.sh
 T="$top_builddir/tests/gpu/t_allreduce_gpu"
 LOGS="${LLRDMA_GPU_LOGS:-$LLRDMA_TEST_HOME}"
+# A log folder named by the caller may not exist yet (h200-arena.sh names one).
+mkdir -p "$LOGS" || exit 1
 if [ -z "$LLRDMA_CUDA_DIR" ]; then
   echo "SKIP: configure found no CUDA Toolkit"; exit 77
 fi
