@@ -320,6 +320,34 @@ int llrdma_ar_shm_direct_host(const llrdma_ar_plan_t *plan, llrdma_ar_shm_t *shm
                               int size, const void *sendbuf, void *recvbuf, size_t count, int dtype,
                               int op);
 
+/* The same call prepared once, when it runs in the lines: what
+ * llrdma_ar_shm_direct_host checks and looks up on every call (the
+ * arguments, the fold kernel, whether the vector fits the lines) done when
+ * the glue remembers the call, so that llrdma_ar_lines_run checks only the
+ * arena's failure word before its round (a 64-byte call on 2 ranks spent
+ * about a sixth of its instructions on those checks).  Filled by
+ * llrdma_ar_lines_prepare; the caller only keeps it. */
+typedef struct llrdma_ar_lines_call {
+    void (*fold)(const void *a, const void *b, void *out, size_t count);
+    size_t count;
+    size_t esize;
+    int rank;
+    int size;
+} llrdma_ar_lines_call_t;
+
+/* 1 when llrdma_ar_shm_direct_host would run this call in the lines (then
+ * *c is filled), else 0 (*c zeroed; run the call by
+ * llrdma_ar_shm_direct_host). */
+int llrdma_ar_lines_prepare(const llrdma_ar_plan_t *plan, const llrdma_ar_shm_t *shm, int rank,
+                            int size, size_t count, int dtype, int op, llrdma_ar_lines_call_t *c);
+
+/* One prepared call on shm (an arena of the size it was prepared for):
+ * sendbuf NULL or equal to recvbuf: in place.  Its round, results and
+ * failures are llrdma_ar_shm_direct_host's; LLRDMA_AR_ERR_INVALID for a
+ * call not prepared or a missing buffer or arena. */
+int llrdma_ar_lines_run(const llrdma_ar_lines_call_t *c, llrdma_ar_shm_t *shm, const void *sendbuf,
+                        void *recvbuf);
+
 /* One waiter's state: zero-initialise per wait. */
 typedef struct {
     uint64_t start_ns; /* 0 until the first idle step that looks at the clock */

@@ -130,6 +130,9 @@ typedef struct mca_coll_llrdma_module_t {
         struct ompi_op_t *op;
         int dt, lop;
         size_t esize;
+        /* In the lines: the call prepared once (llrdma_ar_lines_run). */
+        int in_lines;
+        llrdma_ar_lines_call_t lines;
     } fast;
     uint64_t fast_calls; /* calls that took it (said when the arena is released) */
     uint64_t msg_calls;  /* calls on a flat message plan (tests' injections count them) */

@@ -29,6 +29,10 @@ enum Tag : int {
 // out[i] = a[i] OP b[i]; out may alias a or b.  `a` is the left operand.
 // Returns false for an unsupported pair.
 bool reduce3(int op, int dtype, const void *a, const void *b, void *out, size_t count);
+// reduce3's kernel for the pair (nullptr: unsupported), for callers that look
+// it up once and fold many times.
+using ReduceFn = void (*)(const void *a, const void *b, void *out, size_t count);
+ReduceFn reduce_kernel(int op, int dtype);
 // Four inputs folded in one pass into out (reduce_ops.cc, fold4): start ?
 // s0 OP s1 OP s2 OP s3 : out OP s0 OP s1 OP s2 OP s3, left to right.  nullptr
 // where reduce3 has no kernel either.
@@ -233,12 +237,15 @@ class Arena
     static constexpr size_t kLinePayload = 56;
     static constexpr size_t kLinesMax = LLRDMA_AR_SHM_LINES_MAX;
     static constexpr size_t kLinesPerGen = (kLinesMax + kLinePayload - 1) / kLinePayload;
+    // What read_lines may write: every line's whole payload.
+    static constexpr size_t kLinesBuf = kLinesPerGen * kLinePayload;
     int rank() const { return rank_; }
     // Copies bytes (<= kLinesMax) of src into this rank's lines of round g.
     void post_lines(uint64_t g, const void *src, size_t bytes);
     // LLRDMA_AR_OK once every other rank's lines of round g are written.
     int wait_lines(uint64_t g, size_t bytes);
-    // Rank r's bytes of round g into dst (contiguous).
+    // Rank r's bytes of round g into dst (contiguous), in whole lines' payloads:
+    // dst must hold kLinesBuf bytes (what follows `bytes` is stale).
     void read_lines(uint64_t g, int r, void *dst, size_t bytes) const;
     // Rank r's data of round g where a vector of at most kLinePayload bytes
     // lies whole, to be read in place (after wait_lines; it stays until this

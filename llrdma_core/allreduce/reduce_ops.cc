@@ -136,6 +136,11 @@ bool reduce3(int op, int dtype, const void *a, const void *b, void *out, size_t 
     return true;
 }
 
+ReduceFn reduce_kernel(int op, int dtype)
+{
+    return lookup(op, dtype);
+}
+
 Fold4Fn fold4_kernel(int op, int dtype)
 {
     return fold4_table.get(op, dtype);

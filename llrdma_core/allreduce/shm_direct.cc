@@ -40,9 +40,9 @@ namespace
 // One round in the lines from host memory: in (bytes) posted, every rank's
 // lines folded in rank order into out (which may be in).
 int lines_round(Arena &ar, int size, const void *in, void *out, size_t count, size_t bytes,
-                int dtype, int op)
+                ReduceFn fold)
 {
-    alignas(64) unsigned char v0[Arena::kLinesMax], v1[Arena::kLinesMax];
+    alignas(64) unsigned char v0[Arena::kLinesBuf], v1[Arena::kLinesBuf];
     uint64_t g = ar.next_round();
     ar.post_lines(g, in, bytes);
     int rc = ar.wait_lines(g, bytes);
@@ -50,9 +50,9 @@ int lines_round(Arena &ar, int size, const void *in, void *out, size_t count, si
         return ar.fail(rc);
     if (bytes <= Arena::kLinePayload) {
         // One line: folded where it lies, no copy (the common 8-byte case).
-        reduce3(op, dtype, ar.line_data(g, 0), ar.line_data(g, 1), out, count);
+        fold(ar.line_data(g, 0), ar.line_data(g, 1), out, count);
         for (int r = 2; r < size; ++r)
-            reduce3(op, dtype, out, ar.line_data(g, r), out, count);
+            fold(out, ar.line_data(g, r), out, count);
         return LLRDMA_AR_OK;
     }
     // Every rank folds in rank order, so all get the same bits; its own
@@ -67,7 +67,7 @@ int lines_round(Arena &ar, int size, const void *in, void *out, size_t count, si
         ar.read_lines(g, 1, v1, bytes);
         b = v1;
     }
-    reduce3(op, dtype, a, b, out, count);
+    fold(a, b, out, count);
     for (int r = 2; r < size; ++r) {
         if (r != ar.rank() || in == out) {
             ar.read_lines(g, r, v1, bytes);
@@ -75,7 +75,7 @@ int lines_round(Arena &ar, int size, const void *in, void *out, size_t count, si
         } else {
             b = in;
         }
-        reduce3(op, dtype, out, b, out, count);
+        fold(out, b, out, count);
     }
     return LLRDMA_AR_OK;
 }
@@ -88,13 +88,15 @@ int run_in_lines(const Args &a, Arena &ar)
     if (ar.broken())
         return LLRDMA_AR_ERR_TRANSPORT;
     int rc;
+    ReduceFn fold = reduce_kernel(a.op, a.dtype);
+    if (!fold)
+        return LLRDMA_AR_ERR_INVALID; // the planner refused the pair before
     if (!t.hooked()) {
-        if ((rc = lines_round(ar, t.size(), in, a.buf, a.count, bytes, a.dtype, a.op)) ==
-            LLRDMA_AR_OK)
+        if ((rc = lines_round(ar, t.size(), in, a.buf, a.count, bytes, fold)) == LLRDMA_AR_OK)
             ++a.shm->line_rounds;
         return rc;
     }
-    alignas(64) unsigned char v0[Arena::kLinesMax], v1[Arena::kLinesMax];
+    alignas(64) unsigned char v0[Arena::kLinesBuf], v1[Arena::kLinesBuf];
     uint64_t g = ar.next_round();
     if ((rc = t.copy(ar.own(g), in, bytes)) != LLRDMA_AR_OK || (rc = t.sync()) != LLRDMA_AR_OK)
         return ar.fail(rc);
@@ -104,10 +106,10 @@ int run_in_lines(const Args &a, Arena &ar)
     void *o = ar.own(g + 1);
     ar.read_lines(g, 0, v0, bytes);
     ar.read_lines(g, 1, v1, bytes);
-    reduce3(a.op, a.dtype, v0, v1, o, a.count);
+    fold(v0, v1, o, a.count);
     for (int r = 2; r < t.size(); ++r) {
         ar.read_lines(g, r, v1, bytes);
-        reduce3(a.op, a.dtype, o, v1, o, a.count);
+        fold(o, v1, o, a.count);
     }
     if ((rc = t.copy(a.buf, o, bytes)) != LLRDMA_AR_OK || (rc = t.sync()) != LLRDMA_AR_OK)
         return ar.fail(rc);
@@ -162,8 +164,8 @@ int lines_call(llrdma_ar_shm_t *shm, int rank, int size, const void *sendbuf, vo
     Arena ar(shm, rank, size);
     if (ar.broken())
         return LLRDMA_AR_ERR_TRANSPORT;
-    int rc =
-        lines_round(ar, size, sendbuf ? sendbuf : recvbuf, recvbuf, count, count * es, dtype, op);
+    int rc = lines_round(ar, size, sendbuf ? sendbuf : recvbuf, recvbuf, count, count * es,
+                         reduce_kernel(op, dtype)); // host_args_ok checked the pair
     if (rc == LLRDMA_AR_OK)
         ++shm->line_rounds;
     return rc;
@@ -175,8 +177,9 @@ int lines_call(llrdma_ar_shm_t *shm, int rank, int size, const void *sendbuf, vo
 // round for round and bit for bit -- without the transport, the argument
 // block and the round loop, which cost a 1 KB call on 2 ranks about a fifth
 // of its instructions (docs/benchmarks-h200.md, 2026-12-06).
-int slots_call(llrdma_ar_shm_t *shm, int rank, int size, const void *in, void *out, size_t count,
-               size_t es, int dtype, int op)
+inline __attribute__((always_inline)) int slots_call(llrdma_ar_shm_t *shm, int rank, int size,
+                                                     const void *in, void *out, size_t count,
+                                                     size_t es, int dtype, int op)
 {
     using namespace llrdma::ar;
     Arena ar(shm, rank, size);
@@ -239,4 +242,43 @@ extern "C" int llrdma_ar_shm_direct_host(const llrdma_ar_plan_t *plan, llrdma_ar
     const void *in = sendbuf == recvbuf ? nullptr : sendbuf;
     Args a{&t, recvbuf, count, dtype, op, es, nullptr, 0, plan, in, shm, nullptr};
     return run_shm_direct(a);
+}
+
+extern "C" int llrdma_ar_lines_prepare(const llrdma_ar_plan_t *plan, const llrdma_ar_shm_t *shm,
+                                       int rank, int size, size_t count, int dtype, int op,
+                                       llrdma_ar_lines_call_t *c)
+{
+    using namespace llrdma::ar;
+    if (!c)
+        return 0;
+    *c = llrdma_ar_lines_call_t{};
+    const size_t es = dtype_size(dtype);
+    // llrdma_ar_shm_direct_host's own tests, in its order (recvbuf is the
+    // run's: any non-null pointer stands for it here).
+    if (count == 0 || !plan || plan->alg != LLRDMA_AR_SHM_DIRECT ||
+        !host_args_ok(shm, rank, size, c, count, es, dtype, op) ||
+        !lines_fit(shm, size, count * es))
+        return 0;
+    c->fold = reduce_kernel(op, dtype);
+    c->count = count;
+    c->esize = es;
+    c->rank = rank;
+    c->size = size;
+    return 1;
+}
+
+extern "C" int llrdma_ar_lines_run(const llrdma_ar_lines_call_t *c, llrdma_ar_shm_t *shm,
+                                   const void *sendbuf, void *recvbuf)
+{
+    using namespace llrdma::ar;
+    if (!c || !c->fold || !shm || !shm->base || !recvbuf)
+        return LLRDMA_AR_ERR_INVALID;
+    Arena ar(shm, c->rank, c->size);
+    if (ar.broken())
+        return LLRDMA_AR_ERR_TRANSPORT;
+    int rc = lines_round(ar, c->size, sendbuf ? sendbuf : recvbuf, recvbuf, c->count,
+                         c->count * c->esize, c->fold);
+    if (rc == LLRDMA_AR_OK)
+        ++shm->line_rounds;
+    return rc;
 }

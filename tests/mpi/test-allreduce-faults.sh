@@ -53,15 +53,20 @@ launch -np 3 "${V[@]}" --mca coll_llrdma_shm_chunk_size 64 -x LLRDMA_TEST_ALLOC_
 check_pass "3 ranks, 64-byte chunks, rank 2 fails: no hang, recovered" t_allreduce 3
 
 # A rank killed while the others wait in the arena: they end with an error
-# naming it (mpirun keeps them running with --enable-recovery).
+# naming it (mpirun keeps them running with --enable-recovery).  1000
+# doubles go through the slots; 8 (64 bytes) through the lines, calls 2 and
+# 3 by the glue's prepared call (lines_call).
 for n in 2 4; do
-  launch --enable-recovery -np $n "$T" --die 1 3
-  got=$(grep -o "t_allreduce rank [0-9]*: PASS" <<<"$out" | awk '{ print $3 + 0 }' | sort -n | xargs)
-  want=$(seq -s ' ' 0 $((n - 1)) | sed 's/\b1\b *//; s/ *$//')
-  check "$n ranks, rank 1 killed: the others PASS (error within 10 s) [$got]" test "$got" = "$want"
-  check "$n ranks, rank 1 killed: named by the survivors" \
-    has "rank 1 is gone (its process exited) while rank [0-9]* waited for it"
-  grep -w FAIL <<<"$out" | head -5 | sed 's/^/#   /'
+  for cnt in 1000 8; do
+    launch --enable-recovery -np $n "$T" --die 1 3 $cnt
+    got=$(grep -o "t_allreduce rank [0-9]*: PASS" <<<"$out" | awk '{ print $3 + 0 }' | sort -n | xargs)
+    want=$(seq -s ' ' 0 $((n - 1)) | sed 's/\b1\b *//; s/ *$//')
+    check "$n ranks, $cnt doubles, rank 1 killed: the others PASS (error within 10 s) [$got]" \
+      test "$got" = "$want"
+    check "$n ranks, $cnt doubles, rank 1 killed: named by the survivors" \
+      has "rank 1 is gone (its process exited) while rank [0-9]* waited for it"
+    grep -w FAIL <<<"$out" | head -5 | sed 's/^/#   /'
+  done
 done
 # Without the arena (the message algorithms over the PML): a rank killed
 # while the others wait for its messages, 1M doubles (rendezvous sends to it

@@ -37,6 +37,7 @@ struct Case {
     size_t piece = 0;       // plan.piece_bytes (recursive doubling, Rabenseifner)
     bool host_fast = false; // llrdma_ar_shm_direct_host instead of llrdma_ar_run
     bool fast_even = false; // ... on even ranks only (odd ones plan the call)
+    bool prepared = false;  // ... through llrdma_ar_lines_prepare/_run where it fits the lines
 };
 
 std::string describe(const Case &k, int p)
@@ -76,10 +77,15 @@ std::string run_rank(sim::World &w, int r, int p, const Case &k)
         scratch.resize(llrdma_ar_scratch_bytes(&plan, k.count, k.c.dt, p));
     const void *sb = k.inplace == 1 ? nullptr : k.inplace == 2 ? recv.data() : send.data();
     const bool fast = k.host_fast && (!k.fast_even || r % 2 == 0);
-    int rc = fast ? llrdma_ar_shm_direct_host(&plan, comm.shm, r, p, sb, recv.data(), k.count,
-                                              k.c.dt, k.c.op)
-                  : llrdma_ar_run(&plan, &comm, sb, recv.data(), k.count, k.c.dt, k.c.op,
-                                  k.own_scratch ? scratch.data() : nullptr, scratch.size());
+    llrdma_ar_lines_call_t lc;
+    const bool prepared =
+        fast && k.prepared &&
+        llrdma_ar_lines_prepare(&plan, comm.shm, r, p, k.count, k.c.dt, k.c.op, &lc);
+    int rc = prepared ? llrdma_ar_lines_run(&lc, comm.shm, sb, recv.data())
+             : fast   ? llrdma_ar_shm_direct_host(&plan, comm.shm, r, p, sb, recv.data(), k.count,
+                                                  k.c.dt, k.c.op)
+                      : llrdma_ar_run(&plan, &comm, sb, recv.data(), k.count, k.c.dt, k.c.op,
+                                    k.own_scratch ? scratch.data() : nullptr, scratch.size());
     std::ostringstream e;
     if (rc != LLRDMA_AR_OK)
         e << "rc " << rc;
@@ -409,10 +415,11 @@ BOOST_AUTO_TEST_CASE(shm_direct_small_vectors_in_lines)
     }
 }
 
-// The glue's fast path for repeated host calls (llrdma_ar_shm_direct_host)
-// runs the same rounds as the planned shm_direct call: the two mixed in one
-// arena, call by call, and within one call (even ranks fast, odd ones
-// planned), give the planned path's results; in the lines (one line folded
+// The glue's fast path for repeated host calls (llrdma_ar_shm_direct_host,
+// and llrdma_ar_lines_prepare/_run for calls in the lines) runs the same
+// rounds as the planned shm_direct call: the three mixed in one arena, call
+// by call, and within one call (even ranks fast, odd ones planned), give the
+// planned path's results; in the lines (one line folded
 // in place, more copied out first), through the slots in one round of its
 // own (1040 B and 4096 B: slots_call) and in several rounds of a 4 KB
 // segment (9008 B).
@@ -432,7 +439,7 @@ BOOST_AUTO_TEST_CASE(shm_direct_host_same_rounds_as_the_plan)
             for (size_t bytes : sizes) {
                 if (bytes % es != 0)
                     continue;
-                for (int fast : {1, 0, 2}) {
+                for (int fast : {1, 0, 2, 3, 4}) {
                     Case k{LLRDMA_AR_SHM_DIRECT,
                            c,
                            bytes / es,
@@ -444,7 +451,8 @@ BOOST_AUTO_TEST_CASE(shm_direct_host_same_rounds_as_the_plan)
                            {},
                            {}};
                     k.host_fast = fast != 0;
-                    k.fast_even = fast == 2;
+                    k.fast_even = fast == 2 || fast == 4;
+                    k.prepared = fast >= 3;
                     prepare(k, p);
                     cases.push_back(k);
                     ++i;
@@ -479,6 +487,59 @@ BOOST_AUTO_TEST_CASE(shm_direct_host_same_rounds_as_the_plan)
                       LLRDMA_AR_ERR_INVALID);
     BOOST_CHECK(!llrdma_ar_lines_fit(comm.shm, 2, 1025));
     BOOST_CHECK(llrdma_ar_lines_fit(comm.shm, 2, 1024));
+    // A call is prepared exactly when it runs in the lines, and a call that
+    // is not prepared is refused.
+    llrdma_ar_lines_call_t lc;
+    BOOST_CHECK_EQUAL(
+        llrdma_ar_lines_prepare(&direct, comm.shm, 0, 2, 128, LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM, &lc),
+        1);
+    BOOST_CHECK(lc.fold != nullptr && lc.count == 128 && lc.esize == 8);
+    BOOST_CHECK_EQUAL(
+        llrdma_ar_lines_prepare(&direct, comm.shm, 0, 2, 129, LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM, &lc),
+        0);
+    BOOST_CHECK(lc.fold == nullptr && lc.count == 0);
+    BOOST_CHECK_EQUAL(llrdma_ar_lines_run(&lc, comm.shm, nullptr, v.data()), LLRDMA_AR_ERR_INVALID);
+    BOOST_CHECK_EQUAL(
+        llrdma_ar_lines_prepare(&split, comm.shm, 0, 2, 1, LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM, &lc),
+        0);
+    BOOST_CHECK_EQUAL(
+        llrdma_ar_lines_prepare(&direct, comm.shm, 2, 2, 1, LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM, &lc),
+        0);
+    BOOST_CHECK_EQUAL(
+        llrdma_ar_lines_prepare(&direct, comm.shm, 0, 2, 0, LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM, &lc),
+        0);
+    BOOST_CHECK_EQUAL(
+        llrdma_ar_lines_prepare(&direct, comm.shm, 0, 2, 1, LLRDMA_DT_DOUBLE, LLRDMA_OP_LAND, &lc),
+        0);
+    BOOST_CHECK_EQUAL(llrdma_ar_lines_prepare(&direct, comm.shm, 0, 2, 1, LLRDMA_DT_DOUBLE,
+                                              LLRDMA_OP_SUM, nullptr),
+                      0);
+    BOOST_CHECK_EQUAL(
+        llrdma_ar_lines_prepare(&direct, comm.shm, 0, 2, 1, LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM, &lc),
+        1);
+    BOOST_CHECK_EQUAL(llrdma_ar_lines_run(&lc, comm.shm, nullptr, nullptr), LLRDMA_AR_ERR_INVALID);
+    BOOST_CHECK_EQUAL(llrdma_ar_lines_run(nullptr, comm.shm, nullptr, v.data()),
+                      LLRDMA_AR_ERR_INVALID);
+    // A prepared call on a broken arena fails at once; one whose peer never
+    // posts and is reported dead names it gone.
+    {
+        sim::World wb(2, sim::Options{});
+        llrdma_ar_comm_t cb = wb.comm(0);
+        llrdma_ar_shm_fail(cb.shm, 2);
+        BOOST_CHECK_EQUAL(llrdma_ar_lines_run(&lc, cb.shm, nullptr, v.data()),
+                          LLRDMA_AR_ERR_TRANSPORT);
+    }
+    {
+        sim::World wd(2, sim::Options{});
+        llrdma_ar_comm_t cd = wd.comm(0);
+        cd.shm->alive = [](void *, int) { return 0; };
+        cd.shm->liveness_ns = 1;
+        BOOST_CHECK_EQUAL(llrdma_ar_lines_run(&lc, cd.shm, nullptr, v.data()),
+                          LLRDMA_AR_ERR_PEER_GONE);
+        int gone = -1;
+        BOOST_CHECK_EQUAL(llrdma_ar_shm_check(cd.shm, 2, &gone), LLRDMA_AR_SHM_PEER_GONE);
+        BOOST_CHECK_EQUAL(gone, 1);
+    }
 
     // Failures on the one-round slots path (129 doubles: past the lines),
     // rank 0 alone: an arena broken before the call fails it at once; a
