@@ -89,7 +89,7 @@ struct HostKernels {
     template <typename Op, typename T> static Fn make() { return kernel<Op, T>; }
 };
 
-// Every pair's kernel in one array, filled on first use: a small call's
+// Every pair's kernel in one array (filled at load, below): a small call's
 // lookups are a load each instead of two switches (about 15 instructions
 // each, `contrib/bench/ar-call-cost.sh`).
 template <typename Maker> class Table

@@ -156,16 +156,16 @@ extern "C" int llrdma_ar_lines_fit(const llrdma_ar_shm_t *shm, int size, size_t 
 
 namespace
 {
-// The lines round of llrdma_ar_shm_direct_host, once its arguments are checked.
+// The lines round of llrdma_ar_shm_direct_host and llrdma_ar_lines_run,
+// once their arguments are checked.
 int lines_call(llrdma_ar_shm_t *shm, int rank, int size, const void *sendbuf, void *recvbuf,
-               size_t count, size_t es, int dtype, int op)
+               size_t count, size_t es, llrdma::ar::ReduceFn fold)
 {
     using namespace llrdma::ar;
     Arena ar(shm, rank, size);
     if (ar.broken())
         return LLRDMA_AR_ERR_TRANSPORT;
-    int rc = lines_round(ar, size, sendbuf ? sendbuf : recvbuf, recvbuf, count, count * es,
-                         reduce_kernel(op, dtype)); // host_args_ok checked the pair
+    int rc = lines_round(ar, size, sendbuf ? sendbuf : recvbuf, recvbuf, count, count * es, fold);
     if (rc == LLRDMA_AR_OK)
         ++shm->line_rounds;
     return rc;
@@ -225,7 +225,8 @@ extern "C" int llrdma_ar_shm_direct_host(const llrdma_ar_plan_t *plan, llrdma_ar
         !host_args_ok(shm, rank, size, recvbuf, count, es, dtype, op))
         return LLRDMA_AR_ERR_INVALID;
     if (lines_fit(shm, size, count * es))
-        return lines_call(shm, rank, size, sendbuf, recvbuf, count, es, dtype, op);
+        return lines_call(shm, rank, size, sendbuf, recvbuf, count, es,
+                          reduce_kernel(op, dtype)); // host_args_ok checked the pair
     if (shm->chunk_bytes == 0) // an arena the set-up sized (llrdma_ar_shm_bytes) has a chunk
         return LLRDMA_AR_ERR_INVALID;
     // One round (shm_round_elems: the chunk, or the plan's smaller segment).
@@ -270,15 +271,7 @@ extern "C" int llrdma_ar_lines_prepare(const llrdma_ar_plan_t *plan, const llrdm
 extern "C" int llrdma_ar_lines_run(const llrdma_ar_lines_call_t *c, llrdma_ar_shm_t *shm,
                                    const void *sendbuf, void *recvbuf)
 {
-    using namespace llrdma::ar;
     if (!c || !c->fold || !shm || !shm->base || !recvbuf)
         return LLRDMA_AR_ERR_INVALID;
-    Arena ar(shm, c->rank, c->size);
-    if (ar.broken())
-        return LLRDMA_AR_ERR_TRANSPORT;
-    int rc = lines_round(ar, c->size, sendbuf ? sendbuf : recvbuf, recvbuf, c->count,
-                         c->count * c->esize, c->fold);
-    if (rc == LLRDMA_AR_OK)
-        ++shm->line_rounds;
-    return rc;
+    return lines_call(shm, c->rank, c->size, sendbuf, recvbuf, c->count, c->esize, c->fold);
 }

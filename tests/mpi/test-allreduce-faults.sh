@@ -52,6 +52,19 @@ launch -np 3 "${V[@]}" --mca coll_llrdma_shm_chunk_size 64 -x LLRDMA_TEST_ALLOC_
   "$T" --fault 2 5000
 check_pass "3 ranks, 64-byte chunks, rank 2 fails: no hang, recovered" t_allreduce 3
 
+# After a --die 1 run of N ranks: every rank but 1 says PASS (its calls
+# after the death failed within 10 s) and names rank 1 gone "while ... waited
+# for WHAT".  check_killed N LABEL WHAT
+check_killed() {
+  local n=$1 label=$2 what=$3 got want
+  got=$(grep -o "t_allreduce rank [0-9]*: PASS" <<<"$out" | awk '{ print $3 + 0 }' | sort -n | xargs)
+  want=$(seq -s ' ' 0 $((n - 1)) | sed 's/\b1\b *//; s/ *$//')
+  check "$n ranks, $label, rank 1 killed: the others PASS (error within 10 s) [$got]" \
+    test "$got" = "$want"
+  check "$n ranks, $label, rank 1 killed: named by the survivors" \
+    has "rank 1 is gone (its process exited) while rank [0-9]* waited for $what"
+  grep -w FAIL <<<"$out" | head -5 | sed 's/^/#   /'
+}
 # A rank killed while the others wait in the arena: they end with an error
 # naming it (mpirun keeps them running with --enable-recovery).  1000
 # doubles go through the slots; 8 (64 bytes) through the lines, calls 2 and
@@ -59,13 +72,7 @@ check_pass "3 ranks, 64-byte chunks, rank 2 fails: no hang, recovered" t_allredu
 for n in 2 4; do
   for cnt in 1000 8; do
     launch --enable-recovery -np $n "$T" --die 1 3 $cnt
-    got=$(grep -o "t_allreduce rank [0-9]*: PASS" <<<"$out" | awk '{ print $3 + 0 }' | sort -n | xargs)
-    want=$(seq -s ' ' 0 $((n - 1)) | sed 's/\b1\b *//; s/ *$//')
-    check "$n ranks, $cnt doubles, rank 1 killed: the others PASS (error within 10 s) [$got]" \
-      test "$got" = "$want"
-    check "$n ranks, $cnt doubles, rank 1 killed: named by the survivors" \
-      has "rank 1 is gone (its process exited) while rank [0-9]* waited for it"
-    grep -w FAIL <<<"$out" | head -5 | sed 's/^/#   /'
+    check_killed $n "$cnt doubles" it
   done
 done
 # Without the arena (the message algorithms over the PML): a rank killed
@@ -76,13 +83,7 @@ for n in 2 4; do
   for alg in recursive_doubling ring; do
     launch --enable-recovery -np $n --mca coll_llrdma_shm 0 \
       --mca coll_llrdma_allreduce_algorithm $alg "$T" --die 1 3 1048576
-    got=$(grep -o "t_allreduce rank [0-9]*: PASS" <<<"$out" | awk '{ print $3 + 0 }' | sort -n | xargs)
-    want=$(seq -s ' ' 0 $((n - 1)) | sed 's/\b1\b *//; s/ *$//')
-    check "$n ranks, $alg over the PML, rank 1 killed: the others PASS (error within 10 s) [$got]" \
-      test "$got" = "$want"
-    check "$n ranks, $alg over the PML, rank 1 killed: named by the survivors" \
-      has "rank 1 is gone (its process exited) while rank [0-9]* waited for a message"
-    grep -w FAIL <<<"$out" | head -5 | sed 's/^/#   /'
+    check_killed $n "$alg over the PML" "a message"
   done
 done
 # The survivors look for a gone rank every millisecond, so some look while

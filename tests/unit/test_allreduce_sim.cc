@@ -415,6 +415,29 @@ BOOST_AUTO_TEST_CASE(shm_direct_small_vectors_in_lines)
     }
 }
 
+// run(shm) as rank 0 of 2, alone: on an arena broken before the call it
+// fails at once; when the other rank never posts and is reported dead, the
+// wait ends naming it gone, and the arena is marked so for everyone.
+template <typename Run> void fails_on_broken_and_gone(Run run)
+{
+    {
+        sim::World wb(2, sim::Options{});
+        llrdma_ar_comm_t cb = wb.comm(0);
+        llrdma_ar_shm_fail(cb.shm, 2);
+        BOOST_CHECK_EQUAL(run(cb.shm), LLRDMA_AR_ERR_TRANSPORT);
+    }
+    {
+        sim::World wd(2, sim::Options{});
+        llrdma_ar_comm_t cd = wd.comm(0);
+        cd.shm->alive = [](void *, int) { return 0; };
+        cd.shm->liveness_ns = 1;
+        BOOST_CHECK_EQUAL(run(cd.shm), LLRDMA_AR_ERR_PEER_GONE);
+        int gone = -1;
+        BOOST_CHECK_EQUAL(llrdma_ar_shm_check(cd.shm, 2, &gone), LLRDMA_AR_SHM_PEER_GONE);
+        BOOST_CHECK_EQUAL(gone, 1);
+    }
+}
+
 // The glue's fast path for repeated host calls (llrdma_ar_shm_direct_host,
 // and llrdma_ar_lines_prepare/_run for calls in the lines) runs the same
 // rounds as the planned shm_direct call: the three mixed in one arena, call
@@ -522,49 +545,13 @@ BOOST_AUTO_TEST_CASE(shm_direct_host_same_rounds_as_the_plan)
                       LLRDMA_AR_ERR_INVALID);
     // A prepared call on a broken arena fails at once; one whose peer never
     // posts and is reported dead names it gone.
-    {
-        sim::World wb(2, sim::Options{});
-        llrdma_ar_comm_t cb = wb.comm(0);
-        llrdma_ar_shm_fail(cb.shm, 2);
-        BOOST_CHECK_EQUAL(llrdma_ar_lines_run(&lc, cb.shm, nullptr, v.data()),
-                          LLRDMA_AR_ERR_TRANSPORT);
-    }
-    {
-        sim::World wd(2, sim::Options{});
-        llrdma_ar_comm_t cd = wd.comm(0);
-        cd.shm->alive = [](void *, int) { return 0; };
-        cd.shm->liveness_ns = 1;
-        BOOST_CHECK_EQUAL(llrdma_ar_lines_run(&lc, cd.shm, nullptr, v.data()),
-                          LLRDMA_AR_ERR_PEER_GONE);
-        int gone = -1;
-        BOOST_CHECK_EQUAL(llrdma_ar_shm_check(cd.shm, 2, &gone), LLRDMA_AR_SHM_PEER_GONE);
-        BOOST_CHECK_EQUAL(gone, 1);
-    }
-
-    // Failures on the one-round slots path (129 doubles: past the lines),
-    // rank 0 alone: an arena broken before the call fails it at once; a
-    // rank that never posts and is reported dead ends the wait naming it
-    // gone, and the arena is marked so for everyone.
-    {
-        sim::World wb(2, sim::Options{});
-        llrdma_ar_comm_t cb = wb.comm(0);
-        llrdma_ar_shm_fail(cb.shm, 2);
-        BOOST_CHECK_EQUAL(llrdma_ar_shm_direct_host(&direct, cb.shm, 0, 2, nullptr, v.data(),
-                                                    v.size(), LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM),
-                          LLRDMA_AR_ERR_TRANSPORT);
-    }
-    {
-        sim::World wd(2, sim::Options{});
-        llrdma_ar_comm_t cd = wd.comm(0);
-        cd.shm->alive = [](void *, int) { return 0; };
-        cd.shm->liveness_ns = 1;
-        BOOST_CHECK_EQUAL(llrdma_ar_shm_direct_host(&direct, cd.shm, 0, 2, nullptr, v.data(),
-                                                    v.size(), LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM),
-                          LLRDMA_AR_ERR_PEER_GONE);
-        int gone = -1;
-        BOOST_CHECK_EQUAL(llrdma_ar_shm_check(cd.shm, 2, &gone), LLRDMA_AR_SHM_PEER_GONE);
-        BOOST_CHECK_EQUAL(gone, 1);
-    }
+    fails_on_broken_and_gone(
+        [&](llrdma_ar_shm_t *shm) { return llrdma_ar_lines_run(&lc, shm, nullptr, v.data()); });
+    // Failures on the one-round slots path (129 doubles: past the lines).
+    fails_on_broken_and_gone([&](llrdma_ar_shm_t *shm) {
+        return llrdma_ar_shm_direct_host(&direct, shm, 0, 2, nullptr, v.data(), v.size(),
+                                         LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM);
+    });
 }
 
 // shm_split on host buffers: a rank's own block of each round never goes
