@@ -298,6 +298,22 @@ typedef struct llrdma_ar_shm {
     int time_phases;
     uint64_t phase_rounds;
     uint64_t phase_ns[LLRDMA_AR_PHASES];
+    /* shm_split on host buffers shares the fold when a call's rounds hold
+     * at least share_min bytes (0 = never): each rank copies its input in
+     * slice by slice, announcing each, and the slices' tiles go to whichever
+     * rank claims them (its owner from the front, the others from the back),
+     * so a rank that runs slower (a busy or shared CPU) folds less, and
+     * ranks that finished copying in fold what every rank has copied so far.
+     * Equal on every rank.  Counters (tests, the dump): rounds shared, and
+     * tiles this rank folded from other ranks' slices. */
+    size_t share_min;
+    uint64_t share_rounds;
+    uint64_t share_stolen;
+    /* Tests only (NULL otherwise): called after each tile this rank folds in
+     * a shared round, before the tile is announced (a test slows a rank
+     * down with it, or stops it holding a tile). */
+    void (*on_tile)(void *ctx, int rank);
+    void *on_tile_ctx;
 } llrdma_ar_shm_t;
 
 /* The phase's name as the verbose line says it ("copy in", ...). */

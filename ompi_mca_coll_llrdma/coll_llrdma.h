@@ -50,6 +50,7 @@ typedef struct mca_coll_llrdma_component_t {
     int shm_enable;               /* 1: shared-memory arena on single-node communicators */
     char *shm_chunk_text;         /* arena chunk per rank and round */
     char *shm_lines_text;         /* largest vector sent in the arena's lines */
+    char *shm_share_text;         /* smallest round whose fold is shared */
     char *gpu_fold_text;          /* arena slices from this size reduce on the GPU */
     int shm_liveness_ms;          /* arena waits check the awaited rank's process this often */
     int wait_spin_us;             /* waits spin this long before yielding; -1 auto */
@@ -75,6 +76,7 @@ typedef struct mca_coll_llrdma_component_t {
     int gpu_stage_auto;       /* "auto": 16K with an arena, 2M without */
     size_t shm_chunk;         /* validated shm_chunk_text; 0 = by communicator size */
     size_t shm_lines_max;     /* validated shm_lines_text */
+    size_t shm_share_min;     /* validated shm_share_text */
     size_t gpu_fold_min;      /* validated gpu_fold_text */
     size_t scratch_cache_max; /* validated scratch_cache_text */
     size_t gpu_peer_min;      /* validated gpu_peer_min_text */

@@ -162,6 +162,15 @@ static int llrdma_register(void)
               "512 bytes they were slower, docs/benchmarks-h200.md); 0 = never, at most 1K; "
               "rank 0's value counts. Same size syntax as the hint",
               MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_6, &c->shm_lines_text);
+    c->shm_share_text = "0";
+    (void)reg("shm_share_min",
+              "Shared-memory Allreduces on host buffers whose rounds hold at least this many "
+              "bytes share the fold: each rank copies its input in slice by slice, and the "
+              "slices' 16 KB tiles go to whichever rank claims them (its owner first), so a "
+              "rank on a slower or busy CPU folds less and the others fold what every rank "
+              "has already copied in. 0 = never (each rank folds its own slice). Rank 0's "
+              "value counts. Same size syntax as the hint",
+              MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_6, &c->shm_share_text);
     c->gpu_fold_text = "64K";
     (void)reg("gpu_fold_min",
               "GPU buffers through the shared-memory arena: slices of at least this many bytes "
@@ -428,6 +437,11 @@ int mca_coll_llrdma_init_query(bool enable_progress_threads, bool enable_mpi_thr
         mca_coll_llrdma_bad_knob("coll_llrdma_shm_lines_max", c->shm_lines_text, err);
     }
     c->shm_lines_max = (size_t)seg;
+    if (LLRDMA_OK !=
+        llrdma_parse_size(c->shm_share_text, (uint64_t)1 << 40, &seg, err, sizeof(err))) {
+        mca_coll_llrdma_bad_knob("coll_llrdma_shm_share_min", c->shm_share_text, err);
+    }
+    c->shm_share_min = (size_t)seg;
     if (c->shm_index < 0) {
         bad_enum("coll_llrdma_shm", "not 0 or 1");
     }
@@ -521,6 +535,7 @@ int mca_coll_llrdma_init_query(bool enable_progress_threads, bool enable_mpi_thr
     cfg.coll_shm = c->shm_enable;
     cfg.coll_shm_chunk_knob = c->shm_chunk;
     cfg.coll_shm_lines_max = c->shm_lines_max;
+    cfg.coll_shm_share_min = c->shm_share_min;
     cfg.coll_gpu_peer = c->gpu_peer;
     cfg.coll_gpu_peer_min = c->gpu_peer_min;
     cfg.coll_gpu_stage_auto = c->gpu_stage_auto;

@@ -56,12 +56,14 @@
 #define NAME_LEN 64
 
 /* What rank 0 broadcasts: the segment's name (empty: none), its chunk and
- * its coll_llrdma_shm_lines_max (a rank taking the line path while another
- * takes the slots would wait for good, so rank 0's value counts). */
+ * its coll_llrdma_shm_lines_max and coll_llrdma_shm_share_min (a rank
+ * taking the line path or the shared fold while another does not would wait
+ * for good, so rank 0's values count). */
 typedef struct {
     char name[NAME_LEN];
     uint64_t chunk;
     uint64_t lines_max;
+    uint64_t share_min;
 } seg_info_t;
 
 static void progress(void *ctx)
@@ -247,7 +249,7 @@ static void segment_name(struct ompi_communicator_t *comm, char *name)
  * `me`); on failure the ranks that failed say why. */
 static int finish_setup(mca_coll_llrdma_module_t *m, struct ompi_communicator_t *comm, void *base,
                         int creator, const char *name, int nranks, int me, size_t chunk,
-                        size_t lines_max, size_t bytes, const char *why)
+                        size_t lines_max, size_t share_min, size_t bytes, const char *why)
 {
     mca_coll_llrdma_component_t *c = &mca_coll_llrdma_component;
     int mine, all, rc;
@@ -281,6 +283,9 @@ static int finish_setup(mca_coll_llrdma_module_t *m, struct ompi_communicator_t 
     m->shm.base = base;
     m->shm.chunk_bytes = chunk;
     m->shm.lines_max = lines_max;
+    m->shm.share_min = share_min;
+    m->shm.share_rounds = 0;
+    m->shm.share_stolen = 0;
     m->shm.gen = 0;
     m->shm.progress = progress;
     m->shm.progress_ctx = NULL;
@@ -297,9 +302,10 @@ static int finish_setup(mca_coll_llrdma_module_t *m, struct ompi_communicator_t 
     m->shm_bytes = bytes;
     opal_output_verbose(5, c->output,
                         "coll:llrdma: %s: shared-memory arena of %lu bytes, chunk %lu (%s), "
-                        "%d ranks, vectors up to %lu bytes in lines",
+                        "%d ranks, vectors up to %lu bytes in lines, folds shared from %lu "
+                        "bytes per round (0: never)",
                         comm->c_name, (unsigned long)bytes, (unsigned long)chunk, name, nranks,
-                        (unsigned long)lines_max);
+                        (unsigned long)lines_max, (unsigned long)share_min);
     mca_coll_llrdma_numa_report(comm, base, nranks, me, chunk);
     return OMPI_SUCCESS;
 }
@@ -325,6 +331,7 @@ int mca_coll_llrdma_shm_setup(mca_coll_llrdma_module_t *m, struct ompi_communica
         }
         info.chunk = chunk;
         info.lines_max = c->shm_lines_max;
+        info.share_min = c->shm_share_min;
     }
     rc = comm->c_coll->coll_bcast(&info, (int)sizeof(info), MPI_BYTE, 0, comm,
                                   comm->c_coll->coll_bcast_module);
@@ -337,7 +344,7 @@ int mca_coll_llrdma_shm_setup(mca_coll_llrdma_module_t *m, struct ompi_communica
         base = attach_segment(comm, n, me, info.name, chunk, bytes, why, sizeof(why));
     }
     return finish_setup(m, comm, base, 0 == me, info.name, n, me, chunk, (size_t)info.lines_max,
-                        bytes, why);
+                        (size_t)info.share_min, bytes, why);
 }
 
 size_t mca_coll_llrdma_shm_name_bytes(void)
@@ -372,6 +379,7 @@ int mca_coll_llrdma_shm_setup_node(mca_coll_llrdma_module_t *m, struct ompi_comm
         }
         info.chunk = chunk;
         info.lines_max = c->shm_lines_max;
+        info.share_min = c->shm_share_min;
     }
     /* Every node's first rank publishes its arena; the others map their node's. */
     rc = comm->c_coll->coll_allgather(&info, (int)sizeof(info), MPI_BYTE, all, (int)sizeof(info),
@@ -386,7 +394,7 @@ int mca_coll_llrdma_shm_setup_node(mca_coll_llrdma_module_t *m, struct ompi_comm
         base = attach_segment(comm, L, me, info.name, chunk, bytes, why, sizeof(why));
     }
     return finish_setup(m, comm, base, 0 == me, info.name, L, me, chunk, (size_t)info.lines_max,
-                        bytes, why);
+                        (size_t)info.share_min, bytes, why);
 }
 
 /* Where this rank's rounds through the slots went (verbose 5): the mean of
@@ -406,9 +414,11 @@ static void report_phases(const mca_coll_llrdma_module_t *m)
         used += n > 0 ? (size_t)n : 0;
     }
     opal_output_verbose(5, mca_coll_llrdma_component.output,
-                        "coll:llrdma: arena rank %d: %llu rounds through the slots, us per "
-                        "round: %s",
-                        m->shm_rank, (unsigned long long)m->shm.phase_rounds, text);
+                        "coll:llrdma: arena rank %d: %llu rounds through the slots (%llu with "
+                        "the fold shared, %llu tiles folded for other ranks), us per round: %s",
+                        m->shm_rank, (unsigned long long)m->shm.phase_rounds,
+                        (unsigned long long)m->shm.share_rounds,
+                        (unsigned long long)m->shm.share_stolen, text);
 }
 
 void mca_coll_llrdma_shm_release(mca_coll_llrdma_module_t *m)

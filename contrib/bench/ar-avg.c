@@ -10,8 +10,13 @@
  * "correct" came from a call that computed the right thing, at least on its
  * last iteration; llrdma-bench --verify checks every call).
  *
+ * --timer osu times as osu_allreduce does instead: a clock read around each
+ * call, an MPI_Barrier after each call (not timed), the mean of the per-call
+ * times on each rank.
+ *
  *   mpicc -O2 -o ar-avg contrib/bench/ar-avg.c
  *   mpirun -np 8 --bind-to core ./ar-avg [--sizes 64,4K,1M] [--iters N] [--warmup N]
+ *       [--timer loop|osu]
  * Prints one line per size: bytes, mean/min/max over ranks of the per-call
  * mean (us), iterations.  --iters 0 (default): scaled so each size runs
  * about 0.2 s, at most 10000 and at least 20 calls. */
@@ -33,9 +38,21 @@ static size_t parse_size(const char *s)
     return (size_t)v;
 }
 
+static int osu_timer;
+
 static double timed(double *s, double *r, int count, int iters)
 {
     MPI_Barrier(MPI_COMM_WORLD);
+    if (osu_timer) {
+        double sum = 0;
+        for (int i = 0; i < iters; ++i) {
+            double t0 = MPI_Wtime();
+            MPI_Allreduce(s, r, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+            sum += MPI_Wtime() - t0;
+            MPI_Barrier(MPI_COMM_WORLD);
+        }
+        return sum / iters;
+    }
     double t0 = MPI_Wtime();
     for (int i = 0; i < iters; ++i)
         MPI_Allreduce(s, r, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
@@ -56,16 +73,26 @@ int main(int argc, char **argv)
             iters_arg = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--warmup"))
             warmup = atoi(argv[i + 1]);
-        else {
+        else if (!strcmp(argv[i], "--timer") &&
+                 (!strcmp(argv[i + 1], "osu") || !strcmp(argv[i + 1], "loop")))
+            osu_timer = !strcmp(argv[i + 1], "osu");
+        else if (!strcmp(argv[i], "--timer")) {
+            if (rank == 0)
+                fprintf(stderr, "ar-avg: --timer '%s': want loop or osu\n", argv[i + 1]);
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        } else {
             if (rank == 0)
                 fprintf(stderr, "ar-avg: unknown option '%s'\n", argv[i]);
             MPI_Abort(MPI_COMM_WORLD, 2);
         }
     }
     if (rank == 0)
-        printf("# ar-avg: %d ranks, MPI_DOUBLE sum, mean per call over the timed loop (us)\n"
+        printf("# ar-avg: %d ranks, MPI_DOUBLE sum, mean per call (us), %s\n"
                "# %10s %10s %10s %10s %8s\n",
-               np, "bytes", "mean", "min", "max", "iters");
+               np,
+               osu_timer ? "clock around each call, barrier after each (osu_allreduce's timer)"
+                         : "one clock read around the timed loop (IMB's timer)",
+               "bytes", "mean", "min", "max", "iters");
     char *list = strdup(sizes);
     for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
         size_t bytes = parse_size(tok);
@@ -106,7 +133,7 @@ int main(int argc, char **argv)
         MPI_Reduce(&t, &lo, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
         MPI_Reduce(&t, &hi, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
         if (rank == 0)
-            printf("  %10zu %10.2f %10.2f %10.2f %8d\n", bytes, sum / np, lo, hi, iters);
+            printf("  %10zu %10.3f %10.3f %10.3f %8d\n", bytes, sum / np, lo, hi, iters);
         free(s);
         free(r);
     }

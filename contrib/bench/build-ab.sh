@@ -11,7 +11,9 @@
 #   contrib/bench/build-ab.sh A_DIR B_DIR [RUNS] [RANKS...]
 # A_DIR, B_DIR: a build directory (its .libs) or an install prefix
 # (lib/openmpi).  Sizes: BUILD_AB_SIZES (default 8,64,512,1K,4K,64K);
-# extra mpirun arguments: BUILD_AB_MPIRUN (default "--bind-to core").
+# extra mpirun arguments: BUILD_AB_MPIRUN (default "--bind-to core");
+# BUILD_AB_TIMER=osu: ar-avg times as osu_allreduce does instead (a clock
+# read around each call, a barrier after each).
 set -u
 a=$(readlink -f "${1:?build A: build directory or install prefix}")
 b=$(readlink -f "${2:?build B: build directory or install prefix}")
@@ -27,6 +29,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 mpicc -O2 -o "$tmp/ar-avg" "$here/ar-avg.c" || exit 1
+T=(--timer "${BUILD_AB_TIMER:-loop}")
 # use DIR: components, libraries and llrdma-bench of that build.
 use() {
   if [ -d "$1/.libs" ]; then
@@ -48,12 +51,12 @@ for np in "${ranks[@]}"; do
         --mpirun-args "$mpi --oversubscribe" --csv "$tmp/$np-$side-$k.csv" -- "${S[@]}" \
         > "$tmp/$np-$side-$k.log" 2>&1 || { echo "run failed: np $np build $side"; tail -5 "$tmp/$np-$side-$k.log"; }
       # shellcheck disable=SC2086 # mpi: mpirun words
-      timeout 600 mpirun -np "$np" $mpi --oversubscribe "$tmp/ar-avg" "${S[@]:0:2}" \
+      timeout 600 mpirun -np "$np" $mpi --oversubscribe "$tmp/ar-avg" "${S[@]:0:2}" "${T[@]}" \
         > "$tmp/avg-$np-$side-$k.txt" 2>&1 || echo "ar-avg failed: np $np build $side"
     done
     # shellcheck disable=SC2086 # mpi: mpirun words
     timeout 600 mpirun -np "$np" $mpi --oversubscribe --mca coll tuned,basic,libnbc,self \
-      "$tmp/ar-avg" "${S[@]:0:2}" > "$tmp/avg-$np-tuned-$k.txt" 2>&1 || echo "ar-avg failed: tuned"
+      "$tmp/ar-avg" "${S[@]:0:2}" "${T[@]}" > "$tmp/avg-$np-tuned-$k.txt" 2>&1 || echo "ar-avg failed: tuned"
   done
   for side in A B; do
     if [ $side = A ]; then use "$a"; else use "$b"; fi

@@ -262,6 +262,27 @@ class Arena
     // (it is not in this step: the ranks disagree); the arena's errors as
     // wait_in.
     int wait_place(uint64_t call, unsigned *codes, int *who);
+    // Shared folds (shm_split, llrdma_ar_shm_t.share_min): the slices' tiles
+    // go to whichever rank claims them.  Copy-in progress: this rank's word
+    // (monotonic; shm_split encodes round and slices copied in it).
+    void post_progress(uint64_t v);
+    // How many slices, from the first, every other rank has copied in, its
+    // progress word read against base (0..size); *lag: the rank furthest
+    // behind.
+    int ready_slices(uint64_t base, int *lag) const;
+    // A tile of slice q of round g (tiles in it, <= kShareTilesMax), from
+    // the front (its owner) or the back (the others): its index, or -1 when
+    // none is left.
+    static constexpr unsigned kShareTilesMax = 255;
+    long claim(int q, uint64_t g, unsigned tiles, bool front);
+    // One more tile of slice q is in the result (after its fold's writes).
+    void tile_done(int q);
+    // LLRDMA_AR_OK once all `tiles` tiles of slice q of round g are done;
+    // the arena's errors as wait_in (liveness asked of every rank).
+    int wait_slice(int q, uint64_t g, unsigned tiles);
+    // One idle step of a wait on rank r (< 0: any rank), as the arena's own
+    // waits take it: LLRDMA_AR_OK to keep waiting.
+    int pause(int r, llrdma_ar_wait_t &w, uint64_t &next_check) { return idle(r, w, next_check); }
     // Marks the arena broken (every rank's waits end) and returns rc.
     int fail(int rc);
     // The recorded failure as it concerns this rank's call (s_->call):
@@ -308,9 +329,10 @@ class Arena
     // ws: the wait's state, shared by every rank a wait goes through, so
     // the policy's spin and sleep budgets count the whole wait.
     int wait_one(int which, uint64_t g, int r, llrdma_ar_wait_t &ws);
-    // Between polls of rank r: the abort word, progress, liveness.
-    // LLRDMA_AR_OK to keep waiting.
+    // Between polls of rank r (< 0: any rank): the abort word, progress,
+    // liveness.  LLRDMA_AR_OK to keep waiting.
     int idle(int r, llrdma_ar_wait_t &w, uint64_t &next_check);
+    uint64_t *share_word(int q) const;
 
     llrdma_ar_shm_t *s_;
     unsigned char *base_;

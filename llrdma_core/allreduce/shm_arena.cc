@@ -2,13 +2,16 @@
 //
 // Layout (offsets from base, every part 64-byte aligned):
 //   flags   size x 192 B   rank r: in flag at r*192 (its placement word at
-//                          r*192 + 8), red flag at r*192 + 64,
+//                          r*192 + 8, its copy-in progress at r*192 + 16),
+//                          red flag at r*192 + 64,
 //                          the caller's info line at r*192 + 128 (own cache
 //                          lines: a poller never shares a line with another
 //                          rank's writes)
 //   abort   64 B           word 0: 1 + the call (llrdma_ar_shm_t.call) of
 //                          the first failure, 0 while none; word 1: 1 + a
 //                          rank found dead, 0 while none
+//   share   size x 64 B    slice q of a shared fold: its claim word
+//                          (Arena::claim) alone in a line
 //   lines   size x 2 x 19 x 64 B   rank r, generation g % 2: a small
 //                          vector in 56-byte pieces, each line's last word
 //                          the round that wrote it (Arena::post_lines)
@@ -67,9 +70,14 @@ size_t abort_offset(int size)
 
 constexpr size_t kLinesPerGen = Arena::kLinesPerGen;
 
-size_t lines_offset(int size)
+size_t share_offset(int size)
 {
     return abort_offset(size) + kLine;
+}
+
+size_t lines_offset(int size)
+{
+    return share_offset(size) + static_cast<size_t>(size) * kLine;
 }
 
 size_t slots_offset(int size)
@@ -201,6 +209,91 @@ int Arena::failure() const
                : LLRDMA_AR_ERR_TRANSPORT;
 }
 
+// A claim word: the round's stamp (40 bits), then front, back and done (8
+// bits each).  A word stamped with another round is that round's, finished:
+// whoever comes first this round resets it (every rank computes the same
+// tile count).
+namespace
+{
+constexpr uint64_t kStampShift = 24, kFrontShift = 16, kBackShift = 8, kField = 0xff;
+uint64_t stamp_of(uint64_t g)
+{
+    return g & ((uint64_t(1) << 40) - 1);
+}
+} // namespace
+
+uint64_t *Arena::share_word(int q) const
+{
+    return reinterpret_cast<uint64_t *>(base_ + share_offset(size_) +
+                                        static_cast<size_t>(q) * kLine);
+}
+
+long Arena::claim(int q, uint64_t g, unsigned tiles, bool front)
+{
+    uint64_t *word = share_word(q), w = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+    const uint64_t st = stamp_of(g);
+    for (;;) {
+        if (w >> kStampShift != st) {
+            const uint64_t fresh = st << kStampShift | uint64_t(tiles) << kBackShift;
+            if (!__atomic_compare_exchange_n(word, &w, fresh, false, __ATOMIC_ACQ_REL,
+                                             __ATOMIC_ACQUIRE))
+                continue;
+            w = fresh;
+        }
+        const uint64_t f = w >> kFrontShift & kField, b = w >> kBackShift & kField;
+        if (f >= b)
+            return -1;
+        const uint64_t next = front ? w + (uint64_t(1) << kFrontShift) : w - (uint64_t(1) << kBackShift);
+        if (__atomic_compare_exchange_n(word, &w, next, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            return static_cast<long>(front ? f : b - 1);
+    }
+}
+
+void Arena::tile_done(int q)
+{
+    // Release: the tile's result is visible to whoever sees the count.
+    __atomic_fetch_add(share_word(q), 1, __ATOMIC_RELEASE);
+}
+
+int Arena::wait_slice(int q, uint64_t g, unsigned tiles)
+{
+    const uint64_t want = stamp_of(g) << kStampShift;
+    const uint64_t *word = share_word(q);
+    llrdma_ar_wait_t ws{};
+    uint64_t next_check = 0;
+    for (;;) {
+        uint64_t w = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+        if ((w & ~((uint64_t(1) << kStampShift) - 1)) == want && (w & kField) == tiles)
+            return LLRDMA_AR_OK;
+        // Any rank may hold one of the slice's tiles: ask about all of them.
+        int rc = idle(-1, ws, next_check);
+        if (rc != LLRDMA_AR_OK)
+            return rc;
+    }
+}
+
+int Arena::ready_slices(uint64_t base, int *lag) const
+{
+    uint64_t lo = UINT64_MAX;
+    for (int r = 0; r < size_; ++r) {
+        if (r == rank_)
+            continue;
+        uint64_t v = __atomic_load_n(flag(r, 0) + 2, __ATOMIC_ACQUIRE);
+        if (v < lo) {
+            lo = v;
+            *lag = r;
+        }
+    }
+    if (lo <= base)
+        return 0;
+    return lo - base >= static_cast<uint64_t>(size_) ? size_ : static_cast<int>(lo - base);
+}
+
+void Arena::post_progress(uint64_t v)
+{
+    __atomic_store_n(flag(rank_, 0) + 2, v, __ATOMIC_RELEASE);
+}
+
 int Arena::idle(int r, llrdma_ar_wait_t &w, uint64_t &next_check)
 {
     int rc = failure();
@@ -209,18 +302,19 @@ int Arena::idle(int r, llrdma_ar_wait_t &w, uint64_t &next_check)
     llrdma_ar_wait_idle(&s_->wait, &w, s_->progress, s_->progress_ctx);
     if (w.polls % kPollsPerYield != 0 || !s_->alive || s_->liveness_ns == 0)
         return LLRDMA_AR_OK;
-    // A rank that died never posts: ask about the one waited on, at most
-    // every liveness_ns (the first time after one interval).  The clock as
-    // the idle step just read it.
+    // A rank that died never posts: ask about the one waited on (r < 0:
+    // every other rank), at most every liveness_ns (the first time after
+    // one interval).  The clock as the idle step just read it.
     uint64_t now = w.now_ns;
     if (next_check == 0) {
         next_check = now + s_->liveness_ns;
     } else if (now >= next_check) {
         next_check = now + s_->liveness_ns;
-        if (!s_->alive(s_->alive_ctx, r)) {
-            mark_gone(base_, size_, s_->call, r);
-            return LLRDMA_AR_ERR_PEER_GONE;
-        }
+        for (int q = r < 0 ? 0 : r; q < (r < 0 ? size_ : r + 1); ++q)
+            if (q != rank_ && !s_->alive(s_->alive_ctx, q)) {
+                mark_gone(base_, size_, s_->call, q);
+                return LLRDMA_AR_ERR_PEER_GONE;
+            }
     }
     return LLRDMA_AR_OK;
 }

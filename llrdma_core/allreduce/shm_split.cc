@@ -79,12 +79,158 @@ int fold_on_device(const Args &a, const Arena &ar, uint64_t g, size_t s, size_t 
     return rc;
 }
 
+// A shared round's slice: elements [s, s + len) of the round, cut into k
+// tiles of about kShareTileBytes (tile j: [start(j), start(j + 1))).
+constexpr size_t kShareTileBytes = 16384;
+struct Slice {
+    size_t s, len;
+    unsigned k;
+    size_t start(unsigned j) const { return s + len * j / k; }
+};
+
+Slice slice_of(size_t n, int p, int q, size_t es)
+{
+    Slice x{block_start(n, p, q), block_len(n, p, q), 0};
+    size_t k = (x.len * es + kShareTileBytes - 1) / kShareTileBytes;
+    if (k > Arena::kShareTilesMax)
+        k = Arena::kShareTilesMax;
+    x.k = static_cast<unsigned>(k < x.len ? k : x.len);
+    return x;
+}
+
+// One shared round (llrdma_ar_shm_t.share_min): copy in slice by slice,
+// each announced; fold tiles of the slices every rank has copied in, this
+// rank's own first (from the front, straight into its output too), others'
+// from the back; then copy out every slice once all its tiles are done.
+// The result is the same bits as the unshared round's: every tile is
+// folded in rank order by fold_rank_order, whoever folds it.  The progress
+// word counts g * (p + 1) + slices copied, so it only grows.
+int shared_round(const Args &a, Arena &ar, uint64_t g, size_t off, size_t n,
+                 const unsigned char *src)
+{
+    Transport &t = *a.t;
+    const int p = t.size(), me = t.rank();
+    const size_t es = a.esize;
+    const uint64_t base = g * (static_cast<uint64_t>(p) + 1);
+    unsigned char *slot = ar.slot(g, me);
+    for (int q = 0; q < p; ++q) {
+        const size_t s = block_start(n, p, q), len = block_len(n, p, q);
+        if (len > 0)
+            std::memcpy(slot + s * es, src + (off + s) * es, len * es);
+        ar.post_progress(base + static_cast<uint64_t>(q) + 1);
+    }
+    ar.post_in(g); // round numbers for whoever reads the in flag (placement)
+    ar.lap(LLRDMA_AR_PHASE_COPY_IN);
+
+    auto fold = [&](int q, const Slice &x, unsigned j, bool own) {
+        const size_t ts = x.start(j), tl = x.start(j + 1) - ts;
+        shm_fold_slots(a, ar, g, ts, tl, at(ar.result(g), ts, es), nullptr,
+                       own ? at(a.buf, off + ts, es) : nullptr);
+        if (a.shm->on_tile)
+            a.shm->on_tile(a.shm->on_tile_ctx, me);
+        ar.tile_done(q);
+    };
+    const Slice mine = slice_of(n, p, me, es);
+    unsigned own = 0; // tiles [0, own) of this rank's slice: folded here, already in the output
+    bool own_left = mine.k > 0;
+    int ready = 0, lag = me;
+    llrdma_ar_wait_t ws{};
+    uint64_t next_check = 0;
+    for (;;) {
+        if (ready < p)
+            ready = ar.ready_slices(base, &lag);
+        if (own_left && me < ready) {
+            long j = ar.claim(me, g, mine.k, true);
+            if (j >= 0) {
+                fold(me, mine, static_cast<unsigned>(j), true);
+                ++own;
+                continue;
+            }
+            own_left = false;
+        }
+        bool stole = false;
+        for (int k = 1; k < p && !stole; ++k) {
+            const int q = (me + k) % p;
+            if (q >= ready)
+                continue;
+            const Slice x = slice_of(n, p, q, es);
+            long j = x.k > 0 ? ar.claim(q, g, x.k, false) : -1;
+            if (j >= 0) {
+                fold(q, x, static_cast<unsigned>(j), false);
+                ++a.shm->share_stolen;
+                stole = true;
+            }
+        }
+        if (stole)
+            continue;
+        if (ready == p && !own_left)
+            break; // every tile claimed: copy out as they finish
+        int rc = ar.pause(lag, ws, next_check);
+        if (rc != LLRDMA_AR_OK)
+            return rc;
+    }
+    ar.lap(LLRDMA_AR_PHASE_FOLD);
+    // Out, up to four slices at a time (copy_n), this rank's first (only
+    // its tiles that others folded).
+    int rc = LLRDMA_AR_OK;
+    for (int k = 0; k < p && rc == LLRDMA_AR_OK;) {
+        void *dst[4];
+        const void *from[4];
+        size_t len[4];
+        int m = 0;
+        for (; m < 4 && k < p && rc == LLRDMA_AR_OK; ++k) {
+            const int q = (me + k) % p;
+            const Slice x = q == me ? mine : slice_of(n, p, q, es);
+            if (x.k == 0)
+                continue;
+            const size_t from_el = q == me ? x.start(own) : x.s, end = x.s + x.len;
+            if (from_el == end)
+                continue;
+            rc = ar.wait_slice(q, g, x.k);
+            dst[m] = at(a.buf, off + from_el, es);
+            from[m] = at(ar.result(g), from_el, es);
+            len[m++] = (end - from_el) * es;
+        }
+        ar.lap(LLRDMA_AR_PHASE_WAIT_RED);
+        if (rc == LLRDMA_AR_OK)
+            rc = t.copy_n(m, dst, from, len);
+        ar.lap(LLRDMA_AR_PHASE_COPY_OUT);
+    }
+    return rc;
+}
+
 } // namespace
+
+// Whether a call on host buffers shares its folds: its first round (the
+// largest) holds at least share_min bytes; the same on every rank.
+static bool shares(const Args &a)
+{
+    if (a.t->hooked() || a.shm->share_min == 0 || a.t->size() < 2)
+        return false;
+    const size_t per = shm_round_elems(a), first = a.count < per ? a.count : per;
+    return first * a.esize >= a.shm->share_min;
+}
 
 int run_shm_split(const Args &a)
 {
     Transport &t = *a.t;
     Arena ar(a.shm, t.rank(), t.size());
+    if (shares(a)) {
+        if (ar.broken())
+            return LLRDMA_AR_ERR_TRANSPORT;
+        auto src = static_cast<const unsigned char *>(a.sendbuf ? a.sendbuf : a.buf);
+        const size_t per = shm_round_elems(a);
+        for (size_t off = 0; off < a.count; off += per) {
+            const size_t n = a.count - off < per ? a.count - off : per;
+            const uint64_t g = ar.next_round();
+            ar.phase_start();
+            int rc = shared_round(a, ar, g, off, n, src);
+            if (rc != LLRDMA_AR_OK)
+                return ar.fail(rc);
+            ++a.shm->share_rounds;
+        }
+        return LLRDMA_AR_OK;
+    }
     const bool device = t.hooked() && a.shm->device_fold;
     if (device && a.scratch_bytes < scratch_shm_split(a.plan, a.count, a.esize, t.size()))
         return ar.fail(LLRDMA_AR_ERR_INVALID);

@@ -10,10 +10,12 @@
 #include "test_allreduce_simcomm.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <mutex>
 #include <sstream>
 #include <utility>
 #include <thread>
@@ -620,6 +622,198 @@ BOOST_AUTO_TEST_CASE(shm_split_own_block_stays_out_of_the_slot)
     BOOST_CHECK_EQUAL(std::string(llrdma_ar_phase_name(LLRDMA_AR_PHASE_WAIT_IN)),
                       "wait for every input");
     BOOST_CHECK_EQUAL(std::string(llrdma_ar_phase_name(LLRDMA_AR_PHASES)), "?");
+}
+
+// shm_split's shared fold (llrdma_ar_shm_t.share_min): the same bits as the
+// unshared rounds, whoever folds which tile; shared and unshared calls
+// mixed in one arena (share_min between their sizes); every rank counts
+// exactly the rounds it shared, so the test knows the path ran.
+BOOST_AUTO_TEST_CASE(shm_split_shared_fold_same_bits)
+{
+    const Combo combos[] = {{LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM},
+                            {LLRDMA_DT_INT8, LLRDMA_OP_MAX},
+                            {LLRDMA_DT_FLOAT, LLRDMA_OP_PROD},
+                            {LLRDMA_DT_DOUBLE_INT, LLRDMA_OP_MINLOC}};
+    for (size_t share_min : {size_t(1), size_t(20000)})
+        for (int p : {2, 3, 4, 5, 8}) {
+            sim::Options opt;
+            opt.shm_chunk = 64 * 1024; // slices of 2-4 tiles of 16 KB on 2-4 ranks
+            opt.shm_share_min = share_min;
+            std::vector<Case> cases;
+            std::vector<uint64_t> shared(p, 0);
+            uint64_t i = 0, want = 0;
+            for (const Combo &c : combos) {
+                const size_t es = llrdma_ar_dtype_size(c.dt), per = opt.shm_chunk / es;
+                for (size_t count : {size_t(1), static_cast<size_t>(p - 1),
+                                     static_cast<size_t>(p + 1), size_t(1000), per - 3,
+                                     3 * per + 5}) {
+                    if (count == 0)
+                        continue;
+                    Case k{LLRDMA_AR_SHM_SPLIT, c, count, static_cast<int>(i % 3), 0, 1, false,
+                           mix(31 + i), {}, {}};
+                    prepare(k, p);
+                    cases.push_back(k);
+                    ++i;
+                    if (std::min(count, per) * es >= share_min)
+                        want += (count + per - 1) / per;
+                }
+            }
+            sim::World w(p, opt);
+            std::vector<std::string> errs;
+            std::mutex em;
+            std::vector<std::thread> th;
+            for (int r = 0; r < p; ++r)
+                th.emplace_back([&, r] {
+                    for (const Case &k : cases) {
+                        std::string s = run_rank(w, r, p, k);
+                        if (!s.empty()) {
+                            std::lock_guard<std::mutex> g(em);
+                            errs.push_back(describe(k, p) + " share_min " +
+                                           std::to_string(share_min) + ": " + s);
+                        }
+                    }
+                });
+            for (auto &t : th)
+                t.join();
+            report(errs);
+            BOOST_REQUIRE(want > 0);
+            for (int r = 0; r < p; ++r)
+                BOOST_CHECK_MESSAGE(w.shm(r).share_rounds == want,
+                                    "p=" << p << " share_min " << share_min << " rank " << r
+                                         << ": " << w.shm(r).share_rounds << " shared rounds, want "
+                                         << want);
+        }
+}
+
+namespace
+{
+// on_tile hooks: one rank slowed down, or stopped while it holds a tile.
+struct TileGate {
+    int rank = -1;
+    int sleep_ms = 0;            // the slow rank's pause per tile
+    int late_ms = 0;             // ... or before its call
+    std::atomic<int> holding{0}; // the stopped rank holds a tile
+    std::atomic<int> release{0};
+    static void slow(void *ctx, int rank)
+    {
+        auto *g = static_cast<TileGate *>(ctx);
+        if (rank == g->rank)
+            std::this_thread::sleep_for(std::chrono::milliseconds(g->sleep_ms));
+    }
+    static void stop(void *ctx, int rank)
+    {
+        auto *g = static_cast<TileGate *>(ctx);
+        if (rank != g->rank || g->holding.exchange(1) != 0)
+            return;
+        while (!g->release.load())
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    static int alive(void *ctx, int rank)
+    {
+        auto *g = static_cast<TileGate *>(ctx);
+        return !(rank == g->rank && g->holding.load());
+    }
+};
+
+// Runs one double sum of `count` on p threads with the gate's hook; rcs and
+// whether each rank's result was right.
+void run_gated(sim::World &w, int p, size_t count, TileGate &gate,
+               void (*hook)(void *, int), std::vector<int> &rcs, std::vector<int> &right)
+{
+    std::vector<std::thread> th;
+    for (int r = 0; r < p; ++r)
+        th.emplace_back([&, r] {
+            llrdma_ar_comm_t c = w.comm(r);
+            c.shm->on_tile = hook;
+            c.shm->on_tile_ctx = &gate;
+            c.shm->alive = &TileGate::alive;
+            c.shm->alive_ctx = &gate;
+            c.shm->liveness_ns = 2000000; // 2 ms
+            std::vector<double> v(count);
+            for (size_t j = 0; j < count; ++j)
+                v[j] = static_cast<double>((r + 1) * (j % 97 + 1));
+            llrdma_ar_plan_t plan{LLRDMA_AR_SHM_SPLIT, 0, 1, "test", 0, nullptr, 0, 0, 0};
+            if (r == gate.rank && gate.late_ms > 0)
+                std::this_thread::sleep_for(std::chrono::milliseconds(gate.late_ms));
+            rcs[r] = llrdma_ar_run(&plan, &c, nullptr, v.data(), count, LLRDMA_DT_DOUBLE,
+                                   LLRDMA_OP_SUM, nullptr, 0);
+            const double ranks = p * (p + 1) / 2.0;
+            right[r] = 1;
+            for (size_t j = 0; j < count; ++j)
+                if (v[j] != ranks * static_cast<double>(j % 97 + 1))
+                    right[r] = 0;
+        });
+    if (hook == &TileGate::stop) {
+        // Let the stopped rank go once every other rank has returned.
+        for (int r = 0; r < p; ++r)
+            if (r != gate.rank)
+                th[r].join();
+        gate.release = 1;
+        th[gate.rank].join();
+    } else {
+        for (auto &t : th)
+            t.join();
+    }
+}
+} // namespace
+
+// A rank that folds slowly has its tiles taken by the others (counted in
+// share_stolen), and the results stay right; a rank that stops while it
+// holds a tile (its process died) ends every other rank's wait with
+// LLRDMA_AR_ERR_PEER_GONE, the arena naming it.
+BOOST_AUTO_TEST_CASE(shm_split_shared_fold_slow_and_dead_ranks)
+{
+    for (int p : {2, 4}) {
+        sim::Options opt;
+        opt.shm_chunk = 256 * 1024;
+        opt.shm_share_min = 1;
+        const size_t count = opt.shm_chunk / sizeof(double) * 2 + 7; // three rounds
+        for (int late : {0, 1}) {
+            // Slow in its folds, or late to the call (nobody folds a slice
+            // before every rank copied it in).
+            sim::World w(p, opt);
+            TileGate gate;
+            gate.rank = late ? p - 1 : 0;
+            gate.sleep_ms = late ? 0 : 5;
+            gate.late_ms = late ? 30 : 0;
+            std::vector<int> rcs(p, 99), right(p, 0);
+            run_gated(w, p, count, gate, &TileGate::slow, rcs, right);
+            if (late) {
+                for (int r = 0; r < p; ++r)
+                    BOOST_CHECK_MESSAGE(rcs[r] == LLRDMA_AR_OK && right[r],
+                                        "late p=" << p << " rank " << r << " rc " << rcs[r]);
+                continue;
+            }
+            uint64_t stolen = 0;
+            for (int r = 0; r < p; ++r) {
+                BOOST_CHECK_MESSAGE(rcs[r] == LLRDMA_AR_OK && right[r],
+                                    "slow p=" << p << " rank " << r << " rc " << rcs[r]);
+                BOOST_CHECK_EQUAL(w.shm(r).share_rounds, 3u);
+                if (r != 0)
+                    stolen += w.shm(r).share_stolen;
+            }
+            BOOST_CHECK_MESSAGE(stolen > 0, "p=" << p << ": nobody took the slow rank's tiles");
+            BOOST_CHECK_EQUAL(w.shm(0).share_stolen, 0u);
+        }
+        {
+            sim::World w(p, opt);
+            TileGate gate;
+            gate.rank = p - 1;
+            std::vector<int> rcs(p, 99), right(p, 0);
+            auto t0 = std::chrono::steady_clock::now();
+            run_gated(w, p, count, gate, &TileGate::stop, rcs, right);
+            double secs =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            for (int r = 0; r + 1 < p; ++r)
+                BOOST_CHECK_MESSAGE(rcs[r] == LLRDMA_AR_ERR_PEER_GONE,
+                                    "stopped p=" << p << " rank " << r << " rc " << rcs[r]);
+            BOOST_CHECK_MESSAGE(rcs[p - 1] != LLRDMA_AR_OK, "the stopped rank's call succeeded");
+            BOOST_CHECK_MESSAGE(secs < 5, "stopped p=" << p << ": took " << secs << " s");
+            int gone = -2;
+            BOOST_CHECK_EQUAL(llrdma_ar_shm_check(&w.shm(0), p, &gone), LLRDMA_AR_SHM_PEER_GONE);
+            BOOST_CHECK_EQUAL(gone, p - 1);
+        }
+    }
 }
 
 BOOST_AUTO_TEST_CASE(transport_failure_propagates)

@@ -43,6 +43,7 @@ struct Options {
     size_t shm_lines_max = LLRDMA_AR_SHM_LINES_MAX; // llrdma_ar_shm_t.lines_max
     bool sizes = false;       // comm() offers waitall_sizes (failures carried in messages)
     bool time_phases = false; // llrdma_ar_shm_t.time_phases on every rank
+    size_t shm_share_min = 0; // llrdma_ar_shm_t.share_min on every rank
 };
 
 struct Req {
@@ -84,11 +85,13 @@ class World
             shm_[r].chunk_bytes = o.shm_chunk;
             shm_[r].lines_max = o.shm_lines_max;
             shm_[r].time_phases = o.time_phases ? 1 : 0;
+            shm_[r].share_min = o.shm_share_min;
         }
     }
     // The arena itself (a test poisons it to see what a call wrote).
     unsigned char *arena_data() { return reinterpret_cast<unsigned char *>(arena_.data()); }
     const llrdma_ar_shm_t &shm(int rank) const { return shm_[rank]; }
+    llrdma_ar_shm_t &shm(int rank) { return shm_[rank]; }
     // The arena as seen by the threads: [arena_begin(), arena_end()).
     const unsigned char *arena_begin() const
     {
