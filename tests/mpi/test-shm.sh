@@ -38,6 +38,8 @@ launch -np 3 --mca coll_llrdma_verbose 5 "$T"
 check_pass "3 ranks, small vectors in lines: PASS" t_allreduce 3
 check_run "3 ranks: the arena says its line limit" has "3 ranks, vectors up to 64 bytes in lines"
 check_run "3 ranks: calls ran in lines" has "released after [0-9]* rounds, [1-9][0-9]* of them in lines"
+check_run "3 ranks: no fold shared by default" \
+  lacks "through the slots ([1-9][0-9]* with the fold shared"
 # A call like the one before (the suite repeats small calls) goes to the lines
 # without re-planning; t_allreduce checked every result.
 check_run "3 ranks: repeated small calls went to the lines without re-planning" \
@@ -48,6 +50,19 @@ check_run "lines off: none ran in lines" has "released after [1-9][0-9]* rounds,
 check_run "lines off: no call ran in lines" lacks "rounds, [1-9][0-9]* of them in lines"
 check_run "lines off: repeated calls skipped the planner, through the slots" \
   has "0 of them in lines ([1-9][0-9]* calls without re-planning)"
+# The shared fold (coll_llrdma_shm_share_min): rounds of at least 1 KB with
+# their tiles claimed by any rank, 64-byte chunks too (many shared rounds).
+# Each rank counts its shared rounds when its arena is released (t_allreduce
+# also makes smaller communicators: at least one arena's line).
+for chunk in 0 1K; do
+  launch -np 3 --mca coll_llrdma_verbose 5 --mca coll_llrdma_shm_share_min 1K \
+    --mca coll_llrdma_shm_chunk_size $chunk "$T"
+  check_pass "3 ranks, shared fold (chunk $chunk): PASS" t_allreduce 3
+  check_run "shared fold (chunk $chunk): the arena says its threshold" \
+    has "folds shared from 1024 bytes per round"
+  check_run "shared fold (chunk $chunk): rounds ran shared" \
+    has "through the slots ([1-9][0-9]* with the fold shared"
+done
 # Verbosity 10 prints each call's plan line: then every call is planned.
 launch -np 3 --mca coll_llrdma_verbose 10 "$T"
 check_pass "3 ranks, verbose 10: PASS" t_allreduce 3
