@@ -53,6 +53,7 @@ typedef struct mca_coll_llrdma_component_t {
     char *shm_share_text;         /* smallest round whose fold is shared */
     char *gpu_fold_text;          /* arena slices from this size reduce on the GPU */
     int shm_liveness_ms;          /* arena waits check the awaited rank's process this often */
+    int shm_share_ranks;          /* the shared fold only on arenas of this many ranks */
     int wait_spin_us;             /* waits spin this long before yielding; -1 auto */
     int wait_sleep_ms;            /* and sleep between polls after this long; 0 never */
     llrdma_ar_wait_policy_t wait; /* what took effect (init_query) */

@@ -162,15 +162,23 @@ static int llrdma_register(void)
               "512 bytes they were slower, docs/benchmarks-h200.md); 0 = never, at most 1K; "
               "rank 0's value counts. Same size syntax as the hint",
               MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_6, &c->shm_lines_text);
-    c->shm_share_text = "0";
+    c->shm_share_text = "64K";
     (void)reg("shm_share_min",
               "Shared-memory Allreduces on host buffers whose rounds hold at least this many "
-              "bytes share the fold: each rank copies its input in slice by slice, and the "
-              "slices' 16 KB tiles go to whichever rank claims them (its owner first), so a "
-              "rank on a slower or busy CPU folds less and the others fold what every rank "
-              "has already copied in. 0 = never (each rank folds its own slice). Rank 0's "
-              "value counts. Same size syntax as the hint",
+              "bytes share the fold (on arenas of at least coll_llrdma_shm_share_ranks "
+              "ranks): each rank copies its input in slice by slice, and the slices' 16 KB "
+              "tiles go to whichever rank claims them (its owner first), so a rank on a "
+              "slower or busy CPU folds less and the others fold what every rank has already "
+              "copied in. 0 = never (each rank folds its own slice). Rank 0's value counts. "
+              "Same size syntax as the hint",
               MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_6, &c->shm_share_text);
+    c->shm_share_ranks = 8;
+    (void)reg("shm_share_ranks",
+              "The shared fold (coll_llrdma_shm_share_min) only on arenas of at least this "
+              "many ranks: it copies each rank's own block through the arena, 1/ranks of the "
+              "vector, which 2 and 4 ranks did not win back (docs/benchmarks-h200.md). "
+              "Rank 0's value counts; at least 2",
+              MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_6, &c->shm_share_ranks);
     c->gpu_fold_text = "64K";
     (void)reg("gpu_fold_min",
               "GPU buffers through the shared-memory arena: slices of at least this many bytes "
@@ -456,6 +464,11 @@ int mca_coll_llrdma_init_query(bool enable_progress_threads, bool enable_mpi_thr
         mca_coll_llrdma_bad_knob("coll_llrdma_gpu_peer_min", c->gpu_peer_min_text, err);
     }
     c->gpu_peer_min = (size_t)seg;
+    if (c->shm_share_ranks < 2) {
+        char v[32];
+        snprintf(v, sizeof(v), "%d", c->shm_share_ranks);
+        mca_coll_llrdma_bad_knob("coll_llrdma_shm_share_ranks", v, "below 2");
+    }
     if (c->shm_liveness_ms < 0) {
         char v[32];
         snprintf(v, sizeof(v), "%d", c->shm_liveness_ms);
@@ -536,6 +549,7 @@ int mca_coll_llrdma_init_query(bool enable_progress_threads, bool enable_mpi_thr
     cfg.coll_shm_chunk_knob = c->shm_chunk;
     cfg.coll_shm_lines_max = c->shm_lines_max;
     cfg.coll_shm_share_min = c->shm_share_min;
+    cfg.coll_shm_share_ranks = c->shm_share_ranks;
     cfg.coll_gpu_peer = c->gpu_peer;
     cfg.coll_gpu_peer_min = c->gpu_peer_min;
     cfg.coll_gpu_stage_auto = c->gpu_stage_auto;

@@ -63,7 +63,7 @@ typedef struct {
     char name[NAME_LEN];
     uint64_t chunk;
     uint64_t lines_max;
-    uint64_t share_min;
+    uint64_t share_min; /* 0 where the arena has fewer than coll_llrdma_shm_share_ranks */
 } seg_info_t;
 
 static void progress(void *ctx)
@@ -331,7 +331,7 @@ int mca_coll_llrdma_shm_setup(mca_coll_llrdma_module_t *m, struct ompi_communica
         }
         info.chunk = chunk;
         info.lines_max = c->shm_lines_max;
-        info.share_min = c->shm_share_min;
+        info.share_min = n >= c->shm_share_ranks ? c->shm_share_min : 0;
     }
     rc = comm->c_coll->coll_bcast(&info, (int)sizeof(info), MPI_BYTE, 0, comm,
                                   comm->c_coll->coll_bcast_module);
@@ -379,7 +379,7 @@ int mca_coll_llrdma_shm_setup_node(mca_coll_llrdma_module_t *m, struct ompi_comm
         }
         info.chunk = chunk;
         info.lines_max = c->shm_lines_max;
-        info.share_min = c->shm_share_min;
+        info.share_min = L >= c->shm_share_ranks ? c->shm_share_min : 0;
     }
     /* Every node's first rank publishes its arena; the others map their node's. */
     rc = comm->c_coll->coll_allgather(&info, (int)sizeof(info), MPI_BYTE, all, (int)sizeof(info),

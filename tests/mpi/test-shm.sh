@@ -38,7 +38,7 @@ launch -np 3 --mca coll_llrdma_verbose 5 "$T"
 check_pass "3 ranks, small vectors in lines: PASS" t_allreduce 3
 check_run "3 ranks: the arena says its line limit" has "3 ranks, vectors up to 64 bytes in lines"
 check_run "3 ranks: calls ran in lines" has "released after [0-9]* rounds, [1-9][0-9]* of them in lines"
-check_run "3 ranks: no fold shared by default" \
+check_run "3 ranks: no fold shared by default (fewer than 8 ranks)" \
   lacks "through the slots ([1-9][0-9]* with the fold shared"
 # A call like the one before (the suite repeats small calls) goes to the lines
 # without re-planning; t_allreduce checked every result.
@@ -56,7 +56,7 @@ check_run "lines off: repeated calls skipped the planner, through the slots" \
 # also makes smaller communicators: at least one arena's line).
 for chunk in 0 1K; do
   launch -np 3 --mca coll_llrdma_verbose 5 --mca coll_llrdma_shm_share_min 1K \
-    --mca coll_llrdma_shm_chunk_size $chunk "$T"
+    --mca coll_llrdma_shm_share_ranks 2 --mca coll_llrdma_shm_chunk_size $chunk "$T"
   check_pass "3 ranks, shared fold (chunk $chunk): PASS" t_allreduce 3
   check_run "shared fold (chunk $chunk): the arena says its threshold" \
     has "folds shared from 1024 bytes per round"

@@ -64,6 +64,7 @@ llrdma_rank_config_t sample(uint64_t hint)
     c.coll_shm_chunk_knob = 1 << 20;
     c.coll_shm_lines_max = 512;
     c.coll_shm_share_min = 262144;
+    c.coll_shm_share_ranks = 8;
     c.coll_gpu_peer = 1;
     c.coll_gpu_peer_min = 65536;
     c.coll_gpu_stage_auto = 1;
