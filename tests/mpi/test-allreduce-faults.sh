@@ -75,6 +75,13 @@ for n in 2 4; do
     check_killed $n "$cnt doubles" it
   done
 done
+# The shared fold (tiles of any slice may be with any rank): 4 ranks, rounds
+# of 128K doubles shared, rank 1 killed in its third call.
+launch --enable-recovery -np 4 --mca coll_llrdma_verbose 5 --mca coll_llrdma_shm_share_ranks 2 \
+  --mca coll_llrdma_shm_share_min 64K "$T" --die 1 3 131072
+check_killed 4 "shared fold" it
+check "4 ranks, shared fold: the arena shared its folds" \
+  has "folds shared from 65536 bytes per round"
 # Without the arena (the message algorithms over the PML): a rank killed
 # while the others wait for its messages, 1M doubles (rendezvous sends to it
 # that ob1 cannot cancel).  Before the message waits checked liveness, the
