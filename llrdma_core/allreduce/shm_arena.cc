@@ -243,7 +243,8 @@ long Arena::claim(int q, uint64_t g, unsigned tiles, bool front)
         const uint64_t f = w >> kFrontShift & kField, b = w >> kBackShift & kField;
         if (f >= b)
             return -1;
-        const uint64_t next = front ? w + (uint64_t(1) << kFrontShift) : w - (uint64_t(1) << kBackShift);
+        const uint64_t next =
+            front ? w + (uint64_t(1) << kFrontShift) : w - (uint64_t(1) << kBackShift);
         if (__atomic_compare_exchange_n(word, &w, next, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
             return static_cast<long>(front ? f : b - 1);
     }

@@ -644,13 +644,13 @@ BOOST_AUTO_TEST_CASE(shm_split_shared_fold_same_bits)
             uint64_t i = 0, want = 0;
             for (const Combo &c : combos) {
                 const size_t es = llrdma_ar_dtype_size(c.dt), per = opt.shm_chunk / es;
-                for (size_t count : {size_t(1), static_cast<size_t>(p - 1),
-                                     static_cast<size_t>(p + 1), size_t(1000), per - 3,
-                                     3 * per + 5}) {
+                for (size_t count :
+                     {size_t(1), static_cast<size_t>(p - 1), static_cast<size_t>(p + 1),
+                      size_t(1000), per - 3, 3 * per + 5}) {
                     if (count == 0)
                         continue;
-                    Case k{LLRDMA_AR_SHM_SPLIT, c, count, static_cast<int>(i % 3), 0, 1, false,
-                           mix(31 + i), {}, {}};
+                    Case k{LLRDMA_AR_SHM_SPLIT, c,  count, static_cast<int>(i % 3), 0, 1, false,
+                           mix(31 + i),         {}, {}};
                     prepare(k, p);
                     cases.push_back(k);
                     ++i;
@@ -679,8 +679,8 @@ BOOST_AUTO_TEST_CASE(shm_split_shared_fold_same_bits)
             BOOST_REQUIRE(want > 0);
             for (int r = 0; r < p; ++r)
                 BOOST_CHECK_MESSAGE(w.shm(r).share_rounds == want,
-                                    "p=" << p << " share_min " << share_min << " rank " << r
-                                         << ": " << w.shm(r).share_rounds << " shared rounds, want "
+                                    "p=" << p << " share_min " << share_min << " rank " << r << ": "
+                                         << w.shm(r).share_rounds << " shared rounds, want "
                                          << want);
         }
 }
@@ -717,8 +717,8 @@ struct TileGate {
 
 // Runs one double sum of `count` on p threads with the gate's hook; rcs and
 // whether each rank's result was right.
-void run_gated(sim::World &w, int p, size_t count, TileGate &gate,
-               void (*hook)(void *, int), std::vector<int> &rcs, std::vector<int> &right)
+void run_gated(sim::World &w, int p, size_t count, TileGate &gate, void (*hook)(void *, int),
+               std::vector<int> &rcs, std::vector<int> &right)
 {
     std::vector<std::thread> th;
     for (int r = 0; r < p; ++r)
