@@ -39,6 +39,15 @@ static void module_construct(mca_coll_llrdma_module_t *m)
     /* OBJ_NEW does not zero: every field is set here (a garbage field once
      * made one rank skip the arena's failure model while its peers ran it). */
     m->shm_ranks = 0;
+    m->shm_rank = 0;
+    m->net_eager = 0;
+    m->gpu_direct = 0;
+    /* Read by the first GPU-direct call to decide whether its scratch is big
+     * enough: left unset, a garbage size made that call fail on every rank
+     * (and which garbage depended on the module's layout). */
+    m->dev_scratch = NULL;
+    m->dev_scratch_bytes = 0;
+    m->dev_scratch_device = -1;
     m->gone_said = 0;
     m->msg_gone = -1;
     memset(&m->fast, 0, sizeof(m->fast));

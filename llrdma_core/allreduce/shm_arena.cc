@@ -3,15 +3,14 @@
 // Layout (offsets from base, every part 64-byte aligned):
 //   flags   size x 192 B   rank r: in flag at r*192 (its placement word at
 //                          r*192 + 8, its copy-in progress at r*192 + 16),
-//                          red flag at r*192 + 64,
+//                          red flag at r*192 + 64 (the claim word of its
+//                          slice in a shared fold at r*192 + 72),
 //                          the caller's info line at r*192 + 128 (own cache
 //                          lines: a poller never shares a line with another
 //                          rank's writes)
 //   abort   64 B           word 0: 1 + the call (llrdma_ar_shm_t.call) of
 //                          the first failure, 0 while none; word 1: 1 + a
 //                          rank found dead, 0 while none
-//   share   size x 64 B    slice q of a shared fold: its claim word
-//                          (Arena::claim) alone in a line
 //   lines   size x 2 x 19 x 64 B   rank r, generation g % 2: a small
 //                          vector in 56-byte pieces, each line's last word
 //                          the round that wrote it (Arena::post_lines)
@@ -70,14 +69,9 @@ size_t abort_offset(int size)
 
 constexpr size_t kLinesPerGen = Arena::kLinesPerGen;
 
-size_t share_offset(int size)
-{
-    return abort_offset(size) + kLine;
-}
-
 size_t lines_offset(int size)
 {
-    return share_offset(size) + static_cast<size_t>(size) * kLine;
+    return abort_offset(size) + kLine;
 }
 
 size_t slots_offset(int size)
@@ -224,8 +218,7 @@ uint64_t stamp_of(uint64_t g)
 
 uint64_t *Arena::share_word(int q) const
 {
-    return reinterpret_cast<uint64_t *>(base_ + share_offset(size_) +
-                                        static_cast<size_t>(q) * kLine);
+    return flag(q, 1) + 1;
 }
 
 long Arena::claim(int q, uint64_t g, unsigned tiles, bool front)
