@@ -113,7 +113,20 @@ int shared_round(const Args &a, Arena &ar, uint64_t g, size_t off, size_t n,
     const size_t es = a.esize;
     const uint64_t base = g * (static_cast<uint64_t>(p) + 1);
     unsigned char *slot = ar.slot(g, me);
-    for (int q = 0; q < p; ++q) {
+    // With copy hooks (device buffers) the input goes in by one stream copy
+    // and a sync (which also covers the last round's copy out), announced
+    // whole: the others' rounds are the same either way, so ranks with
+    // device and host buffers share one round.
+    const bool hooked = t.hooked();
+    if (hooked) {
+        int rc = t.copy(slot, src + off * es, n * es);
+        if (rc == LLRDMA_AR_OK)
+            rc = t.sync();
+        if (rc != LLRDMA_AR_OK)
+            return rc;
+        ar.post_progress(base + static_cast<uint64_t>(p));
+    }
+    for (int q = 0; q < p && !hooked; ++q) {
         const size_t s = block_start(n, p, q), len = block_len(n, p, q);
         if (len > 0)
             std::memcpy(slot + s * es, src + (off + s) * es, len * es);
@@ -124,14 +137,17 @@ int shared_round(const Args &a, Arena &ar, uint64_t g, size_t off, size_t n,
 
     auto fold = [&](int q, const Slice &x, unsigned j, bool own) {
         const size_t ts = x.start(j), tl = x.start(j + 1) - ts;
+        // The CPU folds from the arena (pinned or not: host memory); only
+        // a host rank writes its own tiles straight into its output.
         shm_fold_slots(a, ar, g, ts, tl, at(ar.result(g), ts, es), nullptr,
-                       own ? at(a.buf, off + ts, es) : nullptr);
+                       own && !hooked ? at(a.buf, off + ts, es) : nullptr);
         if (a.shm->on_tile)
             a.shm->on_tile(a.shm->on_tile_ctx, me);
         ar.tile_done(q);
     };
     const Slice mine = slice_of(n, p, me, es);
     unsigned own = 0; // tiles [0, own) of this rank's slice: folded here, already in the output
+                      // (host buffers only)
     bool own_left = mine.k > 0;
     int ready = 0, lag = me;
     llrdma_ar_wait_t ws{};
@@ -143,7 +159,7 @@ int shared_round(const Args &a, Arena &ar, uint64_t g, size_t off, size_t n,
             long j = ar.claim(me, g, mine.k, true);
             if (j >= 0) {
                 fold(me, mine, static_cast<unsigned>(j), true);
-                ++own;
+                own += hooked ? 0 : 1;
                 continue;
             }
             own_left = false;
@@ -170,9 +186,24 @@ int shared_round(const Args &a, Arena &ar, uint64_t g, size_t off, size_t n,
             return rc;
     }
     ar.lap(LLRDMA_AR_PHASE_FOLD);
+    int rc = LLRDMA_AR_OK;
+    if (hooked) {
+        // Every slice done, then one stream copy of the chunk, synced by the
+        // next round's copy in or the caller (result(g) is rewritten only in
+        // round g + 2, after every rank announced round g + 1's input).
+        for (int k = 0; k < p && rc == LLRDMA_AR_OK; ++k) {
+            const Slice x = slice_of(n, p, k, es);
+            if (x.k > 0)
+                rc = ar.wait_slice(k, g, x.k);
+        }
+        ar.lap(LLRDMA_AR_PHASE_WAIT_RED);
+        if (rc == LLRDMA_AR_OK)
+            rc = t.copy(at(a.buf, off, es), ar.result(g), n * es);
+        ar.lap(LLRDMA_AR_PHASE_COPY_OUT);
+        return rc;
+    }
     // Out, up to four slices at a time (copy_n), this rank's first (only
     // its tiles that others folded).
-    int rc = LLRDMA_AR_OK;
     for (int k = 0; k < p && rc == LLRDMA_AR_OK;) {
         void *dst[4];
         const void *from[4];
@@ -201,11 +232,14 @@ int shared_round(const Args &a, Arena &ar, uint64_t g, size_t off, size_t n,
 
 } // namespace
 
-// Whether a call on host buffers shares its folds: its first round (the
-// largest) holds at least share_min bytes; the same on every rank.
+// Whether a call shares its folds: its first round (the largest) holds at
+// least share_min bytes; the same on every rank.
 static bool shares(const Args &a)
 {
-    if (a.t->hooked() || a.shm->share_min == 0 || a.t->size() < 2)
+    // Not by whether this rank has copy hooks: in one call some ranks may
+    // hold device buffers and others host ones, and all must take the same
+    // rounds.
+    if (a.shm->share_min == 0 || a.t->size() < 2)
         return false;
     const size_t per = shm_round_elems(a), first = a.count < per ? a.count : per;
     return first * a.esize >= a.shm->share_min;

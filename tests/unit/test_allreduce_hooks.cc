@@ -188,11 +188,13 @@ struct RankResult {
     Hooked h;
     int live = 0;
     uint64_t line_rounds = 0; // rounds run in the arena's lines
+    uint64_t share_rounds = 0; // rounds run with the fold shared
 };
 
 std::vector<RankResult> run_hooked(int p, const Case &k, sim::Options opt, DeviceHeap &heap,
                                    int fail_rank = -1, int fail_kind = kNone, long fail_at = 0,
-                                   int device_fold = 0, size_t device_fold_min = 0)
+                                   int device_fold = 0, size_t device_fold_min = 0,
+                                   bool odd_on_host = false)
 {
     sim::World w(p, opt);
     std::vector<RankResult> res(p);
@@ -200,6 +202,17 @@ std::vector<RankResult> run_hooked(int p, const Case &k, sim::Options opt, Devic
     for (int r = 0; r < p; ++r)
         th.emplace_back([&, r] {
             RankResult &rr = res[r];
+            if (odd_on_host && r % 2 == 1) { // host buffers, no hooks, in the same call
+                llrdma_ar_comm_t hc = w.comm(r);
+                llrdma_ar_plan_t hp{k.alg, k.seg, k.window, "test", 0, nullptr, 0, 0, 0};
+                rr.out = input(k.dt, k.count, k.seed + r);
+                rr.rc = llrdma_ar_run(&hp, &hc, nullptr, rr.out.data(), k.count, k.dt, k.op,
+                                      nullptr, 0);
+                clear_padding(k.dt, rr.out);
+                rr.live = w.live(r);
+                rr.share_rounds = hc.shm->share_rounds;
+                return;
+            }
             rr.h.inner = w.comm(r);
             rr.h.heap = &heap;
             rr.h.host_lo = w.arena_begin();
@@ -223,6 +236,7 @@ std::vector<RankResult> run_hooked(int p, const Case &k, sim::Options opt, Devic
                                   k.op, scratch, k.scratch ? sbytes : 0);
             rr.live = w.live(r);
             rr.line_rounds = w.line_rounds(r);
+            rr.share_rounds = c.shm->share_rounds;
             unsigned char *got = heap.real(recv, bytes);
             rr.out.assign(got, got + bytes);
             clear_padding(k.dt, rr.out);
@@ -551,6 +565,51 @@ BOOST_AUTO_TEST_CASE(shm_direct_lines_through_hooks)
                         e << s << "; ";
                     if (!e.str().empty())
                         errs.push_back(describe(k, p) + " fold=" + std::to_string(fold) +
+                                       ": rank " + std::to_string(r) + ": " + e.str());
+                }
+            }
+    BOOST_CHECK_EQUAL(heap.nlive(), 0u);
+    report(errs);
+}
+
+// The shared fold (llrdma_ar_shm_t.share_min) with device buffers: a rank
+// with copy hooks takes the same rounds as a host rank (one stream copy in
+// and one out per round, the CPU folding its tiles from the arena), so one
+// call may mix them; the bits equal the host path's, on every rank, with
+// every rank hooked and with the odd ranks on host buffers.
+BOOST_AUTO_TEST_CASE(shm_split_shared_fold_through_hooks)
+{
+    static const auto combos = all_combos();
+    DeviceHeap heap;
+    std::vector<std::string> errs;
+    size_t i = 0;
+    for (bool mixed : {false, true})
+        for (int p : {2, 3, 4})
+            for (size_t count : {size_t(5), size_t(3000), size_t(20000)}) {
+                auto [dt, op] = combos[(i * 7) % combos.size()];
+                Case k{LLRDMA_AR_SHM_SPLIT, dt, op, count, int(i % 3), 0, 1, int(i % 2), 90 + i};
+                ++i;
+                sim::Options opt;
+                opt.shm_chunk = 32768;
+                opt.shm_share_min = 1;
+                std::vector<Bytes> ref = run_host(p, k, opt);
+                std::vector<RankResult> res =
+                    run_hooked(p, k, opt, heap, -1, kNone, 0, 1, 0, mixed);
+                for (int r = 0; r < p; ++r) {
+                    const RankResult &rr = res[r];
+                    std::ostringstream e;
+                    if (rr.rc != LLRDMA_AR_OK)
+                        e << "rc " << rr.rc << "; ";
+                    if (rr.out != ref[r])
+                        e << "result differs from the host path; ";
+                    if (rr.live != 0)
+                        e << rr.live << " requests left; ";
+                    if (rr.share_rounds == 0)
+                        e << "no round shared; ";
+                    for (const std::string &s : rr.h.problems)
+                        e << s << "; ";
+                    if (!e.str().empty())
+                        errs.push_back(describe(k, p) + (mixed ? " mixed" : " hooked") +
                                        ": rank " + std::to_string(r) + ": " + e.str());
                 }
             }
