@@ -187,7 +187,7 @@ struct RankResult {
     Bytes out;
     Hooked h;
     int live = 0;
-    uint64_t line_rounds = 0; // rounds run in the arena's lines
+    uint64_t line_rounds = 0;  // rounds run in the arena's lines
     uint64_t share_rounds = 0; // rounds run with the fold shared
 };
 
@@ -609,8 +609,8 @@ BOOST_AUTO_TEST_CASE(shm_split_shared_fold_through_hooks)
                     for (const std::string &s : rr.h.problems)
                         e << s << "; ";
                     if (!e.str().empty())
-                        errs.push_back(describe(k, p) + (mixed ? " mixed" : " hooked") +
-                                       ": rank " + std::to_string(r) + ": " + e.str());
+                        errs.push_back(describe(k, p) + (mixed ? " mixed" : " hooked") + ": rank " +
+                                       std::to_string(r) + ": " + e.str());
                 }
             }
     BOOST_CHECK_EQUAL(heap.nlive(), 0u);
