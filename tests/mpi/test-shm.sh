@@ -63,6 +63,13 @@ for chunk in 0 1K; do
   check_run "shared fold (chunk $chunk): rounds ran shared" \
     has "through the slots ([1-9][0-9]* with the fold shared"
 done
+# Below coll_llrdma_shm_share_ranks the arena does not share (3 ranks, 4 asked).
+launch -np 3 --mca coll_llrdma_verbose 5 --mca coll_llrdma_shm_share_min 1K \
+  --mca coll_llrdma_shm_share_ranks 4 "$T"
+check_pass "3 ranks, shared fold from 4 ranks: PASS" t_allreduce 3
+check_run "shared fold from 4 ranks: none on 3" has "folds shared from 0 bytes per round"
+check_run "shared fold from 4 ranks: no round shared" \
+  lacks "through the slots ([1-9][0-9]* with the fold shared"
 # Verbosity 10 prints each call's plan line: then every call is planned.
 launch -np 3 --mca coll_llrdma_verbose 10 "$T"
 check_pass "3 ranks, verbose 10: PASS" t_allreduce 3
