@@ -107,9 +107,11 @@ std::string run_rank(sim::World &w, int r, int p, const Case &k)
 }
 
 // Runs the cases back to back on p threads (no barrier between calls);
-// line_rounds (optional): each rank's rounds run in the arena's lines.
+// line_rounds, share_rounds (optional): each rank's rounds run in the
+// arena's lines, and with the fold shared.
 std::vector<std::string> run_world(int p, const std::vector<Case> &cases, sim::Options opt,
-                                   std::vector<uint64_t> *line_rounds = nullptr)
+                                   std::vector<uint64_t> *line_rounds = nullptr,
+                                   std::vector<uint64_t> *share_rounds = nullptr)
 {
     sim::World w(p, opt);
     std::vector<std::string> errs;
@@ -133,6 +135,8 @@ std::vector<std::string> run_world(int p, const std::vector<Case> &cases, sim::O
         errs.push_back("p=" + std::to_string(p) + ": " + s);
     for (int r = 0; line_rounds && r < p; ++r)
         line_rounds->push_back(w.line_rounds(r));
+    for (int r = 0; share_rounds && r < p; ++r)
+        share_rounds->push_back(w.shm(r).share_rounds);
     return errs;
 }
 
@@ -640,7 +644,6 @@ BOOST_AUTO_TEST_CASE(shm_split_shared_fold_same_bits)
             opt.shm_chunk = 64 * 1024; // slices of 2-4 tiles of 16 KB on 2-4 ranks
             opt.shm_share_min = share_min;
             std::vector<Case> cases;
-            std::vector<uint64_t> shared(p, 0);
             uint64_t i = 0, want = 0;
             for (const Combo &c : combos) {
                 const size_t es = llrdma_ar_dtype_size(c.dt), per = opt.shm_chunk / es;
@@ -658,30 +661,16 @@ BOOST_AUTO_TEST_CASE(shm_split_shared_fold_same_bits)
                         want += (count + per - 1) / per;
                 }
             }
-            sim::World w(p, opt);
-            std::vector<std::string> errs;
-            std::mutex em;
-            std::vector<std::thread> th;
-            for (int r = 0; r < p; ++r)
-                th.emplace_back([&, r] {
-                    for (const Case &k : cases) {
-                        std::string s = run_rank(w, r, p, k);
-                        if (!s.empty()) {
-                            std::lock_guard<std::mutex> g(em);
-                            errs.push_back(describe(k, p) + " share_min " +
-                                           std::to_string(share_min) + ": " + s);
-                        }
-                    }
-                });
-            for (auto &t : th)
-                t.join();
-            report(errs);
-            BOOST_REQUIRE(want > 0);
-            for (int r = 0; r < p; ++r)
-                BOOST_CHECK_MESSAGE(w.shm(r).share_rounds == want,
-                                    "p=" << p << " share_min " << share_min << " rank " << r << ": "
-                                         << w.shm(r).share_rounds << " shared rounds, want "
-                                         << want);
+            BOOST_TEST_CONTEXT("share_min " << share_min)
+            {
+                std::vector<uint64_t> shared;
+                report(run_world(p, cases, opt, nullptr, &shared));
+                BOOST_REQUIRE(want > 0);
+                for (int r = 0; r < p; ++r)
+                    BOOST_CHECK_MESSAGE(shared[r] == want, "p=" << p << " rank " << r << ": "
+                                                                << shared[r]
+                                                                << " shared rounds, want " << want);
+            }
         }
 }
 
