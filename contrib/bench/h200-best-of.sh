@@ -17,7 +17,8 @@
 # PHASES=1: each configuration's phase line (coll_llrdma_verbose 5) at
 # PHASE_SIZE (4M) on the largest rank count.  SIZES (64,512,4K,32K,64K,256K,
 # 1M,4M,8M); BUDGET seconds in all (560: the device tool's 10-minute command).
-# Everything under $OUT/bo, packed into $OUT/bo.tgz (few files come back).
+# Everything under $OUT/bo, packed into $OUT/bo.tgz and removed (the device
+# tool brings back few files); the table is also printed.
 #   LLRDMA_RDMACM_DEBS=... bash contrib/bench/h200-best-of.sh llrdma-X.tar.gz
 set -u
 tarball=$(readlink -f "${1:?make dist tarball}")
@@ -37,7 +38,7 @@ mapfile -t json_args < <(json_configure_args)
 mapfile -t progs < <(gpu_test_programs)
 export PATH=/usr/local/cuda/bin:$PATH
 left() { [ $((budget - SECONDS)) -gt "$1" ]; }
-pack() { tar czf "$OUT/bo.tgz" -C "$OUT" bo; }
+pack() { tar czf "$OUT/bo.tgz" -C "$OUT" bo && rm -rf "$R"; }
 
 w=/tmp/best-of
 rm -rf "$w" && mkdir -p "$w" && tar -xzf "$tarball" -C "$w" && cd "$w"/llrdma-* || exit 1
