@@ -170,6 +170,13 @@ alive() {  # PID: a child that has not ended (a zombie has ended)
   [[ $st != *") Z "* ]]
 }
 
+kernel_warnings() {  # FILE WHO: the kernel's warnings in a console log, if any
+  local w
+  [[ -e $1 ]] || return 0
+  w=$(grep -E 'WARNING:|BUG:|watchdog|stall|timed out|Oops|panic|hung_task' "$1" | head -n 20) || true
+  [[ -z $w ]] || printf '%s\n%s\n' "----- $2 guest console, kernel warnings -----" "$w" >&2
+}
+
 cluster_report() {  # K WHAT: nodeK ended early: say so with its console tail
   local r=$RUN/node$1
   note "node$1 $2"
@@ -273,6 +280,13 @@ run_cluster() {  # sets STATUS
   touch "$cl/stop"
   for ((k = 1; k < NODES; k++)); do
     for _ in $(seq 60); do alive "${NODE_PIDS[k]}" || break; sleep 0.25; done
+    # A node that no longer answers (its network or kernel hung) fails the
+    # command without dying: say which, with what its kernel logged.
+    if alive "${NODE_PIDS[k]}"; then
+      cluster_report "$k" "did not power off within 15 s of the stop (hung?); killed"
+    elif [[ $STATUS != 0 && $k != "$dead" ]]; then
+      kernel_warnings "$RUN/node$k/console.log" "node$k"
+    fi
     kill "${NODE_PIDS[k]}" 2> /dev/null || true
     wait "${NODE_PIDS[k]}" 2> /dev/null || true
     NODE_PIDS[k]=''

@@ -26,7 +26,7 @@ rc=0
 # The harness's own cluster contract: bad --nodes use exits 126 (no boot), a
 # node that dies ends the run with 125 naming it (~1 min).
 if [ $rc -eq 0 ]; then
-  "$top_srcdir/contrib/softroce-vm-selftest" nodes-usage node-death || rc=$?
+  "$top_srcdir/contrib/softroce-vm-selftest" nodes-usage node-death node-hang || rc=$?
 fi
 case $rc in
   0) ;;
