@@ -93,8 +93,10 @@ int mca_btl_llrdma_done_run(mca_btl_llrdma_module_t *m)
             opal_list_append(&back, item);
         } else {
             mca_btl_llrdma_err_t *e = (mca_btl_llrdma_err_t *)item;
-            if (NULL != m->error_cb) {
-                m->error_cb(&m->super, MCA_BTL_ERROR_FLAGS_FATAL, e->proc, e->detail);
+            /* Registered by the PML from another thread (llrdma_register_error). */
+            mca_btl_base_module_error_cb_fn_t cb = __atomic_load_n(&m->error_cb, __ATOMIC_ACQUIRE);
+            if (NULL != cb) {
+                cb(&m->super, MCA_BTL_ERROR_FLAGS_FATAL, e->proc, e->detail);
             } else {
                 llrdma_mca_abort(e->detail);
             }

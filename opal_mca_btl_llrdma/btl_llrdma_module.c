@@ -549,7 +549,9 @@ static int llrdma_sendi_locked(struct mca_btl_base_module_t *btl,
 static int llrdma_register_error(struct mca_btl_base_module_t *btl,
                                  mca_btl_base_module_error_cb_fn_t cbfunc)
 {
-    ((mca_btl_llrdma_module_t *)btl)->error_cb = cbfunc;
+    /* Release: the progress thread, already running, may read it (done_run)
+     * and must then also see what the caller set up before registering. */
+    __atomic_store_n(&((mca_btl_llrdma_module_t *)btl)->error_cb, cbfunc, __ATOMIC_RELEASE);
     return OPAL_SUCCESS;
 }
 
