@@ -125,12 +125,13 @@ int shared_round(const Args &a, Arena &ar, uint64_t g, size_t off, size_t n,
         if (rc != LLRDMA_AR_OK)
             return rc;
         ar.post_progress(base + static_cast<uint64_t>(p));
-    }
-    for (int q = 0; q < p && !hooked; ++q) {
-        const size_t s = block_start(n, p, q), len = block_len(n, p, q);
-        if (len > 0)
-            std::memcpy(slot + s * es, src + (off + s) * es, len * es);
-        ar.post_progress(base + static_cast<uint64_t>(q) + 1);
+    } else {
+        for (int q = 0; q < p; ++q) {
+            const size_t s = block_start(n, p, q), len = block_len(n, p, q);
+            if (len > 0)
+                std::memcpy(slot + s * es, src + (off + s) * es, len * es);
+            ar.post_progress(base + static_cast<uint64_t>(q) + 1);
+        }
     }
     ar.post_in(g); // round numbers for whoever reads the in flag (placement)
     ar.lap(LLRDMA_AR_PHASE_COPY_IN);
@@ -146,8 +147,9 @@ int shared_round(const Args &a, Arena &ar, uint64_t g, size_t off, size_t n,
         ar.tile_done(q);
     };
     const Slice mine = slice_of(n, p, me, es);
-    unsigned own = 0; // tiles [0, own) of this rank's slice: folded here, already in the output
-                      // (host buffers only)
+    // Tiles [0, own) of this rank's slice: folded here, so (host buffers)
+    // already in the output; read only by the host copy out.
+    unsigned own = 0;
     bool own_left = mine.k > 0;
     int ready = 0, lag = me;
     llrdma_ar_wait_t ws{};
@@ -159,7 +161,7 @@ int shared_round(const Args &a, Arena &ar, uint64_t g, size_t off, size_t n,
             long j = ar.claim(me, g, mine.k, true);
             if (j >= 0) {
                 fold(me, mine, static_cast<unsigned>(j), true);
-                own += hooked ? 0 : 1;
+                ++own;
                 continue;
             }
             own_left = false;

@@ -162,6 +162,18 @@ std::string describe(const Case &k, int p)
 }
 
 // Host path: the reference every hooked run must equal bit for bit.
+// Rank r's call on host buffers (no hooks), in place: its input, then its
+// result (padding cleared) in out; the call's status.
+int host_call(sim::World &w, int r, const Case &k, Bytes &out)
+{
+    llrdma_ar_comm_t c = w.comm(r);
+    llrdma_ar_plan_t plan{k.alg, k.seg, k.window, "test", 0, nullptr, 0, 0, 0};
+    out = input(k.dt, k.count, k.seed + r);
+    int rc = llrdma_ar_run(&plan, &c, nullptr, out.data(), k.count, k.dt, k.op, nullptr, 0);
+    clear_padding(k.dt, out);
+    return rc;
+}
+
 std::vector<Bytes> run_host(int p, const Case &k, sim::Options opt)
 {
     sim::World w(p, opt);
@@ -169,13 +181,8 @@ std::vector<Bytes> run_host(int p, const Case &k, sim::Options opt)
     std::vector<std::thread> th;
     for (int r = 0; r < p; ++r)
         th.emplace_back([&, r] {
-            llrdma_ar_comm_t c = w.comm(r);
-            llrdma_ar_plan_t plan{k.alg, k.seg, k.window, "test", 0, nullptr, 0, 0, 0};
-            out[r] = input(k.dt, k.count, k.seed + r);
-            if (llrdma_ar_run(&plan, &c, nullptr, out[r].data(), k.count, k.dt, k.op, nullptr, 0) !=
-                LLRDMA_AR_OK)
+            if (host_call(w, r, k, out[r]) != LLRDMA_AR_OK)
                 out[r].clear();
-            clear_padding(k.dt, out[r]);
         });
     for (auto &t : th)
         t.join();
@@ -191,6 +198,20 @@ struct RankResult {
     uint64_t share_rounds = 0; // rounds run with the fold shared
 };
 
+// What every check of a hooked rank starts with: the call's status, its
+// bits against the host path's (ref), and what the hooks saw go wrong.
+std::string call_problems(const RankResult &rr, const Bytes &ref)
+{
+    std::ostringstream e;
+    if (rr.rc != LLRDMA_AR_OK)
+        e << "rc " << rr.rc << "; ";
+    if (rr.out != ref)
+        e << "result differs from the host path; ";
+    for (const std::string &s : rr.h.problems)
+        e << s << "; ";
+    return e.str();
+}
+
 std::vector<RankResult> run_hooked(int p, const Case &k, sim::Options opt, DeviceHeap &heap,
                                    int fail_rank = -1, int fail_kind = kNone, long fail_at = 0,
                                    int device_fold = 0, size_t device_fold_min = 0,
@@ -203,14 +224,9 @@ std::vector<RankResult> run_hooked(int p, const Case &k, sim::Options opt, Devic
         th.emplace_back([&, r] {
             RankResult &rr = res[r];
             if (odd_on_host && r % 2 == 1) { // host buffers, no hooks, in the same call
-                llrdma_ar_comm_t hc = w.comm(r);
-                llrdma_ar_plan_t hp{k.alg, k.seg, k.window, "test", 0, nullptr, 0, 0, 0};
-                rr.out = input(k.dt, k.count, k.seed + r);
-                rr.rc = llrdma_ar_run(&hp, &hc, nullptr, rr.out.data(), k.count, k.dt, k.op,
-                                      nullptr, 0);
-                clear_padding(k.dt, rr.out);
+                rr.rc = host_call(w, r, k, rr.out);
                 rr.live = w.live(r);
-                rr.share_rounds = hc.shm->share_rounds;
+                rr.share_rounds = w.shm(r).share_rounds;
                 return;
             }
             rr.h.inner = w.comm(r);
@@ -279,20 +295,15 @@ std::vector<std::string> check_case(int p, const Case &k, sim::Options opt, Devi
     for (int r = 0; r < p; ++r) {
         const RankResult &rr = res[r];
         std::ostringstream e;
-        if (rr.rc != LLRDMA_AR_OK)
-            e << "rc " << rr.rc << "; ";
+        e << call_problems(rr, ref[r]);
         if (rr.live != 0)
             e << rr.live << " requests left; ";
-        if (rr.out != ref[r])
-            e << "result differs from the host path; ";
         if (rr.h.nalloc != rr.h.nfree)
             e << rr.h.nalloc << " allocs, " << rr.h.nfree << " frees; ";
         if (rr.h.nalloc != (k.scratch == 0 && needs_scratch && k.count > 0 ? 1 : 0))
             e << "alloc called " << rr.h.nalloc << " times; ";
         if (rr.h.ncopy != (k.inplace == 0 && k.count > 0 ? 1 : 0))
             e << "copy called " << rr.h.ncopy << " times; ";
-        for (const std::string &s : rr.h.problems)
-            e << s << "; ";
         reduces += rr.h.nreduce;
         if (!e.str().empty())
             errs.push_back(describe(k, p) + ": rank " + std::to_string(r) + ": " + e.str());
@@ -491,10 +502,7 @@ BOOST_AUTO_TEST_CASE(shm_through_hooks)
                         const RankResult &rr = res[r];
                         std::ostringstream e;
                         reduces += rr.h.nreduce;
-                        if (rr.rc != LLRDMA_AR_OK)
-                            e << "rc " << rr.rc << "; ";
-                        if (rr.out != ref[r])
-                            e << "result differs from the host path; ";
+                        e << call_problems(rr, ref[r]);
                         if (rr.h.nsend != 0 || rr.h.nrecv != 0)
                             e << "isend/irecv hooks used; ";
                         if (!fold && rr.h.nreduce != 0)
@@ -512,8 +520,6 @@ BOOST_AUTO_TEST_CASE(shm_through_hooks)
                               << " rounds; ";
                         if (rr.h.nalloc != rr.h.nfree)
                             e << rr.h.nalloc << " allocs, " << rr.h.nfree << " frees; ";
-                        for (const std::string &s : rr.h.problems)
-                            e << s << "; ";
                         if (!e.str().empty())
                             errs.push_back(describe(k, p) + " fold=" + std::to_string(fold) +
                                            ": rank " + std::to_string(r) + ": " + e.str());
@@ -551,18 +557,13 @@ BOOST_AUTO_TEST_CASE(shm_direct_lines_through_hooks)
                 for (int r = 0; r < p; ++r) {
                     const RankResult &rr = res[r];
                     std::ostringstream e;
-                    if (rr.rc != LLRDMA_AR_OK)
-                        e << "rc " << rr.rc << "; ";
-                    if (rr.out != ref[r])
-                        e << "result differs from the host path; ";
+                    e << call_problems(rr, ref[r]);
                     if (rr.line_rounds != 1)
                         e << rr.line_rounds << " rounds in lines, want 1; ";
                     if (rr.h.ncopy != 2 || rr.h.nsync < 2)
                         e << rr.h.ncopy << " copies, " << rr.h.nsync << " syncs, want 2, 2; ";
                     if (rr.h.nreduce != 0)
                         e << "reduce hook used; ";
-                    for (const std::string &s : rr.h.problems)
-                        e << s << "; ";
                     if (!e.str().empty())
                         errs.push_back(describe(k, p) + " fold=" + std::to_string(fold) +
                                        ": rank " + std::to_string(r) + ": " + e.str());
@@ -598,16 +599,11 @@ BOOST_AUTO_TEST_CASE(shm_split_shared_fold_through_hooks)
                 for (int r = 0; r < p; ++r) {
                     const RankResult &rr = res[r];
                     std::ostringstream e;
-                    if (rr.rc != LLRDMA_AR_OK)
-                        e << "rc " << rr.rc << "; ";
-                    if (rr.out != ref[r])
-                        e << "result differs from the host path; ";
+                    e << call_problems(rr, ref[r]);
                     if (rr.live != 0)
                         e << rr.live << " requests left; ";
                     if (rr.share_rounds == 0)
                         e << "no round shared; ";
-                    for (const std::string &s : rr.h.problems)
-                        e << s << "; ";
                     if (!e.str().empty())
                         errs.push_back(describe(k, p) + (mixed ? " mixed" : " hooked") + ": rank " +
                                        std::to_string(r) + ": " + e.str());
