@@ -183,6 +183,10 @@ typedef struct mca_btl_llrdma_module_t {
     int port_down;         /* IBV_EVENT_PORT_ERR: every connection failed, sends refused */
     int running;           /* creation finished: errors now go to ob1 */
     mca_btl_base_module_error_cb_fn_t error_cb;
+    /* Errors found before the PML registered error_cb (the progress thread
+     * runs from creation on): kept, under the lock, and queued for delivery
+     * when it registers. */
+    opal_list_t held;
     /* sendi's sends by exact size (llrdma_hist_small_add_sw: one increment
      * each), folded into `hist` where it is read.  Last: 16 KiB. */
     llrdma_hist_small_t hist_small;

@@ -19,7 +19,6 @@
 
 #include "btl_llrdma.h"
 #include "btl_llrdma_rdma.h"
-#include "llrdma_mca_common.h" /* llrdma_mca_abort */
 
 int mca_btl_llrdma_token_try(mca_btl_llrdma_module_t *m)
 {
@@ -95,11 +94,20 @@ int mca_btl_llrdma_done_run(mca_btl_llrdma_module_t *m)
             mca_btl_llrdma_err_t *e = (mca_btl_llrdma_err_t *)item;
             /* Registered by the PML from another thread (llrdma_register_error). */
             mca_btl_base_module_error_cb_fn_t cb = __atomic_load_n(&m->error_cb, __ATOMIC_ACQUIRE);
-            if (NULL != cb) {
-                cb(&m->super, MCA_BTL_ERROR_FLAGS_FATAL, e->proc, e->detail);
-            } else {
-                llrdma_mca_abort(e->detail);
+            if (NULL == cb) {
+                /* Not yet: kept for the PML (its text is already on
+                 * stderr), unless it registered meanwhile. */
+                MCA_BTL_LLRDMA_LOCK(m);
+                cb = __atomic_load_n(&m->error_cb, __ATOMIC_ACQUIRE);
+                if (NULL == cb) {
+                    opal_list_append(&m->held, item);
+                }
+                MCA_BTL_LLRDMA_UNLOCK(m);
+                if (NULL == cb) {
+                    continue;
+                }
             }
+            cb(&m->super, MCA_BTL_ERROR_FLAGS_FATAL, e->proc, e->detail);
             OBJ_RELEASE(e);
         }
     }
@@ -136,6 +144,9 @@ void mca_btl_llrdma_done_drop(mca_btl_llrdma_module_t *m)
 {
     opal_list_item_t *item;
 
+    while (NULL != (item = opal_list_remove_first(&m->held))) {
+        OBJ_RELEASE(item); /* said on stderr when found; no PML took it */
+    }
     while (NULL != (item = opal_list_remove_first(&m->done))) {
         if (item->super.obj_class == OBJ_CLASS(mca_btl_llrdma_frag_t)) {
             mca_btl_llrdma_frag_t *frag = (mca_btl_llrdma_frag_t *)item;

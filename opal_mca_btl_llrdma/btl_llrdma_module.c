@@ -549,9 +549,19 @@ static int llrdma_sendi_locked(struct mca_btl_base_module_t *btl,
 static int llrdma_register_error(struct mca_btl_base_module_t *btl,
                                  mca_btl_base_module_error_cb_fn_t cbfunc)
 {
+    mca_btl_llrdma_module_t *m = (mca_btl_llrdma_module_t *)btl;
+    opal_list_item_t *item;
+
     /* Release: the progress thread, already running, may read it (done_run)
-     * and must then also see what the caller set up before registering. */
-    __atomic_store_n(&((mca_btl_llrdma_module_t *)btl)->error_cb, cbfunc, __ATOMIC_RELEASE);
+     * and must then also see what the caller set up before registering.
+     * Under the lock: done_run holds an error back only after looking again
+     * under it, so none is held after this. */
+    MCA_BTL_LLRDMA_LOCK(m);
+    __atomic_store_n(&m->error_cb, cbfunc, __ATOMIC_RELEASE);
+    while (NULL != cbfunc && NULL != (item = opal_list_remove_first(&m->held))) {
+        mca_btl_llrdma_done_queue(m, item); /* delivered by the next progress */
+    }
+    MCA_BTL_LLRDMA_UNLOCK(m);
     return OPAL_SUCCESS;
 }
 
@@ -599,6 +609,7 @@ static void module_destroy(mca_btl_llrdma_module_t *m)
     mca_btl_llrdma_thread_channel_destroy(m); /* after its CQs */
     (void)mca_btl_llrdma_verbs.dealloc_pd(m->pd);
     OBJ_DESTRUCT(&m->done);
+    OBJ_DESTRUCT(&m->held);
     OBJ_DESTRUCT(&m->by_name);
     OBJ_DESTRUCT(&m->by_qp);
     OBJ_DESTRUCT(&m->conns);
@@ -677,6 +688,7 @@ int mca_btl_llrdma_module_create(const mca_btl_llrdma_port_t *port, const llrdma
     OBJ_CONSTRUCT(&m->lock, opal_mutex_t);
     OBJ_CONSTRUCT(&m->ep_lock, opal_mutex_t);
     OBJ_CONSTRUCT(&m->done, opal_list_t);
+    OBJ_CONSTRUCT(&m->held, opal_list_t);
     m->self = opal_proc_local_get()->proc_name;
     OBJ_CONSTRUCT(&m->endpoints, opal_list_t);
     OBJ_CONSTRUCT(&m->conns, opal_list_t);
@@ -755,6 +767,7 @@ fail_destroy_paths:
 fail_free_module:
     mca_btl_llrdma_done_drop(m); /* errors said while creating */
     OBJ_DESTRUCT(&m->done);
+    OBJ_DESTRUCT(&m->held);
     OBJ_DESTRUCT(&m->by_name);
     OBJ_DESTRUCT(&m->by_qp);
     OBJ_DESTRUCT(&m->conns);

@@ -307,6 +307,7 @@ void fw_begin(void)
     fake_install();
     memset(fw, 0, sizeof(fw));
     fw_cb_always = 0;
+    fw_error_cb_late = 0;
     fw_n = 0;
     fw_port_max_cqe = 4096;
     fw_port_max_srq_wr = 4096;
@@ -403,8 +404,18 @@ int fw_add(uint64_t hint, uint32_t ll_sq, uint32_t bw_sq)
         fw_n = i;
         return -1;
     }
-    w->m->super.btl_register_error(&w->m->super, on_error);
+    if (!fw_error_cb_late) {
+        fw_register_error(i);
+    }
     return i;
+}
+
+int fw_error_cb_late;
+
+void fw_register_error(int i)
+{
+    fw_as(i);
+    fw[i].m->super.btl_register_error(&fw[i].m->super, on_error);
 }
 
 mca_btl_llrdma_endpoint_t *fw_add_procs(int i, int j)

@@ -85,8 +85,12 @@ extern int fw_cb_always;
 void fw_begin(void);
 /* Knobs a module is created with (reset by fw_begin). */
 extern uint32_t fw_port_max_cqe, fw_port_max_srq_wr;
-/* A module for the next process; its index, or -1 (creation failed). */
+/* A module for the next process; its index, or -1 (creation failed).
+ * Registers ob1's error callback unless fw_error_cb_late (reset by
+ * fw_begin); then fw_register_error does, later. */
 int fw_add(uint64_t hint, uint32_t ll_sq, uint32_t bw_sq);
+extern int fw_error_cb_late;
+void fw_register_error(int i);
 /* Process i learns about j (ob1's add_procs); every pair for fw_mesh. */
 mca_btl_llrdma_endpoint_t *fw_add_procs(int i, int j);
 void fw_mesh(void);

@@ -616,6 +616,39 @@ static void test_completion_error_reaches_ob1(void)
     fw_end(0);
 }
 
+/* The progress thread runs from the module's creation on; an error it
+ * finds before ob1 registers its callback (add_procs) is kept, not fatal
+ * (the process used to abort), and reaches the callback once registered,
+ * once.  A module finalized with one still kept releases it (fw_end: no
+ * leak). */
+static void test_error_before_registration(void)
+{
+    mca_btl_llrdma_module_t *m;
+
+    fw_begin();
+    fw_error_cb_late = 1;
+    CHECK(0 == fw_add(8192, 8, 8) && 1 == fw_add(8192, 8, 8));
+    for (int i = 0; i < 2; ++i) {
+        m = fw[i].m;
+        fw_as(i);
+        MCA_BTL_LLRDMA_LOCK(m);
+        mca_btl_llrdma_module_fatal(m, NULL, "ibv_poll_cq failed (injected)");
+        MCA_BTL_LLRDMA_UNLOCK(m);
+    }
+    fw_progress(4);
+    CHECK(0 == fw[0].err_calls && 0 == fw[1].err_calls);
+    CHECK(1 == opal_list_get_size(&fw[0].m->held) && 0 == fw[0].m->ndone);
+    fw_register_error(0);
+    CHECK(0 == opal_list_get_size(&fw[0].m->held) && 1 == fw[0].m->ndone);
+    fw_progress(4);
+    CHECK(1 == fw[0].err_calls && NULL == fw[0].err_proc);
+    CHECK(NULL != strstr(fw[0].err_text, "ibv_poll_cq failed (injected)"));
+    fw_progress(4);
+    CHECK(1 == fw[0].err_calls && 0 == fw[1].err_calls); /* once; 1 never registered */
+    CHECK(1 == opal_list_get_size(&fw[1].m->held));
+    fw_end(0);
+}
+
 /* ob1's eager sends (BTL-owned, no callback asked): done for ob1 at post,
  * the fragment ours until its work completion, which returns it to its
  * pool; the data arrives intact.  When the connection then fails, the peer
@@ -1494,6 +1527,9 @@ int main(int argc, char **argv)
     test_port_state_lags_the_error();
     test_registered_pages_are_ours();
     test_discovery_device_policy();
+    saved_stderr = fw_stderr_off(); /* its error's message */
+    test_error_before_registration();
+    fw_stderr_on(saved_stderr);
     /* The expected transport errors print a user-facing message each. */
     saved_stderr = fw_stderr_off();
     test_every_create_failure();
