@@ -67,6 +67,8 @@ std::string to_json(const llrdma_rank_config_t &c)
     o["coll_shm_lines_max"] = c.coll_shm_lines_max;
     o["coll_shm_share_min"] = c.coll_shm_share_min;
     o["coll_shm_share_ranks"] = c.coll_shm_share_ranks;
+    o["coll_shm_stream_auto"] = c.coll_shm_stream_auto;
+    o["coll_shm_stream_min"] = c.coll_shm_stream_min;
     o["coll_gpu_peer"] = c.coll_gpu_peer;
     o["coll_gpu_peer_min"] = c.coll_gpu_peer_min;
     o["coll_gpu_stage_auto"] = c.coll_gpu_stage_auto;
@@ -261,6 +263,8 @@ bool from_json(const char *text, llrdma_rank_config_t &c)
     r.unsig("coll_shm_lines_max", c.coll_shm_lines_max, UINT64_MAX);
     r.unsig("coll_shm_share_min", c.coll_shm_share_min, UINT64_MAX);
     r.integer("coll_shm_share_ranks", c.coll_shm_share_ranks, 0, INT32_MAX);
+    r.integer("coll_shm_stream_auto", c.coll_shm_stream_auto, 0, 1);
+    r.unsig("coll_shm_stream_min", c.coll_shm_stream_min, UINT64_MAX);
     r.integer("coll_gpu_peer", c.coll_gpu_peer, 0, 2);
     r.unsig("coll_gpu_peer_min", c.coll_gpu_peer_min, UINT64_MAX);
     r.integer("coll_gpu_stage_auto", c.coll_gpu_stage_auto, 0, 1);

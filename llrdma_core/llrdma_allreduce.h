@@ -307,6 +307,13 @@ typedef struct llrdma_ar_shm {
      * Equal on every rank.  Counters (tests, the dump): rounds shared, and
      * tiles this rank folded from other ranks' slices. */
     size_t share_min;
+    /* Host copies out of the arena (shm_split) in calls of at least
+     * stream_min bytes use non-temporal stores (0 = never): the output's
+     * lines are written without being read first and leave this core's
+     * cache to the fold (llrdma_ar_shm_default_stream_min).  This rank's
+     * own choice: nothing else changes.  Counter: rounds copied out so. */
+    size_t stream_min;
+    uint64_t stream_outs;
     uint64_t share_rounds;
     uint64_t share_stolen;
     /* Tests only (NULL otherwise): called after each tile this rank folds in
@@ -398,6 +405,10 @@ llrdma_ar_wait_policy_t llrdma_ar_wait_policy_for(int oversubscribed, long spin_
  * LLRDMA_AR_SHM_MIN_CHUNK (docs/allreduce.md, "Chunk"). */
 #define LLRDMA_AR_SHM_MIN_CHUNK ((size_t)16 << 10)
 size_t llrdma_ar_shm_default_chunk(int comm_size, size_t l2_bytes);
+/* The default llrdma_ar_shm_t.stream_min: twice one core's L2 (0 =
+ * unknown: 0) on Intel CPUs, where it was measured to pay, never on the
+ * others (AMD EPYC: slower; docs/allreduce.md, "Streamed copy out"). */
+size_t llrdma_ar_shm_default_stream_min(size_t l2_bytes, int cpu_intel);
 /* Bytes of the arena for comm_size ranks; 0 for invalid arguments or overflow. */
 size_t llrdma_ar_shm_bytes(int comm_size, size_t chunk_bytes);
 /* Rank `rank`'s info line: 64 bytes, zero at first, that the core never

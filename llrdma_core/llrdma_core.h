@@ -214,6 +214,8 @@ typedef struct {
     uint64_t coll_shm_lines_max;  /* coll_llrdma_shm_lines_max, 0 = never */
     uint64_t coll_shm_share_min;  /* coll_llrdma_shm_share_min, 0 = never */
     int coll_shm_share_ranks;     /* coll_llrdma_shm_share_ranks */
+    int coll_shm_stream_auto;     /* coll_llrdma_shm_stream_min is "auto" */
+    uint64_t coll_shm_stream_min; /* what took effect, 0 = never */
     int coll_gpu_peer;            /* coll_llrdma_gpu_peer: 0 off, 1 auto, 2 force */
     uint64_t coll_gpu_peer_min;   /* coll_llrdma_gpu_peer_min */
     int coll_gpu_stage_auto;      /* coll_llrdma_gpu_stage_max is "auto" */

@@ -51,6 +51,7 @@ typedef struct mca_coll_llrdma_component_t {
     char *shm_chunk_text;         /* arena chunk per rank and round */
     char *shm_lines_text;         /* largest vector sent in the arena's lines */
     char *shm_share_text;         /* smallest round whose fold is shared */
+    char *shm_stream_text;        /* smallest call copied out by streamed stores; auto */
     char *gpu_fold_text;          /* arena slices from this size reduce on the GPU */
     int shm_liveness_ms;          /* arena waits check the awaited rank's process this often */
     int shm_share_ranks;          /* the shared fold only on arenas of this many ranks */
@@ -78,6 +79,8 @@ typedef struct mca_coll_llrdma_component_t {
     size_t shm_chunk;         /* validated shm_chunk_text; 0 = by communicator size */
     size_t shm_lines_max;     /* validated shm_lines_text */
     size_t shm_share_min;     /* validated shm_share_text */
+    size_t shm_stream_min;    /* validated shm_stream_text (auto: for this machine) */
+    int shm_stream_auto;      /* shm_stream_text is "auto" */
     size_t gpu_fold_min;      /* validated gpu_fold_text */
     size_t scratch_cache_max; /* validated scratch_cache_text */
     size_t gpu_peer_min;      /* validated gpu_peer_min_text */
@@ -221,6 +224,7 @@ int mca_coll_llrdma_agree(mca_coll_llrdma_module_t *m, struct ompi_communicator_
  * _release: unmaps (module destruction). */
 size_t mca_coll_llrdma_shm_chunk(int comm_size); /* the knob, or its default */
 size_t mca_coll_llrdma_shm_l2_bytes(void);       /* L2 per core, 0 = unknown */
+int mca_coll_llrdma_cpu_intel(void);             /* 1: an Intel CPU (x86 CPUID) */
 int mca_coll_llrdma_shm_setup(mca_coll_llrdma_module_t *m, struct ompi_communicator_t *comm);
 void mca_coll_llrdma_shm_release(mca_coll_llrdma_module_t *m);
 /* Collective over comm: the arena of this rank's node (m->hier, m->node_leader

@@ -172,6 +172,15 @@ static int llrdma_register(void)
               "copied in. 0 = never (each rank folds its own slice). Rank 0's value counts. "
               "Same size syntax as the hint",
               MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_6, &c->shm_share_text);
+    c->shm_stream_text = "auto";
+    (void)reg("shm_stream_min",
+              "Shared-memory Allreduces of at least this many bytes on host buffers copy the "
+              "result out of the arena with non-temporal (streamed) stores: the output is "
+              "written without being read first and does not push the fold's inputs out of "
+              "the cache, but lands in memory rather than in this core's cache. auto = twice "
+              "one core's L2 on Intel CPUs (where it paid: docs/allreduce.md), never on "
+              "others; 0 = never. Each rank's own choice. Same size syntax as the hint",
+              MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_6, &c->shm_stream_text);
     c->shm_share_ranks = 8;
     (void)reg("shm_share_ranks",
               "The shared fold (coll_llrdma_shm_share_min) only on arenas of at least this "
@@ -450,6 +459,15 @@ int mca_coll_llrdma_init_query(bool enable_progress_threads, bool enable_mpi_thr
         mca_coll_llrdma_bad_knob("coll_llrdma_shm_share_min", c->shm_share_text, err);
     }
     c->shm_share_min = (size_t)seg;
+    c->shm_stream_auto = NULL != c->shm_stream_text && 0 == strcmp(c->shm_stream_text, "auto");
+    if (c->shm_stream_auto) {
+        seg = llrdma_ar_shm_default_stream_min(mca_coll_llrdma_shm_l2_bytes(),
+                                               mca_coll_llrdma_cpu_intel());
+    } else if (LLRDMA_OK != llrdma_parse_size(c->shm_stream_text, (uint64_t)1 << 40, &seg, err,
+                                              sizeof(err))) {
+        mca_coll_llrdma_bad_knob("coll_llrdma_shm_stream_min", c->shm_stream_text, err);
+    }
+    c->shm_stream_min = (size_t)seg;
     if (c->shm_index < 0) {
         bad_enum("coll_llrdma_shm", "not 0 or 1");
     }
@@ -550,6 +568,8 @@ int mca_coll_llrdma_init_query(bool enable_progress_threads, bool enable_mpi_thr
     cfg.coll_shm_lines_max = c->shm_lines_max;
     cfg.coll_shm_share_min = c->shm_share_min;
     cfg.coll_shm_share_ranks = c->shm_share_ranks;
+    cfg.coll_shm_stream_auto = c->shm_stream_auto;
+    cfg.coll_shm_stream_min = c->shm_stream_min;
     cfg.coll_gpu_peer = c->gpu_peer;
     cfg.coll_gpu_peer_min = c->gpu_peer_min;
     cfg.coll_gpu_stage_auto = c->gpu_stage_auto;

@@ -38,6 +38,9 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 #include <string.h>
 #include <sys/mman.h>
 #include <signal.h>
@@ -226,6 +229,20 @@ size_t mca_coll_llrdma_shm_l2_bytes(void)
 #endif
 }
 
+int mca_coll_llrdma_cpu_intel(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned a, b, c, d;
+    if (0 == __get_cpuid(0, &a, &b, &c, &d)) {
+        return 0;
+    }
+    /* "GenuineIntel" in EBX, EDX, ECX */
+    return 0x756e6547u == b && 0x49656e69u == d && 0x6c65746eu == c;
+#else
+    return 0;
+#endif
+}
+
 /* The knob, or the core's default for this machine's L2 (docs/allreduce.md,
  * "Chunk").  Only rank 0's value counts: it is broadcast with the name. */
 size_t mca_coll_llrdma_shm_chunk(int comm_size)
@@ -286,6 +303,8 @@ static int finish_setup(mca_coll_llrdma_module_t *m, struct ompi_communicator_t 
     m->shm.share_min = share_min;
     m->shm.share_rounds = 0;
     m->shm.share_stolen = 0;
+    m->shm.stream_min = c->shm_stream_min;
+    m->shm.stream_outs = 0;
     m->shm.gen = 0;
     m->shm.progress = progress;
     m->shm.progress_ctx = NULL;
@@ -415,10 +434,12 @@ static void report_phases(const mca_coll_llrdma_module_t *m)
     }
     opal_output_verbose(5, mca_coll_llrdma_component.output,
                         "coll:llrdma: arena rank %d: %llu rounds through the slots (%llu with "
-                        "the fold shared, %llu tiles folded for other ranks), us per round: %s",
+                        "the fold shared, %llu tiles folded for other ranks, %llu copied out "
+                        "streamed), us per round: %s",
                         m->shm_rank, (unsigned long long)m->shm.phase_rounds,
                         (unsigned long long)m->shm.share_rounds,
-                        (unsigned long long)m->shm.share_stolen, text);
+                        (unsigned long long)m->shm.share_stolen,
+                        (unsigned long long)m->shm.stream_outs, text);
 }
 
 void mca_coll_llrdma_shm_release(mca_coll_llrdma_module_t *m)

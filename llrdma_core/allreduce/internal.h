@@ -121,7 +121,9 @@ class Transport
     // else memcpy / reduce3.  reduce: out = a OP b, out may alias a or b.
     int copy(void *dst, const void *src, size_t bytes);
     // k copies at once (host memory: interleaved, for the arena's copy out).
-    int copy_n(int k, void *const *dst, const void *const *src, const size_t *bytes);
+    // stream (host memory, k <= 4): by non-temporal stores.
+    int copy_n(int k, void *const *dst, const void *const *src, const size_t *bytes,
+               bool stream = false);
     int reduce(int op, int dtype, const void *a, const void *b, void *out, size_t count);
     // True when copy/reduce go through hooks (buffers the core may not touch).
     bool hooked() const { return c_->copy != nullptr; }

@@ -64,6 +64,12 @@ size_t scratch_shm_split(const llrdma_ar_plan_t *plan, size_t count, size_t esiz
 namespace
 {
 
+// Whether this call's host copies out stream (llrdma_ar_shm_t.stream_min).
+bool streams(const Args &a)
+{
+    return a.shm->stream_min > 0 && a.count * a.esize >= a.shm->stream_min;
+}
+
 // The device fold of slice [s, s + n) of round g into the shared result.
 int fold_on_device(const Args &a, const Arena &ar, uint64_t g, size_t s, size_t n)
 {
@@ -226,9 +232,11 @@ int shared_round(const Args &a, Arena &ar, uint64_t g, size_t off, size_t n,
         }
         ar.lap(LLRDMA_AR_PHASE_WAIT_RED);
         if (rc == LLRDMA_AR_OK)
-            rc = t.copy_n(m, dst, from, len);
+            rc = t.copy_n(m, dst, from, len, streams(a));
         ar.lap(LLRDMA_AR_PHASE_COPY_OUT);
     }
+    if (streams(a))
+        ++a.shm->stream_outs;
     return rc;
 }
 
@@ -326,9 +334,11 @@ int run_shm_split(const Args &a)
                 }
                 ar.lap(LLRDMA_AR_PHASE_WAIT_RED);
                 if (rc == LLRDMA_AR_OK)
-                    rc = t.copy_n(m, dst, from, len);
+                    rc = t.copy_n(m, dst, from, len, streams(a));
                 ar.lap(LLRDMA_AR_PHASE_COPY_OUT);
             }
+            if (streams(a))
+                ++a.shm->stream_outs;
             return rc;
         },
         true);

@@ -5,7 +5,11 @@
 // its buffers (user or scratch) go away.
 #include "internal.h"
 
+#include <cstdint>
 #include <cstring>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace llrdma
 {
@@ -133,8 +137,74 @@ int Transport::wait(int n, void **reqs)
     return LLRDMA_AR_OK;
 }
 
-int Transport::copy_n(int k, void *const *dst, const void *const *src, const size_t *bytes)
+namespace
 {
+#if defined(__SSE2__)
+// 256 bytes by non-temporal stores; dst 64-byte aligned.
+inline void stream256(unsigned char *d, const unsigned char *s)
+{
+    for (int i = 0; i < 256; i += 64) {
+        const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i *>(s + i));
+        const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i *>(s + i + 16));
+        const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i *>(s + i + 32));
+        const __m128i e = _mm_loadu_si128(reinterpret_cast<const __m128i *>(s + i + 48));
+        _mm_stream_si128(reinterpret_cast<__m128i *>(d + i), a);
+        _mm_stream_si128(reinterpret_cast<__m128i *>(d + i + 16), b);
+        _mm_stream_si128(reinterpret_cast<__m128i *>(d + i + 32), c);
+        _mm_stream_si128(reinterpret_cast<__m128i *>(d + i + 48), e);
+    }
+}
+#endif
+
+// copy_n's host copies with non-temporal stores: the destination's lines
+// are written without being read first (no read for ownership), and go
+// to memory instead of this core's cache.
+void copy_n_stream(int k, void *const *dst, const void *const *src, const size_t *bytes)
+{
+#if defined(__SSE2__)
+    unsigned char *d[4];
+    const unsigned char *s[4];
+    size_t left[4];
+    for (int j = 0; j < k; ++j) {
+        d[j] = static_cast<unsigned char *>(dst[j]);
+        s[j] = static_cast<const unsigned char *>(src[j]);
+        size_t head = (64 - reinterpret_cast<uintptr_t>(d[j]) % 64) % 64;
+        head = head < bytes[j] ? head : bytes[j];
+        std::memcpy(d[j], s[j], head);
+        d[j] += head;
+        s[j] += head;
+        left[j] = bytes[j] - head;
+    }
+    size_t common = left[0];
+    for (int j = 1; j < k; ++j)
+        common = left[j] < common ? left[j] : common;
+    common &= ~size_t(255);
+    for (size_t off = 0; off < common; off += 256)
+        for (int j = 0; j < k; ++j)
+            stream256(d[j] + off, s[j] + off);
+    for (int j = 0; j < k; ++j) {
+        size_t at = common;
+        for (; left[j] - at >= 256; at += 256)
+            stream256(d[j] + at, s[j] + at);
+        std::memcpy(d[j] + at, s[j] + at, left[j] - at);
+    }
+    // Streamed stores are weakly ordered: done before anything later
+    // (a flag, the caller's return) can be seen.
+    _mm_sfence();
+#else
+    for (int j = 0; j < k; ++j)
+        std::memcpy(dst[j], src[j], bytes[j]);
+#endif
+}
+} // namespace
+
+int Transport::copy_n(int k, void *const *dst, const void *const *src, const size_t *bytes,
+                      bool stream)
+{
+    if (stream && k > 0 && k <= 4 && !c_->copy && !fatal_ && !poisoned_) {
+        copy_n_stream(k, dst, src, bytes);
+        return LLRDMA_AR_OK;
+    }
     if (c_->copy || fatal_ || poisoned_ || k < 2) {
         for (int j = 0; j < k; ++j) {
             int rc = copy(dst[j], src[j], bytes[j]);

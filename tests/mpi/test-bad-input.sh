@@ -114,6 +114,8 @@ expect_fail "shm lines above 1K" "coll_llrdma_shm_lines_max" "'2K'" "above the m
   -np 2 --mca coll_llrdma_shm_lines_max 2K "$TRING"
 expect_fail "bad shared-fold threshold" "coll_llrdma_shm_share_min" "'1Q'" -- \
   -np 2 --mca coll_llrdma_shm_share_min 1Q "$TRING"
+expect_fail "bad streamed copy-out threshold" "coll_llrdma_shm_stream_min" "'big'" -- \
+  -np 2 --mca coll_llrdma_shm_stream_min big "$TRING"
 expect_fail "shared fold below 2 ranks" "coll_llrdma_shm_share_ranks" "'1'" "below 2" -- \
   -np 2 --mca coll_llrdma_shm_share_ranks 1 "$TRING"
 expect_fail "bad GPU fold threshold" "coll_llrdma_gpu_fold_min" "'64KK'" -- \

@@ -14,7 +14,7 @@ check_run "size_hint is a string (validated by llrdma, not Open MPI)" \
   has "^mca:btl:llrdma:param:btl_llrdma_size_hint:type:string"
 capture "$OMPI_INFO" --param coll llrdma --level 9 --parsable
 for k in priority verbose size_hint allreduce_algorithm allreduce_segment_size mismatch_action \
-         gpu_stage_max gpu_fold_min shm shm_chunk_size shm_lines_max shm_share_min shm_share_ranks shm_liveness_ms scratch_cache_max \
+         gpu_stage_max gpu_fold_min shm shm_chunk_size shm_lines_max shm_share_min shm_stream_min shm_share_ranks shm_liveness_ms scratch_cache_max \
          internode_transport wait_spin_us wait_sleep_ms; do
   check_run "coll_llrdma_$k listed with help text" \
     has "^mca:coll:llrdma:param:coll_llrdma_$k:help:..."

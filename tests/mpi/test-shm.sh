@@ -44,8 +44,12 @@ check_run "3 ranks: no fold shared by default (fewer than 8 ranks)" \
 # without re-planning; t_allreduce checked every result.
 check_run "3 ranks: repeated small calls went to the lines without re-planning" \
   has "of them in lines ([1-9][0-9]* calls without re-planning)"
-launch -np 3 --mca coll_llrdma_verbose 5 --mca coll_llrdma_shm_lines_max 0 "$T"
+# Lines off, and the copies out streamed from 1 KB (unshared rounds here).
+launch -np 3 --mca coll_llrdma_verbose 5 --mca coll_llrdma_shm_lines_max 0 \
+  --mca coll_llrdma_shm_stream_min 1K "$T"
 check_pass "3 ranks, lines off: PASS" t_allreduce 3
+check_run "lines off, streamed from 1K: rounds copied out streamed" \
+  has "tiles folded for other ranks, [1-9][0-9]* copied out streamed)"
 check_run "lines off: none ran in lines" has "released after [1-9][0-9]* rounds, 0 of them in lines"
 check_run "lines off: no call ran in lines" lacks "rounds, [1-9][0-9]* of them in lines"
 check_run "lines off: repeated calls skipped the planner, through the slots" \
@@ -53,15 +57,27 @@ check_run "lines off: repeated calls skipped the planner, through the slots" \
 # The shared fold (coll_llrdma_shm_share_min): rounds of at least 1 KB with
 # their tiles claimed by any rank, 64-byte chunks too (many shared rounds).
 # Each rank counts its shared rounds when its arena is released (t_allreduce
-# also makes smaller communicators: at least one arena's line).
+# also makes smaller communicators: at least one arena's line).  The small
+# chunks' copies out are streamed (coll_llrdma_shm_stream_min 1K), the
+# default chunk's never (0).
 for chunk in 0 1K; do
+  stream=0
+  [ $chunk = 1K ] && stream=1K
   launch -np 3 --mca coll_llrdma_verbose 5 --mca coll_llrdma_shm_share_min 1K \
-    --mca coll_llrdma_shm_share_ranks 2 --mca coll_llrdma_shm_chunk_size $chunk "$T"
+    --mca coll_llrdma_shm_share_ranks 2 --mca coll_llrdma_shm_chunk_size $chunk \
+    --mca coll_llrdma_shm_stream_min $stream "$T"
   check_pass "3 ranks, shared fold (chunk $chunk): PASS" t_allreduce 3
   check_run "shared fold (chunk $chunk): the arena says its threshold" \
     has "folds shared from 1024 bytes per round"
   check_run "shared fold (chunk $chunk): rounds ran shared" \
     has "through the slots ([1-9][0-9]* with the fold shared"
+  if [ $stream = 0 ]; then
+    check_run "shared fold (chunk $chunk), stream_min 0: nothing copied out streamed" \
+      lacks "[1-9][0-9]* copied out streamed)"
+  else
+    check_run "shared fold (chunk $chunk), stream_min $stream: copied out streamed" \
+      has "[1-9][0-9]* copied out streamed)"
+  fi
 done
 # Below coll_llrdma_shm_share_ranks the arena does not share (3 ranks, 4 asked).
 launch -np 3 --mca coll_llrdma_verbose 5 --mca coll_llrdma_shm_share_min 1K \

@@ -294,6 +294,10 @@ BOOST_AUTO_TEST_CASE(plan_with_a_shared_arena)
     BOOST_CHECK_EQUAL(llrdma_ar_shm_default_chunk(1 << 20, 2 * M), LLRDMA_AR_SHM_MIN_CHUNK);
     for (int p : {1, 2, 3, 16, 100, 1000})
         BOOST_CHECK(llrdma_ar_shm_bytes(p, llrdma_ar_shm_default_chunk(p, 2 * M)) > 0);
+    // streamed copies out: from twice the L2 on Intel, never elsewhere or unknown
+    BOOST_CHECK_EQUAL(llrdma_ar_shm_default_stream_min(2 * M, 1), 4 * M); // H100/H200 host
+    BOOST_CHECK_EQUAL(llrdma_ar_shm_default_stream_min(2 * M, 0), 0u);    // the AMD VM
+    BOOST_CHECK_EQUAL(llrdma_ar_shm_default_stream_min(0, 1), 0u);        // L2 unknown
     BOOST_CHECK_EQUAL(std::string(llrdma_ar_alg_name(DIRECT)), "shm_direct");
     BOOST_CHECK_EQUAL(llrdma_ar_alg_from_name("shm_split"), SPLIT);
 }

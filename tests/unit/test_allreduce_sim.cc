@@ -643,6 +643,8 @@ BOOST_AUTO_TEST_CASE(shm_split_shared_fold_same_bits)
             sim::Options opt;
             opt.shm_chunk = 64 * 1024; // slices of 2-4 tiles of 16 KB on 2-4 ranks
             opt.shm_share_min = share_min;
+            // Unshared and shared rounds copy out by streamed stores here.
+            opt.shm_stream_min = share_min == 1 ? 0 : 1;
             std::vector<Case> cases;
             uint64_t i = 0, want = 0;
             for (const Combo &c : combos) {

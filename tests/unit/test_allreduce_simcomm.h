@@ -44,6 +44,7 @@ struct Options {
     bool sizes = false;       // comm() offers waitall_sizes (failures carried in messages)
     bool time_phases = false; // llrdma_ar_shm_t.time_phases on every rank
     size_t shm_share_min = 0; // llrdma_ar_shm_t.share_min on every rank
+    size_t shm_stream_min = 0; // llrdma_ar_shm_t.stream_min on every rank
 };
 
 struct Req {
@@ -86,6 +87,7 @@ class World
             shm_[r].lines_max = o.shm_lines_max;
             shm_[r].time_phases = o.time_phases ? 1 : 0;
             shm_[r].share_min = o.shm_share_min;
+            shm_[r].stream_min = o.shm_stream_min;
         }
     }
     // The arena itself (a test poisons it to see what a call wrote).

@@ -65,6 +65,8 @@ llrdma_rank_config_t sample(uint64_t hint)
     c.coll_shm_lines_max = 512;
     c.coll_shm_share_min = 262144;
     c.coll_shm_share_ranks = 8;
+    c.coll_shm_stream_auto = 1;
+    c.coll_shm_stream_min = 4194304;
     c.coll_gpu_peer = 1;
     c.coll_gpu_peer_min = 65536;
     c.coll_gpu_stage_auto = 1;
@@ -406,7 +408,7 @@ BOOST_AUTO_TEST_CASE(worst_case_fits_json_max)
     c.device.completion_timeout_ms = INT32_MIN;
     c.hint.bytes = c.profile.coll_segment_bytes = UINT64_MAX;
     c.coll_hint = c.coll_segment_knob = c.coll_shm_chunk_knob = c.coll_shm_lines_max =
-        c.coll_shm_share_min = UINT64_MAX;
+        c.coll_shm_share_min = c.coll_shm_stream_min = UINT64_MAX;
     c.coll_gpu_peer_min = c.coll_gpu_stage_max = UINT64_MAX;
     c.coll_gpu_peer = 2;
     c.coll_gpu_stage_auto = 1;
