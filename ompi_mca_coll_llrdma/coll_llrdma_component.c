@@ -463,8 +463,8 @@ int mca_coll_llrdma_init_query(bool enable_progress_threads, bool enable_mpi_thr
     if (c->shm_stream_auto) {
         seg = llrdma_ar_shm_default_stream_min(mca_coll_llrdma_shm_l2_bytes(),
                                                mca_coll_llrdma_cpu_intel());
-    } else if (LLRDMA_OK != llrdma_parse_size(c->shm_stream_text, (uint64_t)1 << 40, &seg, err,
-                                              sizeof(err))) {
+    } else if (LLRDMA_OK !=
+               llrdma_parse_size(c->shm_stream_text, (uint64_t)1 << 40, &seg, err, sizeof(err))) {
         mca_coll_llrdma_bad_knob("coll_llrdma_shm_stream_min", c->shm_stream_text, err);
     }
     c->shm_stream_min = (size_t)seg;

@@ -41,9 +41,9 @@ struct Options {
     std::chrono::milliseconds timeout{20000};
     size_t shm_chunk = 4096; // the shared arena every comm() carries (shm_* algorithms)
     size_t shm_lines_max = LLRDMA_AR_SHM_LINES_MAX; // llrdma_ar_shm_t.lines_max
-    bool sizes = false;       // comm() offers waitall_sizes (failures carried in messages)
-    bool time_phases = false; // llrdma_ar_shm_t.time_phases on every rank
-    size_t shm_share_min = 0; // llrdma_ar_shm_t.share_min on every rank
+    bool sizes = false;        // comm() offers waitall_sizes (failures carried in messages)
+    bool time_phases = false;  // llrdma_ar_shm_t.time_phases on every rank
+    size_t shm_share_min = 0;  // llrdma_ar_shm_t.share_min on every rank
     size_t shm_stream_min = 0; // llrdma_ar_shm_t.stream_min on every rank
 };
 
