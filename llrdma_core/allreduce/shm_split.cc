@@ -212,6 +212,7 @@ int shared_round(const Args &a, Arena &ar, uint64_t g, size_t off, size_t n,
     }
     // Out, up to four slices at a time (copy_n), this rank's first (only
     // its tiles that others folded).
+    const bool stream = streams(a);
     for (int k = 0; k < p && rc == LLRDMA_AR_OK;) {
         void *dst[4];
         const void *from[4];
@@ -232,10 +233,10 @@ int shared_round(const Args &a, Arena &ar, uint64_t g, size_t off, size_t n,
         }
         ar.lap(LLRDMA_AR_PHASE_WAIT_RED);
         if (rc == LLRDMA_AR_OK)
-            rc = t.copy_n(m, dst, from, len, streams(a));
+            rc = t.copy_n(m, dst, from, len, stream);
         ar.lap(LLRDMA_AR_PHASE_COPY_OUT);
     }
-    if (streams(a))
+    if (stream)
         ++a.shm->stream_outs;
     return rc;
 }
@@ -317,6 +318,7 @@ int run_shm_split(const Args &a)
             // first), so copying out overlaps the slower ranks' folds instead
             // of waiting for all of them.
             // Up to four slices at a time, copied together (copy_n).
+            const bool stream = streams(a);
             for (int k = 1; k < t.size() && rc == LLRDMA_AR_OK;) {
                 void *dst[4];
                 const void *from[4];
@@ -334,10 +336,10 @@ int run_shm_split(const Args &a)
                 }
                 ar.lap(LLRDMA_AR_PHASE_WAIT_RED);
                 if (rc == LLRDMA_AR_OK)
-                    rc = t.copy_n(m, dst, from, len, streams(a));
+                    rc = t.copy_n(m, dst, from, len, stream);
                 ar.lap(LLRDMA_AR_PHASE_COPY_OUT);
             }
-            if (streams(a))
+            if (stream)
                 ++a.shm->stream_outs;
             return rc;
         },

@@ -139,8 +139,26 @@ int Transport::wait(int n, void **reqs)
 
 namespace
 {
+// k copies (k <= 4) that advance together, step(d, s) moving 256 bytes of
+// each in turn, so k streams of another cache's lines are in flight
+// instead of one; rest(d, s, n) moves what is left of each.
+template <class Step, class Rest>
+void interleave(int k, unsigned char *const *d, const unsigned char *const *s, const size_t *n,
+                Step step, Rest rest)
+{
+    size_t common = n[0];
+    for (int j = 1; j < k; ++j)
+        common = n[j] < common ? n[j] : common;
+    common &= ~size_t(255);
+    for (size_t off = 0; off < common; off += 256)
+        for (int j = 0; j < k; ++j)
+            step(d[j] + off, s[j] + off);
+    for (int j = 0; j < k; ++j)
+        rest(d[j] + common, s[j] + common, n[j] - common);
+}
+
 #if defined(__SSE2__)
-// 256 bytes by non-temporal stores; dst 64-byte aligned.
+// 256 bytes by non-temporal stores; d 64-byte aligned.
 inline void stream256(unsigned char *d, const unsigned char *s)
 {
     for (int i = 0; i < 256; i += 64) {
@@ -155,57 +173,12 @@ inline void stream256(unsigned char *d, const unsigned char *s)
     }
 }
 #endif
-
-// copy_n's host copies with non-temporal stores: the destination's lines
-// are written without being read first (no read for ownership), and go
-// to memory instead of this core's cache.
-void copy_n_stream(int k, void *const *dst, const void *const *src, const size_t *bytes)
-{
-#if defined(__SSE2__)
-    unsigned char *d[4];
-    const unsigned char *s[4];
-    size_t left[4];
-    for (int j = 0; j < k; ++j) {
-        d[j] = static_cast<unsigned char *>(dst[j]);
-        s[j] = static_cast<const unsigned char *>(src[j]);
-        size_t head = (64 - reinterpret_cast<uintptr_t>(d[j]) % 64) % 64;
-        head = head < bytes[j] ? head : bytes[j];
-        std::memcpy(d[j], s[j], head);
-        d[j] += head;
-        s[j] += head;
-        left[j] = bytes[j] - head;
-    }
-    size_t common = left[0];
-    for (int j = 1; j < k; ++j)
-        common = left[j] < common ? left[j] : common;
-    common &= ~size_t(255);
-    for (size_t off = 0; off < common; off += 256)
-        for (int j = 0; j < k; ++j)
-            stream256(d[j] + off, s[j] + off);
-    for (int j = 0; j < k; ++j) {
-        size_t at = common;
-        for (; left[j] - at >= 256; at += 256)
-            stream256(d[j] + at, s[j] + at);
-        std::memcpy(d[j] + at, s[j] + at, left[j] - at);
-    }
-    // Streamed stores are weakly ordered: done before anything later
-    // (a flag, the caller's return) can be seen.
-    _mm_sfence();
-#else
-    for (int j = 0; j < k; ++j)
-        std::memcpy(dst[j], src[j], bytes[j]);
-#endif
-}
 } // namespace
 
 int Transport::copy_n(int k, void *const *dst, const void *const *src, const size_t *bytes,
                       bool stream)
 {
-    if (stream && k > 0 && k <= 4 && !c_->copy && !fatal_ && !poisoned_) {
-        copy_n_stream(k, dst, src, bytes);
-        return LLRDMA_AR_OK;
-    }
-    if (c_->copy || fatal_ || poisoned_ || k < 2) {
+    if (c_->copy || fatal_ || poisoned_ || k < 1 || k > 4 || (k < 2 && !stream)) {
         for (int j = 0; j < k; ++j) {
             int rc = copy(dst[j], src[j], bytes[j]);
             if (rc != LLRDMA_AR_OK)
@@ -213,20 +186,46 @@ int Transport::copy_n(int k, void *const *dst, const void *const *src, const siz
         }
         return LLRDMA_AR_OK;
     }
-    // Host memory: the k copies advance together, 256 bytes of each in turn,
-    // so k streams of another cache's lines are in flight instead of one.
-    size_t common = bytes[0];
-    for (int j = 1; j < k; ++j)
-        common = bytes[j] < common ? bytes[j] : common;
-    common &= ~size_t(255);
-    for (size_t off = 0; off < common; off += 256)
-        for (int j = 0; j < k; ++j)
-            std::memcpy(static_cast<unsigned char *>(dst[j]) + off,
-                        static_cast<const unsigned char *>(src[j]) + off, 256);
-    for (int j = 0; j < k; ++j)
-        if (bytes[j] > common)
-            std::memcpy(static_cast<unsigned char *>(dst[j]) + common,
-                        static_cast<const unsigned char *>(src[j]) + common, bytes[j] - common);
+    unsigned char *d[4];
+    const unsigned char *s[4];
+    size_t n[4];
+    for (int j = 0; j < k; ++j) {
+        d[j] = static_cast<unsigned char *>(dst[j]);
+        s[j] = static_cast<const unsigned char *>(src[j]);
+        n[j] = bytes[j];
+    }
+#if defined(__SSE2__)
+    if (stream) {
+        // Non-temporal stores: the destination's lines are written without
+        // being read first (no read for ownership) and go to memory, not to
+        // this core's cache.  Each copy's head up to a line boundary first.
+        for (int j = 0; j < k; ++j) {
+            size_t head = (64 - reinterpret_cast<uintptr_t>(d[j]) % 64) % 64;
+            head = head < n[j] ? head : n[j];
+            std::memcpy(d[j], s[j], head);
+            d[j] += head;
+            s[j] += head;
+            n[j] -= head;
+        }
+        interleave(k, d, s, n, stream256,
+                   [](unsigned char *to, const unsigned char *from, size_t len) {
+                       size_t at = 0;
+                       for (; len - at >= 256; at += 256)
+                           stream256(to + at, from + at);
+                       std::memcpy(to + at, from + at, len - at);
+                   });
+        // Streamed stores are weakly ordered: done before anything later
+        // (a flag, the caller's return) can be seen.
+        _mm_sfence();
+        return LLRDMA_AR_OK;
+    }
+#endif
+    interleave(
+        k, d, s, n,
+        [](unsigned char *to, const unsigned char *from) { std::memcpy(to, from, 256); },
+        [](unsigned char *to, const unsigned char *from, size_t len) {
+            std::memcpy(to, from, len);
+        });
     return LLRDMA_AR_OK;
 }
 
