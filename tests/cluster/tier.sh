@@ -24,7 +24,8 @@ rc=0
   --timeout "${LLRDMA_CLUSTER_TIMEOUT:-1500}" \
   -- bash "$top_srcdir/tests/cluster/guest.sh" "$top_srcdir" || rc=$?
 # The harness's own cluster contract: bad --nodes use exits 126 (no boot), a
-# node that dies ends the run with 125 naming it (~1 min).
+# node that dies ends the run with 125 naming it, a node that stops answering
+# is named as hung while the command's status stands (~1.5 min).
 if [ $rc -eq 0 ]; then
   "$top_srcdir/contrib/softroce-vm-selftest" nodes-usage node-death node-hang || rc=$?
 fi
