@@ -52,6 +52,31 @@ inline size_t block_len(size_t count, size_t nblocks, size_t i)
     return count / nblocks + (i < count % nblocks ? 1 : 0);
 }
 
+// shm_split's slice q of a round of n elements over p ranks: block_start /
+// block_len over whole 64-byte lines where the element size divides 64, so
+// no two ranks write one line of the shared result (at 512 bytes on 16
+// ranks, 32-byte slices put two ranks' results in every line; now 8 ranks
+// fold a line each and 8 fold nothing).  Elements of other sizes: per element.
+inline size_t split_grain(size_t es)
+{
+    return es > 0 && es <= 64 && 64 % es == 0 ? 64 / es : 1;
+}
+inline size_t split_start(size_t n, size_t p, size_t q, size_t es)
+{
+    const size_t g = split_grain(es), s = g * block_start((n + g - 1) / g, p, q);
+    return s < n ? s : n;
+}
+inline size_t split_len(size_t n, size_t p, size_t q, size_t es)
+{
+    return split_start(n, p, q + 1, es) - split_start(n, p, q, es);
+}
+// The longest slice split_start gives.
+inline size_t split_len_max(size_t n, size_t p, size_t es)
+{
+    const size_t g = split_grain(es), units = (n + g - 1) / g;
+    return g * ((units + p - 1) / p);
+}
+
 // Largest power of two <= n (n >= 1).
 inline int pow2_floor(int n)
 {

@@ -394,8 +394,9 @@ int ShmInput::round(uint64_t g, size_t off, size_t n, size_t next)
     int rc = LLRDMA_AR_OK;
     if (skip_own_ && !hooked) {
         // Around the own block: the bytes before it and after it.
-        const size_t s = block_start(n, t.size(), t.rank()), len = block_len(n, t.size(), t.rank());
         const size_t es = a_.esize;
+        const size_t s = split_start(n, t.size(), t.rank(), es),
+                     len = split_len(n, t.size(), t.rank(), es);
         rc = t.copy(ar_.slot(g, t.rank()), src + off * es, s * es);
         if (rc == LLRDMA_AR_OK)
             rc = t.copy(ar_.slot(g, t.rank()) + (s + len) * es, src + (off + s + len) * es,

@@ -58,7 +58,7 @@ size_t scratch_shm_split(const llrdma_ar_plan_t *plan, size_t count, size_t esiz
     size_t per = plan->segment_bytes / esize;
     if (per == 0 || per > count)
         per = count;
-    return (per / static_cast<size_t>(size) + 1) * esize;
+    return split_len_max(per, static_cast<size_t>(size), esize) * esize;
 }
 
 namespace
@@ -96,7 +96,7 @@ struct Slice {
 
 Slice slice_of(size_t n, int p, int q, size_t es)
 {
-    Slice x{block_start(n, p, q), block_len(n, p, q), 0};
+    Slice x{split_start(n, p, q, es), split_len(n, p, q, es), 0};
     size_t k = (x.len * es + kShareTileBytes - 1) / kShareTileBytes;
     if (k > Arena::kShareTilesMax)
         k = Arena::kShareTilesMax;
@@ -133,7 +133,7 @@ int shared_round(const Args &a, Arena &ar, uint64_t g, size_t off, size_t n,
         ar.post_progress(base + static_cast<uint64_t>(p));
     } else {
         for (int q = 0; q < p; ++q) {
-            const size_t s = block_start(n, p, q), len = block_len(n, p, q);
+            const size_t s = split_start(n, p, q, es), len = split_len(n, p, q, es);
             if (len > 0)
                 std::memcpy(slot + s * es, src + (off + s) * es, len * es);
             ar.post_progress(base + static_cast<uint64_t>(q) + 1);
@@ -283,7 +283,8 @@ int run_shm_split(const Args &a)
     return shm_rounds(
         a, ar,
         [&](uint64_t g, size_t off, size_t n) {
-            size_t s = block_start(n, t.size(), t.rank()), len = block_len(n, t.size(), t.rank());
+            size_t s = split_start(n, t.size(), t.rank(), a.esize),
+                   len = split_len(n, t.size(), t.rank(), a.esize);
             int rc = LLRDMA_AR_OK;
             if (len > 0 && device && len * a.esize >= a.shm->device_fold_min)
                 rc = fold_on_device(a, ar, g, s, len);
@@ -326,7 +327,8 @@ int run_shm_split(const Args &a)
                 int m = 0;
                 for (; m < 4 && k < t.size() && rc == LLRDMA_AR_OK; ++k) {
                     int q = (t.rank() + k) % t.size();
-                    size_t qs = block_start(n, t.size(), q), ql = block_len(n, t.size(), q);
+                    size_t qs = split_start(n, t.size(), q, a.esize),
+                           ql = split_len(n, t.size(), q, a.esize);
                     rc = ar.wait_red_of(q, g);
                     if (ql == 0)
                         continue;

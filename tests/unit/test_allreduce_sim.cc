@@ -563,10 +563,12 @@ BOOST_AUTO_TEST_CASE(shm_direct_host_same_rounds_as_the_plan)
 // shm_split on host buffers: a rank's own block of each round never goes
 // through its slot (it folds that block from its input), the results are
 // still right, and with time_phases every round is timed, phase by phase.
+// Blocks are whole 64-byte lines (8 doubles): 64 doubles on 16 ranks give
+// ranks 0-7 a line each and ranks 8-15 nothing.
 BOOST_AUTO_TEST_CASE(shm_split_own_block_stays_out_of_the_slot)
 {
     Combo c{LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM};
-    for (int p : {2, 3, 5})
+    for (int p : {2, 3, 5, 16})
         for (int inplace : {0, 1, 2}) {
             sim::Options opt;
             opt.time_phases = true;
@@ -574,7 +576,7 @@ BOOST_AUTO_TEST_CASE(shm_split_own_block_stays_out_of_the_slot)
             const size_t chunk_elems = opt.shm_chunk / sizeof(double);
             // One round first (the poisoned arena is inspected after it), then
             // three and a bit.
-            for (size_t count : {chunk_elems - 3, 3 * chunk_elems + 5}) {
+            for (size_t count : {p == 16 ? size_t{64} : chunk_elems - 3, 3 * chunk_elems + 5}) {
                 Case k{LLRDMA_AR_SHM_SPLIT, c, count, inplace, 0, 1, false, 7, {}, {}};
                 prepare(k, p);
                 const bool first = count < chunk_elems;
@@ -602,9 +604,14 @@ BOOST_AUTO_TEST_CASE(shm_split_own_block_stays_out_of_the_slot)
                                         4);
                     const unsigned char *slot = w.arena_data() + off[1];
                     Bytes in = input(c, k.seed, r, p, count);
-                    size_t s = (count / p) * r + std::min<size_t>(r, count % p);
-                    size_t n = count / p + (static_cast<size_t>(r) < count % p ? 1 : 0);
-                    size_t own_b = s * sizeof(double), own_e = (s + n) * sizeof(double);
+                    const size_t lines = (count + 7) / 8;
+                    auto line0 = [&](size_t q) {
+                        return (lines / p) * q + std::min<size_t>(q, lines % p);
+                    };
+                    size_t own_b = std::min(count, 8 * line0(r)) * sizeof(double);
+                    size_t own_e = std::min(count, 8 * line0(r + 1)) * sizeof(double);
+                    if (p == 16)
+                        BOOST_CHECK_EQUAL(own_e - own_b, r < 8 ? 64u : 0u);
                     size_t wrong = 0;
                     for (size_t b = 0; b < count * sizeof(double); ++b) {
                         bool own = b >= own_b && b < own_e;
