@@ -170,6 +170,17 @@ BOOST_AUTO_TEST_CASE(scratch_sizes)
     // small vector: segments shrink to the largest block (3 elements of 10 on 4)
     BOOST_CHECK_EQUAL(llrdma_ar_scratch_bytes(&p, 10, LLRDMA_DT_DOUBLE, 4), 4u * 3 * 8);
     BOOST_CHECK_EQUAL(llrdma_ar_scratch_bytes(nullptr, 10, LLRDMA_DT_DOUBLE, 4), 0u);
+    // shm_split (the device fold's slice): its longest slice, slices being
+    // whole 64-byte lines.  64 doubles on 16 ranks: one line (8 doubles) on
+    // ranks 0-7, none on 8-15; 1000 doubles: 125 lines, at most 8 a rank;
+    // 100 floats on 3 ranks: 7 lines of 16, 3 on rank 0.
+    p.alg = LLRDMA_AR_SHM_SPLIT;
+    p.segment_bytes = 2 * M;
+    BOOST_CHECK_EQUAL(llrdma_ar_scratch_bytes(&p, 64, LLRDMA_DT_DOUBLE, 16), 64u);
+    BOOST_CHECK_EQUAL(llrdma_ar_scratch_bytes(&p, 1000, LLRDMA_DT_DOUBLE, 16), 512u);
+    BOOST_CHECK_EQUAL(llrdma_ar_scratch_bytes(&p, 100, LLRDMA_DT_FLOAT, 3), 192u);
+    // A round is the segment: 2 MB of doubles on 16 ranks, 16K doubles a slice.
+    BOOST_CHECK_EQUAL(llrdma_ar_scratch_bytes(&p, 4 * M, LLRDMA_DT_DOUBLE, 16), 128u * K);
 }
 
 BOOST_AUTO_TEST_CASE(plan_knows_the_eager_limit)
