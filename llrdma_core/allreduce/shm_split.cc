@@ -329,9 +329,11 @@ int run_shm_split(const Args &a)
                     int q = (t.rank() + k) % t.size();
                     size_t qs = split_start(n, t.size(), q, a.esize),
                            ql = split_len(n, t.size(), q, a.esize);
-                    rc = ar.wait_red_of(q, g);
+                    // An empty slice (fewer lines than ranks) has nothing
+                    // to wait for: its red flag is another line to fetch.
                     if (ql == 0)
                         continue;
+                    rc = ar.wait_red_of(q, g);
                     dst[m] = at(a.buf, off + qs, a.esize);
                     from[m] = at(ar.result(g), qs, a.esize);
                     len[m++] = ql * a.esize;
