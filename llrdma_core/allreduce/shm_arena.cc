@@ -158,14 +158,22 @@ int Arena::wait_lines(uint64_t g, size_t bytes)
     // line before it (one thread's release orders all its earlier stores).
     // Polling the first lines while the writer still fills the next ones
     // pulled them back and forth between the two caches.
+    // Two lines are the exception: both words are loaded in each poll, so
+    // the two misses overlap instead of the first line's following the
+    // second's (each line's word covers its own payload).
     const size_t last = (bytes + kLinePayload - 1) / kLinePayload - 1;
     llrdma_ar_wait_t ws{};
     for (int r = 0; r < size_; ++r) {
         if (r == rank_)
             continue;
         auto w = reinterpret_cast<const uint64_t *>(lines(g, r) + last * kLine + kLinePayload);
+        auto w0 = last == 1 ? reinterpret_cast<const uint64_t *>(lines(g, r) + kLinePayload) : w;
         uint64_t next_check = 0;
-        while (__atomic_load_n(w, __ATOMIC_ACQUIRE) < g) {
+        for (;;) {
+            const uint64_t a = __atomic_load_n(w0, __ATOMIC_ACQUIRE);
+            const uint64_t b = __atomic_load_n(w, __ATOMIC_ACQUIRE);
+            if (a >= g && b >= g)
+                break;
             int rc = idle(r, ws, next_check);
             if (rc != LLRDMA_AR_OK)
                 return rc;
