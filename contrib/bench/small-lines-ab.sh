@@ -8,6 +8,9 @@
 #   contrib/bench/small-lines-ab.sh DIR [RUNS] [RANKS...]
 # DIR: a build directory (its .libs) or an install prefix (lib/openmpi).
 # Extra mpirun arguments: SMALL_AB_MPIRUN (default "--bind-to core").
+# SMALL_AB_SIZES (default 8,64,512,1K); SMALL_AB_ON / SMALL_AB_OFF: the
+# coll_llrdma_shm_lines_max of the "lines" and "no lines" columns (default:
+# the component's default, and 0).
 set -u
 dir=$(readlink -f "${1:?build directory or install prefix}")
 runs=${2:-3}
@@ -24,14 +27,22 @@ fi
 export OMPI_MCA_pml=ob1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 command -v ssh >/dev/null || command -v rsh >/dev/null || export OMPI_MCA_plm_rsh_agent=sh
 mpi=${SMALL_AB_MPIRUN:---bind-to core}
-S=(--sizes 8,64,512,1K --iters 20000 --warmup 2000)
+S=(--sizes "${SMALL_AB_SIZES:-8,64,512,1K}" --iters 20000 --warmup 2000)
+# lines_args MODE: the mpirun words that set MODE's lines_max.
+lines_args() {
+  if [ "$1" = off ]; then
+    echo "--mca coll_llrdma_shm_lines_max ${SMALL_AB_OFF:-0}"
+  elif [ -n "${SMALL_AB_ON:-}" ]; then
+    echo "--mca coll_llrdma_shm_lines_max $SMALL_AB_ON"
+  fi
+}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 echo "# $(date -u) $(nproc) CPUs, $(mpirun --version | head -1), load: $(cut -d' ' -f1-3 /proc/loadavg)"
 # one NP MODE K: a compare run; its CSV rows (coll,size,p50) go to $tmp/NP-MODE-K.
 one() {
-  local np=$1 mode=$2 k=$3 extra=""
-  [ "$mode" = off ] && extra="--mca coll_llrdma_shm_lines_max 0"
+  local np=$1 mode=$2 k=$3 extra
+  extra=$(lines_args "$mode")
   timeout 600 "$bench" allreduce-compare --np "$np" --colls llrdma,tuned \
     --mpirun-args "$mpi --oversubscribe $extra" --csv "$tmp/$np-$mode-$k.csv" -- "${S[@]}" \
     > "$tmp/$np-$mode-$k.log" 2>&1 || { echo "run failed: np $np lines $mode"; tail -5 "$tmp/$np-$mode-$k.log"; }
@@ -42,7 +53,7 @@ for np in "${ranks[@]}"; do
     one "$np" off "$k"
   done
   for mode in on off; do
-    extra=""; [ "$mode" = off ] && extra="--mca coll_llrdma_shm_lines_max 0"
+    extra=$(lines_args "$mode")
     # shellcheck disable=SC2086 # extra: mpirun words
     timeout 600 mpirun -np "$np" $mpi --oversubscribe --mca pml ob1 $extra "$bench" allreduce \
       "${S[@]:0:2}" --iters 200 --warmup 20 --verify 2>&1 | grep -E "^# --verify" |

@@ -263,6 +263,8 @@ class Arena
     // seen half written.  The same two-generation rule as the slots.
     static constexpr size_t kLinePayload = 56;
     static constexpr size_t kLinesMax = LLRDMA_AR_SHM_LINES_MAX;
+    // wait_lines polls every line's word of vectors of at most this many lines.
+    static constexpr size_t kPollAllLines = 5;
     static constexpr size_t kLinesPerGen = (kLinesMax + kLinePayload - 1) / kLinePayload;
     // What read_lines may write: every line's whole payload.
     static constexpr size_t kLinesBuf = kLinesPerGen * kLinePayload;

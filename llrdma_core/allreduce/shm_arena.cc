@@ -153,26 +153,27 @@ void Arena::post_lines(uint64_t g, const void *src, size_t bytes)
 
 int Arena::wait_lines(uint64_t g, size_t bytes)
 {
-    // Only each rank's last line is polled: post_lines writes the lines in
-    // order, each word with release, so the last word's round carries every
-    // line before it (one thread's release orders all its earlier stores).
-    // Polling the first lines while the writer still fills the next ones
+    // Up to kPollAllLines lines, every line's word is loaded in each poll
+    // (each word covers its own line's payload), so the misses overlap
+    // instead of each line's following the last one's.  Longer vectors: only
+    // the last line is polled (post_lines writes the lines in order, each
+    // word with release, so the last word's round carries every line before
+    // it); polling many lines while the writer still fills the next ones
     // pulled them back and forth between the two caches.
-    // Two lines are the exception: both words are loaded in each poll, so
-    // the two misses overlap instead of the first line's following the
-    // second's (each line's word covers its own payload).
-    const size_t last = (bytes + kLinePayload - 1) / kLinePayload - 1;
+    const size_t nl = (bytes + kLinePayload - 1) / kLinePayload;
+    const size_t first = nl <= kPollAllLines ? 0 : nl - 1;
     llrdma_ar_wait_t ws{};
     for (int r = 0; r < size_; ++r) {
         if (r == rank_)
             continue;
-        auto w = reinterpret_cast<const uint64_t *>(lines(g, r) + last * kLine + kLinePayload);
-        auto w0 = last == 1 ? reinterpret_cast<const uint64_t *>(lines(g, r) + kLinePayload) : w;
+        const unsigned char *l = lines(g, r) + kLinePayload;
         uint64_t next_check = 0;
         for (;;) {
-            const uint64_t a = __atomic_load_n(w0, __ATOMIC_ACQUIRE);
-            const uint64_t b = __atomic_load_n(w, __ATOMIC_ACQUIRE);
-            if (a >= g && b >= g)
+            bool ready = true;
+            for (size_t k = first; k < nl; ++k)
+                ready &= __atomic_load_n(reinterpret_cast<const uint64_t *>(l + k * kLine),
+                                         __ATOMIC_ACQUIRE) >= g;
+            if (ready)
                 break;
             int rc = idle(r, ws, next_check);
             if (rc != LLRDMA_AR_OK)

@@ -394,7 +394,9 @@ BOOST_AUTO_TEST_CASE(shm_direct_small_vectors_in_lines)
                             {LLRDMA_DT_INT8, LLRDMA_OP_MAX},
                             {LLRDMA_DT_DOUBLE_COMPLEX, LLRDMA_OP_PROD},
                             {LLRDMA_DT_DOUBLE_INT, LLRDMA_OP_MINLOC}};
-    const size_t sizes[] = {8, 48, 56, 64, 112, 120, 1008, 1024, 1040, 4096, 16, 1024};
+    // 2-5 lines: every line's word polled; 6 and more: the last one's.
+    const size_t sizes[] = {8,   48,   56,   64,   112,  120, 256, 280,
+                            288, 1008, 1024, 1040, 4096, 16,  1024};
     for (int p : {2, 3, 5, 8}) {
         std::vector<Case> cases;
         uint64_t want = 0, i = 0;
