@@ -562,6 +562,42 @@ BOOST_AUTO_TEST_CASE(shm_direct_host_same_rounds_as_the_plan)
     });
 }
 
+// A reader of a vector in up to five lines waits for every line's round
+// word; from six lines for the last one's only (the writer's order carries
+// the rest).  Rank 1 never calls: its lines' words are written here, in
+// both generations, some current and the others stale, and it is reported
+// dead, so a wait that needs a stale word ends PEER_GONE.  The layout is
+// shm_arena.cc's: 192 flag bytes a rank and 64 abort bytes, then per rank
+// two generations of 19 lines.
+BOOST_AUTO_TEST_CASE(shm_direct_lines_wait_for_every_word_up_to_five_lines)
+{
+    const size_t kGen = 19 * 64, rank1 = 2 * 192 + 64 + 2 * kGen;
+    llrdma_ar_plan_t direct{LLRDMA_AR_SHM_DIRECT, 4096, 1, "test", 0, nullptr, 0, 0, 0};
+    enum { kLast, kAllButLast, kAll };
+    // 20 doubles: three lines; 35: 280 bytes, five; 36: six.
+    for (size_t count : {size_t{20}, size_t{35}, size_t{36}})
+        for (int current : {kLast, kAllButLast, kAll}) {
+            sim::World w(2, sim::Options{});
+            llrdma_ar_comm_t comm = w.comm(0);
+            comm.shm->alive = [](void *, int) { return 0; };
+            comm.shm->liveness_ns = 1;
+            const size_t nl = (count * 8 + 55) / 56;
+            for (size_t gen = 0; gen < 2; ++gen)
+                for (size_t k = 0; k < nl; ++k) {
+                    const bool last = k == nl - 1;
+                    uint64_t round = current == kAll || (current == kLast) == last ? 1000 : 0;
+                    std::memcpy(w.arena_data() + rank1 + gen * kGen + k * 64 + 56, &round, 8);
+                }
+            std::vector<double> v(count, 1.0);
+            const bool ready = current == kAll || (nl > 5 && current == kLast);
+            const int want = ready ? LLRDMA_AR_OK : LLRDMA_AR_ERR_PEER_GONE;
+            BOOST_CHECK_MESSAGE(
+                llrdma_ar_shm_direct_host(&direct, comm.shm, 0, 2, nullptr, v.data(), count,
+                                          LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM) == want,
+                count << " doubles, current words " << current << ": want " << want);
+        }
+}
+
 // shm_split on host buffers: a rank's own block of each round never goes
 // through its slot (it folds that block from its input), the results are
 // still right, and with time_phases every round is timed, phase by phase.
