@@ -326,8 +326,9 @@ typedef struct llrdma_ar_shm {
 /* The phase's name as the verbose line says it ("copy in", ...). */
 const char *llrdma_ar_phase_name(int phase);
 
-/* The largest vector the arena's lines hold (llrdma_ar_shm_t.lines_max). */
-#define LLRDMA_AR_SHM_LINES_MAX 1024
+/* The largest vector the arena's lines hold (llrdma_ar_shm_t.lines_max):
+ * 37 lines per rank and generation. */
+#define LLRDMA_AR_SHM_LINES_MAX 2048
 
 /* 1 when a shm_direct plan of `size` ranks sends `bytes` in the arena's
  * lines (the same answer on every rank: it reads only agreed values). */

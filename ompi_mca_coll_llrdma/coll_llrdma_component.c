@@ -153,14 +153,15 @@ static int llrdma_register(void)
               "pass 160 MB or /dev/shm has no room. "
               "Same size syntax as the hint",
               MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_5, &c->shm_chunk_text);
-    c->shm_lines_text = "256";
+    c->shm_lines_text = "2K";
     (void)reg("shm_lines_max",
               "Shared-memory Allreduces of vectors up to this many bytes (shm_direct) "
               "send them in the arena's lines, 56 bytes of data and the round number in "
               "each 64-byte line, so one cache-line transfer carries data and flag; larger "
-              "ones go through the slots with a separate flag. Default 256 (five lines, whose "
-              "words a reader polls together; from 512 bytes the lines were slower, "
-              "docs/benchmarks-h200.md); 0 = never, at most 1K; "
+              "ones go through the slots with a separate flag. Default 2K (up to five lines a "
+              "reader polls every line's word, above only the last; where a cache-line "
+              "transfer between cores is slow the lines won up to 2K, docs/allreduce.md); "
+              "0 = never, at most 2K; "
               "rank 0's value counts. Same size syntax as the hint",
               MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_6, &c->shm_lines_text);
     c->shm_share_text = "64K";

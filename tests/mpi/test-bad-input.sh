@@ -110,8 +110,8 @@ expect_fail "shm chunk not a multiple of 64" "coll_llrdma_shm_chunk_size" "'100'
   -np 2 --mca coll_llrdma_shm_chunk_size 100 "$TRING"
 expect_fail "bad shm chunk" "coll_llrdma_shm_chunk_size" "'1T'" -- \
   -np 2 --mca coll_llrdma_shm_chunk_size 1T "$TRING"
-expect_fail "shm lines above 1K" "coll_llrdma_shm_lines_max" "'2K'" "above the maximum 1K" -- \
-  -np 2 --mca coll_llrdma_shm_lines_max 2K "$TRING"
+expect_fail "shm lines above 2K" "coll_llrdma_shm_lines_max" "'4K'" "above the maximum 2K" -- \
+  -np 2 --mca coll_llrdma_shm_lines_max 4K "$TRING"
 expect_fail "bad shared-fold threshold" "coll_llrdma_shm_share_min" "'1Q'" -- \
   -np 2 --mca coll_llrdma_shm_share_min 1Q "$TRING"
 expect_fail "bad streamed copy-out threshold" "coll_llrdma_shm_stream_min" "'big'" -- \

@@ -275,9 +275,10 @@ BOOST_AUTO_TEST_CASE(plan_with_a_shared_arena)
     // a chunk smaller than one element cannot hold a round
     BOOST_CHECK_EQUAL(llrdma_ar_plan_shm(64, 16, 4, 0, 0, 8, AUTO, 0, &plan),
                       LLRDMA_AR_ERR_INVALID);
-    // the arena size: flag and info lines, abort line, the lines, 4p + 2
-    // chunks; invalid chunks give 0
-    BOOST_CHECK_EQUAL(llrdma_ar_shm_bytes(4, 1024), 4 * 192 + 64 + 4 * 2 * 19 * 64 + 18 * 1024);
+    // the arena size: flag and info lines, abort line, the lines (two
+    // generations of 37 per rank: 2 KB in 56-byte payloads), 4p + 2 chunks;
+    // invalid chunks give 0
+    BOOST_CHECK_EQUAL(llrdma_ar_shm_bytes(4, 1024), 4 * 192 + 64 + 4 * 2 * 37 * 64 + 18 * 1024);
     BOOST_CHECK_EQUAL(llrdma_ar_shm_bytes(4, 1000), 0u);
     BOOST_CHECK_EQUAL(llrdma_ar_shm_bytes(0, 1024), 0u);
     BOOST_CHECK_EQUAL(llrdma_ar_shm_bytes(4, size_t(-64)), 0u);

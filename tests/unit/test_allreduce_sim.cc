@@ -382,12 +382,12 @@ BOOST_AUTO_TEST_CASE(independent_communicators)
     report(eb);
 }
 
-// shm_direct on host vectors of at most 1 KB runs in the arena's lines
-// (data and round number in each 64-byte line, 56 bytes per line): sizes
-// around the line and the 1 KB edges, 16-byte elements straddling lines,
-// in place or not, line rounds back to back with slot rounds (both
-// generations of both), every rank counting exactly the calls at or below
-// 1 KB.
+// shm_direct on host vectors of at most LLRDMA_AR_SHM_LINES_MAX (2 KB) runs
+// in the arena's lines (data and round number in each 64-byte line, 56
+// bytes per line): sizes around the line, 1 KB and 2 KB edges, 16-byte
+// elements straddling lines, in place or not, line rounds back to back with
+// slot rounds (both generations of both), every rank counting exactly the
+// calls at or below 2 KB.
 BOOST_AUTO_TEST_CASE(shm_direct_small_vectors_in_lines)
 {
     const Combo combos[] = {{LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM},
@@ -395,8 +395,8 @@ BOOST_AUTO_TEST_CASE(shm_direct_small_vectors_in_lines)
                             {LLRDMA_DT_DOUBLE_COMPLEX, LLRDMA_OP_PROD},
                             {LLRDMA_DT_DOUBLE_INT, LLRDMA_OP_MINLOC}};
     // 2-5 lines: every line's word polled; 6 and more: the last one's.
-    const size_t sizes[] = {8,   48,   56,   64,   112,  120, 256, 280,
-                            288, 1008, 1024, 1040, 4096, 16,  1024};
+    const size_t sizes[] = {8,    48,   56,   64,   112,  120,  256,  280, 288,
+                            1008, 1024, 1040, 2016, 2048, 2064, 4096, 16,  2048};
     for (int p : {2, 3, 5, 8}) {
         std::vector<Case> cases;
         uint64_t want = 0, i = 0;
@@ -410,7 +410,7 @@ BOOST_AUTO_TEST_CASE(shm_direct_small_vectors_in_lines)
                     mix(7 + i),           {}, {}};
                 prepare(k, p);
                 cases.push_back(k);
-                want += bytes <= 1024 ? 1 : 0;
+                want += bytes <= LLRDMA_AR_SHM_LINES_MAX ? 1 : 0;
                 ++i;
             }
         }
@@ -452,7 +452,7 @@ template <typename Run> void fails_on_broken_and_gone(Run run)
 // by call, and within one call (even ranks fast, odd ones planned), give the
 // planned path's results; in the lines (one line folded
 // in place, more copied out first), through the slots in one round of its
-// own (1040 B and 4096 B: slots_call) and in several rounds of a 4 KB
+// own (2064 B and 4096 B: slots_call) and in several rounds of a 4 KB
 // segment (9008 B).
 BOOST_AUTO_TEST_CASE(shm_direct_host_same_rounds_as_the_plan)
 {
@@ -461,7 +461,7 @@ BOOST_AUTO_TEST_CASE(shm_direct_host_same_rounds_as_the_plan)
                             {LLRDMA_DT_INT32, LLRDMA_OP_BXOR},
                             {LLRDMA_DT_DOUBLE_COMPLEX, LLRDMA_OP_PROD},
                             {LLRDMA_DT_DOUBLE_INT, LLRDMA_OP_MINLOC}};
-    const size_t sizes[] = {8, 48, 56, 64, 112, 1008, 1024, 16, 1040, 4096, 9008};
+    const size_t sizes[] = {8, 48, 56, 64, 112, 1008, 1024, 2048, 16, 2064, 4096, 9008};
     for (int p : {2, 3, 5, 8}) {
         std::vector<Case> cases;
         uint64_t i = 0, in_lines = 0;
@@ -487,7 +487,7 @@ BOOST_AUTO_TEST_CASE(shm_direct_host_same_rounds_as_the_plan)
                     prepare(k, p);
                     cases.push_back(k);
                     ++i;
-                    in_lines += bytes <= 1024 ? 1 : 0;
+                    in_lines += bytes <= LLRDMA_AR_SHM_LINES_MAX ? 1 : 0;
                 }
             }
         }
@@ -501,7 +501,7 @@ BOOST_AUTO_TEST_CASE(shm_direct_host_same_rounds_as_the_plan)
     // Bad arguments and another plan are refused, not run.
     sim::World w(2, sim::Options{});
     llrdma_ar_comm_t comm = w.comm(0);
-    std::vector<double> v(129, 1.0);
+    std::vector<double> v(257, 1.0);
     llrdma_ar_plan_t split{LLRDMA_AR_SHM_SPLIT, 4096, 1, "test", 0, nullptr, 0, 0, 0};
     BOOST_CHECK_EQUAL(llrdma_ar_shm_direct_host(&split, comm.shm, 0, 2, nullptr, v.data(), 1,
                                                 LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM),
@@ -516,17 +516,17 @@ BOOST_AUTO_TEST_CASE(shm_direct_host_same_rounds_as_the_plan)
     BOOST_CHECK_EQUAL(llrdma_ar_shm_direct_host(&direct, comm.shm, 0, 2, nullptr, nullptr, 1,
                                                 LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM),
                       LLRDMA_AR_ERR_INVALID);
-    BOOST_CHECK(!llrdma_ar_lines_fit(comm.shm, 2, 1025));
-    BOOST_CHECK(llrdma_ar_lines_fit(comm.shm, 2, 1024));
+    BOOST_CHECK(!llrdma_ar_lines_fit(comm.shm, 2, LLRDMA_AR_SHM_LINES_MAX + 1));
+    BOOST_CHECK(llrdma_ar_lines_fit(comm.shm, 2, LLRDMA_AR_SHM_LINES_MAX));
     // A call is prepared exactly when it runs in the lines, and a call that
     // is not prepared is refused.
     llrdma_ar_lines_call_t lc;
     BOOST_CHECK_EQUAL(
-        llrdma_ar_lines_prepare(&direct, comm.shm, 0, 2, 128, LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM, &lc),
+        llrdma_ar_lines_prepare(&direct, comm.shm, 0, 2, 256, LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM, &lc),
         1);
-    BOOST_CHECK(lc.fold != nullptr && lc.count == 128 && lc.esize == 8);
+    BOOST_CHECK(lc.fold != nullptr && lc.count == 256 && lc.esize == 8);
     BOOST_CHECK_EQUAL(
-        llrdma_ar_lines_prepare(&direct, comm.shm, 0, 2, 129, LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM, &lc),
+        llrdma_ar_lines_prepare(&direct, comm.shm, 0, 2, 257, LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM, &lc),
         0);
     BOOST_CHECK(lc.fold == nullptr && lc.count == 0);
     BOOST_CHECK_EQUAL(llrdma_ar_lines_run(&lc, comm.shm, nullptr, v.data()), LLRDMA_AR_ERR_INVALID);
@@ -555,7 +555,7 @@ BOOST_AUTO_TEST_CASE(shm_direct_host_same_rounds_as_the_plan)
     // posts and is reported dead names it gone.
     fails_on_broken_and_gone(
         [&](llrdma_ar_shm_t *shm) { return llrdma_ar_lines_run(&lc, shm, nullptr, v.data()); });
-    // Failures on the one-round slots path (129 doubles: past the lines).
+    // Failures on the one-round slots path (257 doubles: past the lines).
     fails_on_broken_and_gone([&](llrdma_ar_shm_t *shm) {
         return llrdma_ar_shm_direct_host(&direct, shm, 0, 2, nullptr, v.data(), v.size(),
                                          LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM);
@@ -568,10 +568,10 @@ BOOST_AUTO_TEST_CASE(shm_direct_host_same_rounds_as_the_plan)
 // both generations, some current and the others stale, and it is reported
 // dead, so a wait that needs a stale word ends PEER_GONE.  The layout is
 // shm_arena.cc's: 192 flag bytes a rank and 64 abort bytes, then per rank
-// two generations of 19 lines.
+// two generations of lines for LLRDMA_AR_SHM_LINES_MAX bytes (37 lines).
 BOOST_AUTO_TEST_CASE(shm_direct_lines_wait_for_every_word_up_to_five_lines)
 {
-    const size_t kGen = 19 * 64, rank1 = 2 * 192 + 64 + 2 * kGen;
+    const size_t kGen = (LLRDMA_AR_SHM_LINES_MAX + 55) / 56 * 64, rank1 = 2 * 192 + 64 + 2 * kGen;
     llrdma_ar_plan_t direct{LLRDMA_AR_SHM_DIRECT, 4096, 1, "test", 0, nullptr, 0, 0, 0};
     enum { kLast, kAllButLast, kAll };
     // 20 doubles: three lines; 35: 280 bytes, five; 36: six.
