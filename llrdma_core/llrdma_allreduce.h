@@ -330,6 +330,12 @@ const char *llrdma_ar_phase_name(int phase);
  * 37 lines per rank and generation. */
 #define LLRDMA_AR_SHM_LINES_MAX 2048
 
+/* The largest vector a shm_direct call on `size` ranks sends in the lines
+ * with lines_max (llrdma_ar_shm_t.lines_max): lines_max up to
+ * LLRDMA_AR_SHM_LINES_MAX on 2 ranks, at most five lines (280 bytes) on
+ * more (docs/allreduce.md). */
+size_t llrdma_ar_lines_limit(size_t lines_max, int size);
+
 /* 1 when a shm_direct plan of `size` ranks sends `bytes` in the arena's
  * lines (the same answer on every rank: it reads only agreed values). */
 int llrdma_ar_lines_fit(const llrdma_ar_shm_t *shm, int size, size_t bytes);

@@ -158,10 +158,10 @@ static int llrdma_register(void)
               "Shared-memory Allreduces of vectors up to this many bytes (shm_direct) "
               "send them in the arena's lines, 56 bytes of data and the round number in "
               "each 64-byte line, so one cache-line transfer carries data and flag; larger "
-              "ones go through the slots with a separate flag. Default 2K (up to five lines a "
-              "reader polls every line's word, above only the last; where a cache-line "
-              "transfer between cores is slow the lines won up to 2K, docs/allreduce.md); "
-              "0 = never, at most 2K; "
+              "ones go through the slots with a separate flag. Default 2K; on more than 2 "
+              "ranks at most 280 bytes (five lines, whose words a reader polls together; "
+              "longer ones were slower than the slots on 8 ranks, while 2 ranks won up to "
+              "2K, docs/allreduce.md); 0 = never, at most 2K; "
               "rank 0's value counts. Same size syntax as the hint",
               MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_6, &c->shm_lines_text);
     c->shm_share_text = "64K";

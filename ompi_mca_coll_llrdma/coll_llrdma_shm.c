@@ -324,7 +324,8 @@ static int finish_setup(mca_coll_llrdma_module_t *m, struct ompi_communicator_t 
                         "%d ranks, vectors up to %lu bytes in lines, folds shared from %lu "
                         "bytes per round (0: never)",
                         comm->c_name, (unsigned long)bytes, (unsigned long)chunk, name, nranks,
-                        (unsigned long)lines_max, (unsigned long)share_min);
+                        (unsigned long)llrdma_ar_lines_limit(lines_max, nranks),
+                        (unsigned long)share_min);
     mca_coll_llrdma_numa_report(comm, base, nranks, me, chunk);
     return OMPI_SUCCESS;
 }

@@ -371,10 +371,22 @@ class Arena
     uint64_t mark_ns_ = 0;
 };
 
+// The largest vector in the lines on an arena of `size` ranks.  From three
+// ranks only vectors whose every line's word a reader polls (kPollAllLines):
+// otherwise a reader polls each other rank's last line and then misses on
+// its other lines one rank after the other, which on 8 ranks of the device
+// machine made 512 B (ten lines) 1.2-1.6x slower than the slots; on 2 ranks
+// the lines won up to 2 KB (docs/allreduce.md).
+inline size_t lines_limit(size_t lines_max, int size)
+{
+    size_t m = lines_max < Arena::kLinesMax ? lines_max : Arena::kLinesMax;
+    const size_t polled = Arena::kPollAllLines * Arena::kLinePayload;
+    return size > 2 && m > polled ? polled : m;
+}
 // llrdma_ar_lines_fit, in line for the calls' hot path.
 inline bool lines_fit(const llrdma_ar_shm_t *shm, int size, size_t bytes)
 {
-    return shm && shm->base && size >= 2 && bytes <= shm->lines_max && bytes <= Arena::kLinesMax &&
+    return shm && shm->base && size >= 2 && bytes <= lines_limit(shm->lines_max, size) &&
            bytes <= shm->chunk_bytes;
 }
 

@@ -149,6 +149,11 @@ int run_shm_direct(const Args &a)
 } // namespace ar
 } // namespace llrdma
 
+extern "C" size_t llrdma_ar_lines_limit(size_t lines_max, int size)
+{
+    return llrdma::ar::lines_limit(lines_max, size);
+}
+
 extern "C" int llrdma_ar_lines_fit(const llrdma_ar_shm_t *shm, int size, size_t bytes)
 {
     return llrdma::ar::lines_fit(shm, size, bytes);

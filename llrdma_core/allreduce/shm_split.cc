@@ -263,8 +263,8 @@ static bool shares(const Args &a)
 // cache, and then copied whole into the shared result: the fold's stores
 // to result lines that the other ranks read last time (each a read for
 // ownership from their caches) had stalled it; one copy of a finished
-// tile takes them in bulk (2 ranks, 2-core machine: 32 KB 7.5-8.1 ->
-// 6.4-6.6 us, 16 KB 4.2-4.6 -> 3.6-3.8; docs/allreduce.md).  In place,
+// tile takes them in bulk (2 ranks, 2-core machine: 32 KB 7.5-7.9 ->
+// 6.2-6.8 us, 16 KB 4.4-4.6 -> 3.6-4.0; docs/allreduce.md).  In place,
 // the output is this rank's input: folding into it is only right where
 // the first pass reads this rank's input (ranks 0 and 1; 0-3 where fold4
 // takes four inputs per pass); other ranks fold into the result and copy

@@ -36,7 +36,7 @@ check_run "4 ranks, 64-byte chunks: the arena's algorithms ran" has ": shm_\(dir
 # off.  The count each rank says when its arena is released is the check.
 launch -np 3 --mca coll_llrdma_verbose 5 "$T"
 check_pass "3 ranks, small vectors in lines: PASS" t_allreduce 3
-check_run "3 ranks: the arena says its line limit" has "3 ranks, vectors up to 2048 bytes in lines"
+check_run "3 ranks: the arena says its line limit" has "3 ranks, vectors up to 280 bytes in lines"
 check_run "3 ranks: calls ran in lines" has "released after [0-9]* rounds, [1-9][0-9]* of them in lines"
 check_run "3 ranks: no fold shared by default (fewer than 8 ranks)" \
   lacks "through the slots ([1-9][0-9]* with the fold shared"

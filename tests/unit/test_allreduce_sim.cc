@@ -387,7 +387,7 @@ BOOST_AUTO_TEST_CASE(independent_communicators)
 // bytes per line): sizes around the line, 1 KB and 2 KB edges, 16-byte
 // elements straddling lines, in place or not, line rounds back to back with
 // slot rounds (both generations of both), every rank counting exactly the
-// calls at or below 2 KB.
+// calls at or below 2 KB on 2 ranks, 280 B (five lines) on more.
 BOOST_AUTO_TEST_CASE(shm_direct_small_vectors_in_lines)
 {
     const Combo combos[] = {{LLRDMA_DT_DOUBLE, LLRDMA_OP_SUM},
@@ -410,7 +410,7 @@ BOOST_AUTO_TEST_CASE(shm_direct_small_vectors_in_lines)
                     mix(7 + i),           {}, {}};
                 prepare(k, p);
                 cases.push_back(k);
-                want += bytes <= LLRDMA_AR_SHM_LINES_MAX ? 1 : 0;
+                want += bytes <= (p == 2 ? 2048 : 5 * 56) ? 1 : 0;
                 ++i;
             }
         }
@@ -487,7 +487,7 @@ BOOST_AUTO_TEST_CASE(shm_direct_host_same_rounds_as_the_plan)
                     prepare(k, p);
                     cases.push_back(k);
                     ++i;
-                    in_lines += bytes <= LLRDMA_AR_SHM_LINES_MAX ? 1 : 0;
+                    in_lines += bytes <= (p == 2 ? 2048 : 5 * 56) ? 1 : 0;
                 }
             }
         }
@@ -518,6 +518,15 @@ BOOST_AUTO_TEST_CASE(shm_direct_host_same_rounds_as_the_plan)
                       LLRDMA_AR_ERR_INVALID);
     BOOST_CHECK(!llrdma_ar_lines_fit(comm.shm, 2, LLRDMA_AR_SHM_LINES_MAX + 1));
     BOOST_CHECK(llrdma_ar_lines_fit(comm.shm, 2, LLRDMA_AR_SHM_LINES_MAX));
+    // From three ranks, five lines at most (every line's word polled).
+    BOOST_CHECK(llrdma_ar_lines_fit(comm.shm, 3, 5 * 56));
+    BOOST_CHECK(!llrdma_ar_lines_fit(comm.shm, 3, 5 * 56 + 1));
+    BOOST_CHECK(!llrdma_ar_lines_fit(comm.shm, 16, 1024));
+    BOOST_CHECK_EQUAL(llrdma_ar_lines_limit(2048, 2), 2048u);
+    BOOST_CHECK_EQUAL(llrdma_ar_lines_limit(1 << 20, 2), 2048u);
+    BOOST_CHECK_EQUAL(llrdma_ar_lines_limit(2048, 3), 280u);
+    BOOST_CHECK_EQUAL(llrdma_ar_lines_limit(64, 16), 64u);
+    BOOST_CHECK_EQUAL(llrdma_ar_lines_limit(0, 2), 0u);
     // A call is prepared exactly when it runs in the lines, and a call that
     // is not prepared is refused.
     llrdma_ar_lines_call_t lc;
