@@ -455,6 +455,18 @@ template <typename Body> int shm_rounds(const Args &a, Arena &ar, Body body, boo
 }
 // The fold's tile: a tile of out stays in L1 while every input's is folded in.
 constexpr size_t kFoldTileBytes = 4096;
+// fold_rank_order's four-input kernel: from four ranks on (null: two inputs
+// a pass).
+inline Fold4Fn fold4_for(int op, int dtype, int p)
+{
+    return p >= 4 ? fold4_kernel(op, dtype) : nullptr;
+}
+// How many inputs fold_rank_order's first pass over a tile reads (ranks 0 to
+// this - 1) before it writes out's tile; any of them may be out itself.
+inline int fold_first_pass(int op, int dtype, int p)
+{
+    return fold4_for(op, dtype, p) ? 4 : 2;
+}
 // The arena's fold, the one place its order is written: out = v0 OP v1 OP
 // ... OP v(p-1) in rank order, tile by tile; src(r, i) is rank r's input at
 // element i, done(i, o, m) gets each finished piece of out (m elements at
@@ -469,7 +481,7 @@ inline void fold_rank_order(int op, int dtype, size_t es, int p, size_t n, unsig
                         : kFoldTileBytes / es > 0 ? kFoldTileBytes / es
                                                   : 1;
     // From four ranks on, four inputs per pass (fold4): the same bits.
-    Fold4Fn f4 = p >= 4 ? fold4_kernel(op, dtype) : nullptr;
+    Fold4Fn f4 = fold4_for(op, dtype, p);
     for (size_t i = 0; i < n; i += tile) {
         const size_t m = n - i < tile ? n - i : tile;
         unsigned char *o = out + i * es;

@@ -272,7 +272,7 @@ static bool shares(const Args &a)
 static void fold_own_host(const Args &a, const Arena &ar, uint64_t g, size_t off, size_t s,
                           size_t len, const void *src)
 {
-    const int first_pass = a.t->size() >= 4 && fold4_kernel(a.op, a.dtype) ? 4 : 2;
+    const int first_pass = fold_first_pass(a.op, a.dtype, a.t->size());
     void *mine_out = at(a.buf, off + s, a.esize), *res = at(ar.result(g), s, a.esize);
     const void *mine_in = at(const_cast<void *>(src), off + s, a.esize);
     if (src != a.buf || a.t->rank() < first_pass)
